@@ -1,0 +1,37 @@
+"""kronjax: kinematics and dynamics of multibody systems in Khang's Kronecker-product calculus, in JAX.
+
+kronjax never changes JAX's global configuration: enable float64 yourself with
+``jax.config.update("jax_enable_x64", True)`` before creating arrays.
+"""
+
+from . import calculus as calculus
+from . import chain as chain
+from . import kinematics as kinematics
+from . import models as models
+from .calculus import block_skew as block_skew
+from .calculus import khang_jacobian as khang_jacobian
+from .calculus import kron as kron
+from .calculus import skew as skew
+from .calculus import symmetrize as symmetrize
+from .calculus import unvec as unvec
+from .calculus import vec as vec
+from .chain import Inertial as Inertial
+from .chain import Joint as Joint
+from .chain import Model as Model
+from .chain import from_dh as from_dh
+from .chain import from_function as from_function
+from .chain import from_joints as from_joints
+from .kinematics import angular_acceleration as angular_acceleration
+from .kinematics import angular_velocity as angular_velocity
+from .kinematics import compose as compose
+from .kinematics import forward_kinematics as forward_kinematics
+from .kinematics import linear_acceleration as linear_acceleration
+from .kinematics import linear_velocity as linear_velocity
+from .kinematics import point_motion as point_motion
+from .kinematics import relative_motion as relative_motion
+from .kinematics import rotational_hessian as rotational_hessian
+from .kinematics import rotational_jacobian as rotational_jacobian
+from .kinematics import translational_hessian as translational_hessian
+from .kinematics import translational_jacobian as translational_jacobian
+
+__version__ = "0.1.0"

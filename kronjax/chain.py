@@ -1,0 +1,605 @@
+"""Models of multibody systems: joints, tree topology, placements and body inertials.
+
+A :class:`Model` is an equinox Module, so every numeric parameter (joint axes, placements,
+masses, centres of mass, inertia tensors, gravity) is a pytree leaf: ``jax.grad`` of any
+kronjax function with respect to the model reaches them (identification, calibration).
+
+Two kinds of kinematics are supported:
+
+* :class:`Tree` -- bodies connected by revolute (``"R"``), prismatic (``"P"``) and fixed (``"F"``)
+  joints about any axis, each body with one parent (``-1`` is the base), so serial chains and
+  branched trees both work. Body ``i``'s frame is::
+
+      T_i = T_parent(i) · Pre_i · Joint_i(q) · Post_i
+
+  with constant placements ``Pre_i`` and ``Post_i``. The Denavit-Hartenberg builders fill
+  ``Pre``/``Post`` so that the body frames are the D-H frames of the paper (Tuan, Table 1).
+* :class:`PosesFunction` -- any pure JAX function ``q -> (rotations, origins)`` of the body frames
+  (the design's "kinematic chains are pure JAX functions of q").
+
+Bodies are numbered from 0 (the paper's body ``i`` is index ``i - 1``) and may also be named.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float
+
+from ._rotations import axis_angle, rot_x, rot_z
+
+__all__ = [
+    "Inertial",
+    "Inertials",
+    "Joint",
+    "Tree",
+    "PosesFunction",
+    "Model",
+    "from_dh",
+    "from_joints",
+    "from_function",
+]
+
+JOINT_KINDS = ("R", "P", "F")
+_JOINT_KIND_NAMES = {"R": "revolute", "P": "prismatic", "F": "fixed"}
+DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
+
+
+def _is_concrete(*xs) -> bool:
+    """True when no leaf is a tracer: values can be validated now (outside jit / grad)."""
+    return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(xs))
+
+
+def _float_array(x, what: str, shape: tuple[int, ...] | None = None) -> Array:
+    try:
+        arr = jnp.asarray(x)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{what} must be numeric, got {x!r}") from err
+    if not jnp.issubdtype(arr.dtype, jnp.number) or jnp.issubdtype(arr.dtype, jnp.complexfloating):
+        raise TypeError(f"{what} must be real numbers, got dtype {arr.dtype}")
+    if not jnp.issubdtype(arr.dtype, jnp.floating):
+        arr = arr.astype(jnp.result_type(float))
+    if shape is not None and arr.shape != shape:
+        raise ValueError(f"{what} must have shape {shape}, got {arr.shape}")
+    if _is_concrete(arr) and not bool(jnp.all(jnp.isfinite(arr))):
+        raise ValueError(f"{what} must be finite, got {np.asarray(arr)}")
+    return arr
+
+
+# --------------------------------------------------------------------------------------------
+# Inertials
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Inertial:
+    """Inertial parameters of one body, given by the user to a builder.
+
+    Attributes:
+        mass: mass ``m > 0``.
+        com: centre of mass in the body frame (3-vector), the paper's ``p_G^(i)``.
+        inertia: inertia tensor about the centre of mass, in body-frame axes: a symmetric positive
+            semi-definite 3 x 3 matrix, or its three principal values ``(Ixx, Iyy, Izz)``.
+    """
+
+    mass: Any
+    com: Any = (0.0, 0.0, 0.0)
+    inertia: Any = ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+
+
+class Inertials(eqx.Module):
+    """Inertial parameters of all bodies, stacked (pytree leaves).
+
+    Attributes:
+        mass: ``(nb,)`` body masses.
+        com: ``(nb, 3)`` centres of mass in the body frames.
+        inertia: ``(nb, 3, 3)`` inertia tensors about the centres of mass, body-frame axes (``I_G``).
+    """
+
+    mass: Float[Array, " nb"]
+    com: Float[Array, "nb 3"]
+    inertia: Float[Array, "nb 3 3"]
+
+    def __check_init__(self):
+        nb = self.mass.shape[0] if self.mass.ndim == 1 else -1
+        if self.mass.ndim != 1 or self.com.shape != (nb, 3) or self.inertia.shape != (nb, 3, 3):
+            raise ValueError(
+                "Inertials need mass (nb,), com (nb, 3), inertia (nb, 3, 3); got "
+                f"{self.mass.shape}, {self.com.shape}, {self.inertia.shape}"
+            )
+        if not _is_concrete(self.mass, self.com, self.inertia):
+            return
+        for i in range(nb):
+            _check_inertial(i, np.asarray(self.mass[i]), np.asarray(self.inertia[i]))
+
+
+def _check_inertial(body: int | str, mass: np.ndarray, inertia: np.ndarray) -> None:
+    if not mass > 0:
+        raise ValueError(f"body {body}: mass must be positive, got {float(mass)}")
+    scale = max(float(np.max(np.abs(inertia))), 1.0)
+    tol = (1e-5 if inertia.dtype == np.float32 else 1e-10) * scale
+    if not np.allclose(inertia, inertia.T, rtol=0.0, atol=tol):
+        raise ValueError(f"body {body}: inertia tensor is not symmetric:\n{inertia}")
+    eig = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
+    if eig[0] < -tol:
+        raise ValueError(
+            f"body {body}: inertia tensor is not positive semi-definite "
+            f"(eigenvalues {eig}):\n{inertia}"
+        )
+
+
+def _stack_inertials(inertials, nb: int, names: Sequence[str]) -> Inertials | None:
+    if inertials is None or isinstance(inertials, Inertials):
+        if isinstance(inertials, Inertials) and inertials.mass.shape[0] != nb:
+            raise ValueError(f"Inertials hold {inertials.mass.shape[0]} bodies, the model has {nb}")
+        return inertials
+    inertials = list(inertials)
+    if len(inertials) != nb:
+        raise ValueError(f"got {len(inertials)} inertials for {nb} bodies")
+    masses, coms, tensors = [], [], []
+    for i, item in enumerate(inertials):
+        if isinstance(item, dict):
+            unknown = set(item) - {"mass", "com", "inertia"}
+            if unknown:
+                raise ValueError(f"body {i} ({names[i]}): unknown inertial keys {sorted(unknown)}")
+            item = Inertial(**item)
+        if not isinstance(item, Inertial):
+            raise TypeError(f"body {i} ({names[i]}): expected an Inertial or a dict, got {item!r}")
+        what = f"body {i} ({names[i]})"
+        mass = _float_array(item.mass, f"{what} mass", ())
+        com = _float_array(item.com, f"{what} centre of mass", (3,))
+        inertia = _float_array(item.inertia, f"{what} inertia")
+        if inertia.shape == (3,):
+            inertia = jnp.diag(inertia)
+        if inertia.shape != (3, 3):
+            raise ValueError(f"{what} inertia must be 3 x 3 or 3 principal values, got {inertia.shape}")
+        if _is_concrete(mass, inertia):
+            _check_inertial(f"{i} ({names[i]})", np.asarray(mass), np.asarray(inertia))
+        masses.append(mass)
+        coms.append(com)
+        tensors.append(inertia)
+    return Inertials(jnp.stack(masses), jnp.stack(coms), jnp.stack(tensors))
+
+
+# --------------------------------------------------------------------------------------------
+# Kinematics of the model: a joint tree or a user's poses function
+# --------------------------------------------------------------------------------------------
+
+
+class Tree(eqx.Module):
+    """A tree of bodies connected by 1-DOF joints.
+
+    Attributes:
+        parents: parent body of each body (``-1``: the base); a parent precedes its children.
+        kinds: joint kind of each body: ``"R"`` revolute, ``"P"`` prismatic, ``"F"`` fixed.
+        axes: ``(nb, 3)`` unit joint axes, in the frame after ``Pre``.
+        pre_rotation, pre_translation: ``(nb, 3, 3)``, ``(nb, 3)``: placement of the joint frame in
+            the parent's body frame.
+        post_rotation, post_translation: placement of the body frame in the moved joint frame.
+    """
+
+    parents: tuple[int, ...] = eqx.field(static=True)
+    kinds: tuple[str, ...] = eqx.field(static=True)
+    axes: Float[Array, "nb 3"]
+    pre_rotation: Float[Array, "nb 3 3"]
+    pre_translation: Float[Array, "nb 3"]
+    post_rotation: Float[Array, "nb 3 3"]
+    post_translation: Float[Array, "nb 3"]
+
+    def __check_init__(self):
+        nb = len(self.parents)
+        if len(self.kinds) != nb:
+            raise ValueError(f"{len(self.kinds)} joint kinds for {nb} bodies")
+        for i, (parent, kind) in enumerate(zip(self.parents, self.kinds)):
+            if kind not in JOINT_KINDS:
+                raise ValueError(
+                    f"body {i}: unknown joint type {kind!r}; expected one of "
+                    + ", ".join(f"{k!r} ({v})" for k, v in _JOINT_KIND_NAMES.items())
+                )
+            if not -1 <= parent < i:
+                raise ValueError(
+                    f"body {i}: parent {parent} must be -1 (base) or an earlier body (0..{i - 1})"
+                )
+        for name, arr, shape in [
+            ("axes", self.axes, (nb, 3)),
+            ("pre_rotation", self.pre_rotation, (nb, 3, 3)),
+            ("pre_translation", self.pre_translation, (nb, 3)),
+            ("post_rotation", self.post_rotation, (nb, 3, 3)),
+            ("post_translation", self.post_translation, (nb, 3)),
+        ]:
+            if arr.shape != shape:
+                raise ValueError(f"Tree.{name} must have shape {shape}, got {arr.shape}")
+
+    @property
+    def n_bodies(self) -> int:
+        return len(self.parents)
+
+    @property
+    def n_dof(self) -> int:
+        return sum(kind != "F" for kind in self.kinds)
+
+    @property
+    def q_index(self) -> tuple[int, ...]:
+        """Index into ``q`` of each body's joint coordinate (``-1`` for fixed joints)."""
+        index, k = [], 0
+        for kind in self.kinds:
+            index.append(-1 if kind == "F" else k)
+            k += kind != "F"
+        return tuple(index)
+
+    def poses(self, q: Float[Array, " n"]) -> tuple[Float[Array, "nb 3 3"], Float[Array, "nb 3"]]:
+        rotations, origins = [], []
+        eye = jnp.eye(3, dtype=q.dtype)
+        for i, (parent, kind, k) in enumerate(zip(self.parents, self.kinds, self.q_index)):
+            joint_r, joint_p = eye, jnp.zeros(3, q.dtype)
+            if kind == "R":
+                joint_r = axis_angle(self.axes[i], q[k])
+            elif kind == "P":
+                joint_p = self.axes[i] * q[k]
+            local_r = self.pre_rotation[i] @ joint_r @ self.post_rotation[i]
+            local_p = self.pre_translation[i] + self.pre_rotation[i] @ (
+                joint_p + joint_r @ self.post_translation[i]
+            )
+            if parent < 0:
+                rotations.append(local_r)
+                origins.append(local_p)
+            else:
+                rotations.append(rotations[parent] @ local_r)
+                origins.append(origins[parent] + rotations[parent] @ local_p)
+        return jnp.stack(rotations), jnp.stack(origins)
+
+
+class PosesFunction(eqx.Module):
+    """Kinematics given by a user's pure JAX function ``q -> (rotations (nb, 3, 3), origins (nb, 3))``.
+
+    The function may instead return homogeneous transforms ``(nb, 4, 4)``. It is checked once,
+    outside ``jit``, when the model is built (:func:`from_function`).
+    """
+
+    fn: Callable = eqx.field(static=True)
+    n_dof: int = eqx.field(static=True)
+    n_bodies: int = eqx.field(static=True)
+
+    def poses(self, q: Float[Array, " n"]) -> tuple[Float[Array, "nb 3 3"], Float[Array, "nb 3"]]:
+        return _split_poses(self.fn(q))
+
+
+def _split_poses(out) -> tuple[Array, Array]:
+    if isinstance(out, (tuple, list)):
+        if len(out) != 2:
+            raise ValueError(
+                "a poses function must return (rotations, origins) or (nb, 4, 4) transforms; "
+                f"got a sequence of length {len(out)}"
+            )
+        rotations, origins = jnp.asarray(out[0]), jnp.asarray(out[1])
+    else:
+        transforms = jnp.asarray(out)
+        if transforms.ndim != 3 or transforms.shape[1:] != (4, 4):
+            raise ValueError(f"poses function returned shape {transforms.shape}, expected (nb, 4, 4)")
+        rotations, origins = transforms[:, :3, :3], transforms[:, :3, 3]
+    if rotations.ndim != 3 or rotations.shape[1:] != (3, 3):
+        raise ValueError(f"poses function: rotations must have shape (nb, 3, 3), got {rotations.shape}")
+    if origins.shape != (rotations.shape[0], 3):
+        raise ValueError(
+            f"poses function: origins must have shape ({rotations.shape[0]}, 3), got {origins.shape}"
+        )
+    return rotations, origins
+
+
+# --------------------------------------------------------------------------------------------
+# The model
+# --------------------------------------------------------------------------------------------
+
+
+class Model(eqx.Module):
+    """A multibody system: kinematics, body inertials and gravity.
+
+    Build one with :func:`from_dh`, :func:`from_joints` or :func:`from_function` (or a built-in
+    model from :mod:`kronjax.models`). All numeric parameters are pytree leaves.
+
+    Attributes:
+        kinematics: a :class:`Tree` or a :class:`PosesFunction`.
+        inertials: :class:`Inertials` of every body, or ``None`` for a kinematics-only model.
+        gravity: ``(3,)`` gravitational acceleration in the base frame.
+        body_names, joint_names: one name per body (the joint that moves it).
+    """
+
+    kinematics: Tree | PosesFunction
+    inertials: Inertials | None
+    gravity: Float[Array, "3"]
+    body_names: tuple[str, ...] = eqx.field(static=True)
+    joint_names: tuple[str, ...] = eqx.field(static=True)
+
+    def __check_init__(self):
+        nb = self.kinematics.n_bodies
+        if len(self.body_names) != nb or len(self.joint_names) != nb:
+            raise ValueError(f"need {nb} body and joint names, got {len(self.body_names)}, {len(self.joint_names)}")
+        for kind, names in (("body", self.body_names), ("joint", self.joint_names)):
+            seen = set()
+            for name in names:
+                if name in seen:
+                    raise ValueError(f"duplicate {kind} name {name!r}")
+                seen.add(name)
+        if self.inertials is not None and self.inertials.mass.shape != (nb,):
+            raise ValueError(f"inertials for {self.inertials.mass.shape[0]} bodies, model has {nb}")
+        if self.gravity.shape != (3,):
+            raise ValueError(f"gravity must be a 3-vector, got shape {self.gravity.shape}")
+
+    @property
+    def n_dof(self) -> int:
+        """Number of joint coordinates ``n`` (length of ``q``)."""
+        return self.kinematics.n_dof
+
+    @property
+    def n_bodies(self) -> int:
+        return self.kinematics.n_bodies
+
+    def body_index(self, body: int | str) -> int:
+        """Index of a body given by index or name; raises a clear error when it does not exist."""
+        if isinstance(body, str):
+            if body not in self.body_names:
+                raise KeyError(f"no body named {body!r}; bodies are {list(self.body_names)}")
+            return self.body_names.index(body)
+        if isinstance(body, (bool, np.bool_)) or not isinstance(body, (int, np.integer)):
+            raise TypeError(f"body must be an index or a name, got {body!r}")
+        if not 0 <= body < self.n_bodies:
+            raise IndexError(
+                f"body index {body} out of range: the model has {self.n_bodies} bodies (0..{self.n_bodies - 1})"
+            )
+        return int(body)
+
+    def check_q(self, q: ArrayLike, name: str = "q") -> Float[Array, " n"]:
+        """``q`` as a floating array of shape ``(n,)``, or a clear error."""
+        q = jnp.asarray(q)
+        if not jnp.issubdtype(q.dtype, jnp.floating):
+            q = q.astype(jnp.result_type(float))
+        if q.shape != (self.n_dof,):
+            raise ValueError(
+                f"{name} must have shape ({self.n_dof},) for this {self.n_dof}-DOF model, got {q.shape}"
+            )
+        return q
+
+    def astype(self, dtype) -> Model:
+        """The same model with every floating-point parameter cast to ``dtype`` (e.g. float32)."""
+        return jax.tree.map(
+            lambda x: x.astype(dtype) if eqx.is_inexact_array(x) else x, self
+        )
+
+    def poses(self, q: Float[Array, " n"]) -> tuple[Float[Array, "nb 3 3"], Float[Array, "nb 3"]]:
+        """Rotations and origins of all body frames in the base frame (no input checks)."""
+        return self.kinematics.poses(q)
+
+
+def _names(names, nb: int, prefix: str) -> tuple[str, ...]:
+    if names is None:
+        return tuple(f"{prefix}{i + 1}" for i in range(nb))
+    names = tuple(str(n) for n in names)
+    if len(names) != nb:
+        raise ValueError(f"got {len(names)} {prefix} names for {nb} bodies")
+    return names
+
+
+def _gravity(gravity) -> Array:
+    return _float_array(DEFAULT_GRAVITY if gravity is None else gravity, "gravity", (3,))
+
+
+def _model(kinematics, inertials, gravity, body_names, joint_names) -> Model:
+    nb = kinematics.n_bodies
+    bodies = _names(body_names, nb, "link")
+    return Model(
+        kinematics=kinematics,
+        inertials=_stack_inertials(inertials, nb, bodies),
+        gravity=_gravity(gravity),
+        body_names=bodies,
+        joint_names=_names(joint_names, nb, "joint"),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Builders
+# --------------------------------------------------------------------------------------------
+
+
+def _dh_row(i: int, row) -> tuple[str, Array, Array, Array, Array]:
+    if isinstance(row, dict):
+        missing = {"kind", "d", "theta", "a", "alpha"} - set(row)
+        if missing:
+            raise ValueError(f"D-H row {i}: missing keys {sorted(missing)}")
+        row = (row["kind"], row["d"], row["theta"], row["a"], row["alpha"])
+    try:
+        row = tuple(row)
+    except TypeError:
+        raise TypeError(f"D-H row {i} must be (kind, d, theta, a, alpha), got {row!r}") from None
+    if len(row) != 5:
+        raise ValueError(f"D-H row {i} must have 5 entries (kind, d, theta, a, alpha), got {len(row)}: {row!r}")
+    kind = row[0]
+    if not isinstance(kind, str) or kind.upper() not in JOINT_KINDS:
+        raise ValueError(
+            f"D-H row {i}: unknown joint type {kind!r}; expected 'R' (revolute: q adds to theta), "
+            "'P' (prismatic: q adds to d) or 'F' (fixed)"
+        )
+    values = [
+        _float_array(v, f"D-H row {i} {name}", ()) for v, name in zip(row[1:], ("d", "theta", "a", "alpha"))
+    ]
+    return (kind.upper(), *values)
+
+
+def from_dh(
+    rows: Sequence,
+    convention: str = "standard",
+    inertials=None,
+    *,
+    gravity=None,
+    body_names: Sequence[str] | None = None,
+    joint_names: Sequence[str] | None = None,
+) -> Model:
+    """A serial chain from a Denavit-Hartenberg table.
+
+    Args:
+        rows: one ``(kind, d, theta, a, alpha)`` per body (or a dict with these keys). ``kind`` is
+            ``"R"`` (the joint variable adds to ``theta``), ``"P"`` (it adds to ``d``) or ``"F"``
+            (fixed). Angles in radians.
+        convention: ``"standard"``: ``A_i = Rz(theta_i) Tz(d_i) Tx(a_i) Rx(alpha_i)`` (Tuan, Table 1);
+            ``"modified"`` (Craig): ``A_i = Rx(alpha_{i-1}) Tx(a_{i-1}) Rz(theta_i) Tz(d_i)``, where
+            row ``i`` holds ``a_{i-1}, alpha_{i-1}`` (as in Robotics Toolbox).
+        inertials: per body an :class:`Inertial` (or dict), an :class:`Inertials`, or ``None``.
+        gravity: gravitational acceleration in the base frame (default ``[0, 0, -9.81]``).
+
+    Body ``i`` is the D-H frame ``i + 1`` of the table (0-based index, the paper's body ``i + 1``).
+    The values may be JAX tracers, so ``jax.grad`` reaches the D-H parameters (calibration).
+    """
+    if convention not in ("standard", "modified"):
+        raise ValueError(f"unknown D-H convention {convention!r}; expected 'standard' or 'modified'")
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, Sequence) or len(rows) == 0:
+        raise ValueError("a D-H table must be a non-empty sequence of rows (kind, d, theta, a, alpha)")
+    parsed = [_dh_row(i, row) for i, row in enumerate(rows)]
+    dtype = jnp.result_type(*[v for row in parsed for v in row[1:]])
+    pre_r, pre_p, post_r, post_p = [], [], [], []
+    z = jnp.zeros((), dtype)
+    for kind, d, theta, a, alpha in parsed:
+        if convention == "standard":
+            pre_r.append(rot_z(theta))
+            pre_p.append(jnp.stack([z, z, d]))
+            post_r.append(rot_x(alpha))
+            post_p.append(jnp.stack([a, z, z]))
+        else:
+            rx = rot_x(alpha)
+            pre_r.append(rx @ rot_z(theta))
+            pre_p.append(jnp.stack([a, z, z]) + rx @ jnp.stack([z, z, d]))
+            post_r.append(jnp.eye(3, dtype=dtype))
+            post_p.append(jnp.zeros(3, dtype))
+    nb = len(parsed)
+    tree = Tree(
+        parents=tuple(range(-1, nb - 1)),
+        kinds=tuple(row[0] for row in parsed),
+        axes=jnp.tile(jnp.array([0.0, 0.0, 1.0], dtype), (nb, 1)),
+        pre_rotation=jnp.stack(pre_r).astype(dtype),
+        pre_translation=jnp.stack(pre_p).astype(dtype),
+        post_rotation=jnp.stack(post_r).astype(dtype),
+        post_translation=jnp.stack(post_p).astype(dtype),
+    )
+    return _model(tree, inertials, gravity, body_names, joint_names)
+
+
+@dataclasses.dataclass(frozen=True)
+class Joint:
+    """One joint of a tree, given by the user to :func:`from_joints`.
+
+    Attributes:
+        kind: ``"R"`` revolute, ``"P"`` prismatic or ``"F"`` fixed.
+        parent: index of the parent body, ``-1`` for the base; parents precede children.
+        axis: joint axis in the joint frame (normalised to unit length).
+        rotation, translation: placement of the joint frame in the parent's body frame (the body
+            frame is the moved joint frame, as in URDF and Pinocchio).
+        name: joint name (default ``joint<i+1>``); ``body_name`` likewise (default ``link<i+1>``).
+    """
+
+    kind: str
+    parent: int = -1
+    axis: Any = (0.0, 0.0, 1.0)
+    rotation: Any = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+    translation: Any = (0.0, 0.0, 0.0)
+    name: str | None = None
+    body_name: str | None = None
+
+
+def _unit_axis(axis, what: str) -> Array:
+    axis = _float_array(axis, what, (3,))
+    if _is_concrete(axis):
+        norm = float(jnp.linalg.norm(axis))
+        if norm < 1e-12:
+            raise ValueError(f"{what} must be non-zero, got {np.asarray(axis)}")
+    return axis / jnp.linalg.norm(axis)
+
+
+def _check_rotation(r, what: str) -> None:
+    if not _is_concrete(r):
+        return
+    r = np.asarray(r)
+    tol = 1e-5 if r.dtype == np.float32 else 1e-9
+    if not np.allclose(r.T @ r, np.eye(3), atol=tol) or np.linalg.det(r) < 0:
+        raise ValueError(f"{what} is not a proper rotation (orthonormal, det = +1):\n{r}")
+
+
+def from_joints(
+    joints: Sequence[Joint], inertials=None, *, gravity=None
+) -> Model:
+    """A tree from a list of :class:`Joint`, one per body, in an order where parents come first.
+
+    Body ``i`` is moved by ``joints[i]``; its frame is the joint frame after the joint motion
+    (``Post`` is the identity), which is how URDF and Pinocchio place bodies.
+    """
+    joints = list(joints)
+    if not joints:
+        raise ValueError("a model needs at least one joint")
+    axes, pre_r, pre_p = [], [], []
+    for i, joint in enumerate(joints):
+        if not isinstance(joint, Joint):
+            raise TypeError(f"joint {i}: expected a kronjax.chain.Joint, got {joint!r}")
+        what = f"joint {i} ({joint.name or f'joint{i + 1}'})"
+        axes.append(_unit_axis(joint.axis, f"{what} axis"))
+        rotation = _float_array(joint.rotation, f"{what} rotation", (3, 3))
+        _check_rotation(rotation, f"{what} rotation")
+        pre_r.append(rotation)
+        pre_p.append(_float_array(joint.translation, f"{what} translation", (3,)))
+    nb = len(joints)
+    dtype = jnp.result_type(*axes, *pre_r, *pre_p)
+    tree = Tree(
+        parents=tuple(int(j.parent) for j in joints),
+        kinds=tuple(j.kind.upper() if isinstance(j.kind, str) else j.kind for j in joints),
+        axes=jnp.stack(axes).astype(dtype),
+        pre_rotation=jnp.stack(pre_r).astype(dtype),
+        pre_translation=jnp.stack(pre_p).astype(dtype),
+        post_rotation=jnp.tile(jnp.eye(3, dtype=dtype), (nb, 1, 1)),
+        post_translation=jnp.zeros((nb, 3), dtype),
+    )
+    return _model(
+        tree,
+        inertials,
+        gravity,
+        [j.body_name or f"link{i + 1}" for i, j in enumerate(joints)],
+        [j.name or f"joint{i + 1}" for i, j in enumerate(joints)],
+    )
+
+
+def from_function(
+    poses_fn: Callable,
+    n: int,
+    inertials=None,
+    *,
+    gravity=None,
+    body_names: Sequence[str] | None = None,
+    joint_names: Sequence[str] | None = None,
+    check: bool = True,
+) -> Model:
+    """A model whose body frames are given by a pure JAX function of ``q``.
+
+    Args:
+        poses_fn: ``q (n,) -> (rotations (nb, 3, 3), origins (nb, 3))`` in the base frame, or
+            ``q -> transforms (nb, 4, 4)``. It must be traceable by JAX (``jnp`` operations).
+        n: number of joint coordinates.
+        check: evaluate ``poses_fn`` at ``q = 0`` and at a few random ``q`` (outside ``jit``) and
+            raise if a rotation is not orthonormal with determinant +1, or shapes are wrong.
+    """
+    if not callable(poses_fn):
+        raise TypeError(f"poses_fn must be callable, got {poses_fn!r}")
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n (number of joint coordinates) must be a positive integer, got {n!r}")
+    rotations, _ = jax.eval_shape(lambda q: _split_poses(poses_fn(q)), jnp.zeros(int(n)))
+    nb = rotations.shape[0]
+    if check:
+        rng = np.random.default_rng(0)
+        for q in [np.zeros(n), *rng.uniform(-np.pi, np.pi, (3, n))]:
+            rs, ps = _split_poses(poses_fn(jnp.asarray(q)))
+            if not bool(jnp.all(jnp.isfinite(rs))) or not bool(jnp.all(jnp.isfinite(ps))):
+                raise ValueError(f"poses function returned non-finite values at q = {q}")
+            for i in range(nb):
+                _check_rotation(rs[i], f"poses function: rotation of body {i} at q = {np.round(q, 4)}")
+    kinematics = PosesFunction(fn=poses_fn, n_dof=int(n), n_bodies=nb)
+    return _model(kinematics, inertials, gravity, body_names, joint_names)

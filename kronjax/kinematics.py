@@ -1,0 +1,378 @@
+"""Kinematics in Khang's layout (Tuan et al. 2019, section 3).
+
+Every function is pure in ``(model, q, ...)`` for one configuration and works under ``jax.jit``,
+``jax.vmap`` and ``jax.grad``. Jacobians are ``3 x n``; Hessians are ``3 x n^2`` in Khang's layout
+(entry ``(p, j n + k) = dJ[p, j]/dq_k``), so that accelerations are ``J qdd + H (qd ⊗ qd)``.
+
+Hessians are returned in the *jacobian-of-jacobian* form of the paper's definitions (51, 53, 60,
+61, 67). Only their symmetric part (:func:`kronjax.calculus.symmetrize`) is fixed by the
+accelerations; translational Hessians of a point are symmetric, rotational ones are not.
+
+Frames: ``frame="base"`` expresses a quantity in the base frame ``(0)``, ``frame="body"`` in the
+body's own frame ``(i)``. For translational Hessians, ``"body"`` is ``d(J_T^(i))/dq`` (53),
+which is *not* the acceleration in body axes, and ``"body*"`` is ``A_0^(i) H_T^(0)`` (58), which
+is.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
+
+from .calculus import block_skew, skew
+from .chain import Model
+
+__all__ = [
+    "FramePoses",
+    "forward_kinematics",
+    "translational_jacobian",
+    "rotational_jacobian",
+    "translational_hessian",
+    "rotational_hessian",
+    "linear_velocity",
+    "angular_velocity",
+    "linear_acceleration",
+    "angular_acceleration",
+    "RelativeMotion",
+    "relative_motion",
+    "compose",
+    "point_motion",
+]
+
+_JACOBIAN_FRAMES = ("base", "body")
+_HESSIAN_FRAMES = ("base", "body", "body*")
+
+
+class FramePoses(NamedTuple):
+    """Poses of all body frames in the base frame.
+
+    Attributes:
+        rotations: ``(nb, 3, 3)``: ``rotations[i] = A_i^(0)``, columns are the body axes in the base frame.
+        origins: ``(nb, 3)``: ``origins[i] = ^0 d_i^(0)``, the body frame's origin.
+    """
+
+    rotations: Float[Array, "nb 3 3"]
+    origins: Float[Array, "nb 3"]
+
+
+def forward_kinematics(model: Model, q: Float[ArrayLike, " n"]) -> FramePoses:
+    """Rotation matrices and origins of every body frame (Tuan eqs. 22, 26-27, 71-72)."""
+    return FramePoses(*model.poses(model.check_q(q)))
+
+
+# --------------------------------------------------------------------------------------------
+# Jacobians and Hessians of all bodies at once (internal; the dynamics builds on these)
+# --------------------------------------------------------------------------------------------
+
+
+def _angular_jacobian(r: Array, dr: Array, frame: str) -> Array:
+    """``J_R`` from ``R (..., 3, 3)`` and ``dR/dq (..., 3, 3, n)``: vee of ``Rdot R^T`` (37, base)
+    or of ``R^T Rdot`` (40, body), column by column."""
+    if frame == "base":
+        w = jnp.einsum("...ijk,...lj->...ilk", dr, r)
+    else:
+        w = jnp.einsum("...ji,...jlk->...ilk", r, dr)
+    return jnp.stack([w[..., 2, 1, :], w[..., 0, 2, :], w[..., 1, 0, :]], axis=-2)
+
+
+def _points_jacobians(model: Model, q: Array, points: Array, frame: str) -> tuple[Array, Array]:
+    """``(J_T, J_R)``, each ``(nb, 3, n)``: Jacobians of points fixed on the bodies (``points``
+    ``(nb, 3)`` in body frames; 29, 31, 45, 47) and rotational Jacobians (37, 40)."""
+
+    def placed(q):
+        r, p = model.poses(q)
+        return (p + jnp.einsum("bij,bj->bi", r, points), r), r
+
+    (jt, dr), r = jax.jacfwd(placed, has_aux=True)(q)
+    jr = _angular_jacobian(r, dr, frame)
+    if frame == "body":
+        jt = jnp.einsum("bji,bjk->bik", r, jt)
+    return jt, jr
+
+
+def _points_hessians(model: Model, q: Array, points: Array, frame: str) -> tuple[Array, Array]:
+    """``(H_T, H_R)``, each ``(nb, 3, n^2)`` in Khang's layout: ``dJ/dq`` of :func:`_points_jacobians`
+    in the base (51, 60, 67) or body frame (53, 61)."""
+    n = q.shape[0]
+    ht, hr = jax.jacfwd(lambda q: _points_jacobians(model, q, points, frame))(q)
+    return ht.reshape(*ht.shape[:-2], n * n), hr.reshape(*hr.shape[:-2], n * n)
+
+
+def _check_frame(frame: str, allowed: tuple[str, ...]) -> None:
+    if frame not in allowed:
+        raise ValueError(f"unknown frame {frame!r}; expected one of {allowed}")
+
+
+def _body_points(model: Model, body: int, point, dtype) -> Array:
+    """``(nb, 3)`` points, zero except the chosen body's (frame origin, ``"com"`` or a 3-vector)."""
+    if point is None:
+        p = jnp.zeros(3, dtype)
+    elif isinstance(point, str):
+        if point != "com":
+            raise ValueError(f"point must be None, 'com' or a 3-vector in the body frame, got {point!r}")
+        if model.inertials is None:
+            raise ValueError("point='com' needs a model with inertials")
+        p = model.inertials.com[body].astype(dtype)
+    else:
+        p = jnp.asarray(point, dtype)
+        if p.shape != (3,):
+            raise ValueError(f"point must be a 3-vector in the body frame, got shape {p.shape}")
+    return jnp.zeros((model.n_bodies, 3), dtype).at[body].set(p)
+
+
+def _prepare(model: Model, q, body, point=None):
+    q = model.check_q(q)
+    b = model.body_index(body)
+    return q, b, _body_points(model, b, point, q.dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# Public single-body API
+# --------------------------------------------------------------------------------------------
+
+
+def translational_jacobian(
+    model: Model, q: Float[ArrayLike, " n"], body: int | str, point=None, frame: str = "base"
+) -> Float[Array, "3 n"]:
+    """Translational Jacobian ``J_T`` (3 x n) of a body frame's origin or of a point fixed on the body.
+
+    ``frame="base"``: ``^0J_T^(0) = d(^0 d_i^(0))/dq`` (29), or ``J_TG`` of a point (45);
+    ``frame="body"``: ``A_0^(i) J_T^(0)`` (31, 47), so that ``v^(i) = J_T^(i) qd``.
+
+    Args:
+        point: ``None`` (the frame origin), ``"com"`` (the body's centre of mass) or a 3-vector in
+            the body frame (``p_b^(b)``).
+    """
+    _check_frame(frame, _JACOBIAN_FRAMES)
+    q, b, points = _prepare(model, q, body, point)
+    return _points_jacobians(model, q, points, frame)[0][b]
+
+
+def rotational_jacobian(
+    model: Model, q: Float[ArrayLike, " n"], body: int | str, frame: str = "base"
+) -> Float[Array, "3 n"]:
+    """Rotational Jacobian ``J_R`` (3 x n): ``omega = J_R qd`` in the base frame (37) or in the
+    body frame (40)."""
+    _check_frame(frame, _JACOBIAN_FRAMES)
+    q, b, points = _prepare(model, q, body)
+    return _points_jacobians(model, q, points, frame)[1][b]
+
+
+def translational_hessian(
+    model: Model, q: Float[ArrayLike, " n"], body: int | str, point=None, frame: str = "base"
+) -> Float[Array, "3 n*n"]:
+    """Translational Hessian (3 x n^2, Khang's layout) of a frame origin or a body point.
+
+    ``"base"``: ``H_T^(0) = dJ_T^(0)/dq`` (51; 67 for a point), ``a^(0) = J_T qdd + H_T (qd ⊗ qd)`` (52, 66).
+    ``"body"``: ``H_T^(i) = dJ_T^(i)/dq`` (53): the derivative of the body-frame velocity components (54).
+    ``"body*"``: ``H*_T^(i) = A_0^(i) H_T^(0)`` (58): ``a^(i) = J_T^(i) qdd + H*_T (qd ⊗ qd)`` (59).
+    """
+    _check_frame(frame, _HESSIAN_FRAMES)
+    q, b, points = _prepare(model, q, body, point)
+    if frame == "body*":
+        ht = _points_hessians(model, q, points, "base")[0][b]
+        return model.poses(q)[0][b].T @ ht
+    return _points_hessians(model, q, points, frame)[0][b]
+
+
+def rotational_hessian(
+    model: Model, q: Float[ArrayLike, " n"], body: int | str, frame: str = "base"
+) -> Float[Array, "3 n*n"]:
+    """Rotational Hessian (3 x n^2, Khang's layout): ``dJ_R/dq`` in the base frame (60) or the
+    body frame (61); ``alpha = J_R qdd + H_R (qd ⊗ qd)`` (62-64). Not symmetric in general."""
+    _check_frame(frame, _JACOBIAN_FRAMES)
+    q, b, points = _prepare(model, q, body)
+    return _points_hessians(model, q, points, frame)[1][b]
+
+
+def linear_velocity(
+    model: Model, q, qd, body: int | str, point=None, frame: str = "base"
+) -> Float[Array, "3"]:
+    """``v = J_T qd`` of a frame origin or body point, in the base (30, 44) or body frame (32, 46)."""
+    return translational_jacobian(model, q, body, point, frame) @ model.check_q(qd, "qd")
+
+
+def angular_velocity(model: Model, q, qd, body: int | str, frame: str = "base") -> Float[Array, "3"]:
+    """``omega = J_R qd`` in the base (38) or body frame (39)."""
+    return rotational_jacobian(model, q, body, frame) @ model.check_q(qd, "qd")
+
+
+def linear_acceleration(
+    model: Model, q, qd, qdd, body: int | str, point=None, frame: str = "base"
+) -> Float[Array, "3"]:
+    """Acceleration of a frame origin or body point: ``J_T qdd + H_T (qd ⊗ qd)``.
+
+    In the base frame (52, 66), or in body axes with ``H*_T`` (58-59).
+    """
+    _check_frame(frame, _JACOBIAN_FRAMES)
+    qd, qdd = model.check_q(qd, "qd"), model.check_q(qdd, "qdd")
+    jt = translational_jacobian(model, q, body, point, frame)
+    ht = translational_hessian(model, q, body, point, "body*" if frame == "body" else "base")
+    return jt @ qdd + ht @ jnp.kron(qd, qd)
+
+
+def angular_acceleration(
+    model: Model, q, qd, qdd, body: int | str, frame: str = "base"
+) -> Float[Array, "3"]:
+    """Angular acceleration ``J_R qdd + H_R (qd ⊗ qd)`` in the base (62) or body frame (63-64)."""
+    qd, qdd = model.check_q(qd, "qd"), model.check_q(qdd, "qdd")
+    jr = rotational_jacobian(model, q, body, frame)
+    hr = rotational_hessian(model, q, body, frame)
+    return jr @ qdd + hr @ jnp.kron(qd, qd)
+
+
+# --------------------------------------------------------------------------------------------
+# Relative motion (77)-(91)
+# --------------------------------------------------------------------------------------------
+
+
+class RelativeMotion(eqx.Module):
+    """Pose, Jacobians and Hessians of a frame ``c`` relative to a reference frame ``b``.
+
+    Attributes:
+        rotation: ``A_c^(b)`` (3 x 3).
+        origin: ``^b d_c^(b)`` (3,).
+        J_T, J_R: ``3 x n``: ``^b v_c = J_T qd``, ``^b omega_c = J_R qd``.
+        H_T, H_R: ``3 x n^2``: ``^b a_c = J_T qdd + H_T (qd ⊗ qd)``, likewise ``^b alpha_c``.
+        expressed_in: ``"reference"``: vectors in frame ``b`` (``^bJ_Tc^(b)``, ``^bH_Tc^(b)``, eqs.
+            29, 37, 51, 60); ``"moving"``: in frame ``c`` (``^bJ_Tc^(c)``, ``^bJ_Rc^(c)``,
+            ``^bH*_Tc^(c)``, ``^bH_Rc^(c)``; eqs. 31, 40, 58, 61).
+    """
+
+    rotation: Float[Array, "3 3"]
+    origin: Float[Array, "3"]
+    J_T: Float[Array, "3 n"]
+    J_R: Float[Array, "3 n"]
+    H_T: Float[Array, "3 n*n"]
+    H_R: Float[Array, "3 n*n"]
+    expressed_in: str = eqx.field(static=True, default="reference")
+
+    def __check_init__(self):
+        if self.expressed_in not in ("reference", "moving"):
+            raise ValueError(f"expressed_in must be 'reference' or 'moving', got {self.expressed_in!r}")
+
+
+def relative_motion(
+    model: Model,
+    q: Float[ArrayLike, " n"],
+    body: int | str,
+    reference: int | str | None = None,
+    expressed_in: str = "reference",
+) -> RelativeMotion:
+    """Motion of ``body``'s frame relative to ``reference``'s frame (``None``: the base), by
+    autodiff of the relative pose ``A_c^(b) = A_b^T A_c``, ``^b d_c^(b) = A_b^T (d_c - d_b)``."""
+    if expressed_in not in ("reference", "moving"):
+        raise ValueError(f"expressed_in must be 'reference' or 'moving', got {expressed_in!r}")
+    q = model.check_q(q)
+    c = model.body_index(body)
+    b = None if reference is None else model.body_index(reference)
+
+    def pose(q):
+        rs, ps = model.poses(q)
+        if b is None:
+            return rs[c], ps[c]
+        return rs[b].T @ rs[c], rs[b].T @ (ps[c] - ps[b])
+
+    frame = "base" if expressed_in == "reference" else "body"
+
+    def pose_and_rotation(q):
+        rp = pose(q)
+        return (rp[1], rp[0]), rp[0]
+
+    def jacobians(q):
+        (jt, dr), r = jax.jacfwd(pose_and_rotation, has_aux=True)(q)
+        jr = _angular_jacobian(r, dr, frame)
+        if frame == "body":
+            jt = r.T @ jt
+        return jt, jr
+
+    n = q.shape[0]
+    rotation, origin = pose(q)
+    jt, jr = jacobians(q)
+    if expressed_in == "reference":
+        ht, hr = (h.reshape(3, n * n) for h in jax.jacfwd(jacobians)(q))
+    else:
+        ht_ref = jax.jacfwd(lambda q: jax.jacfwd(lambda q: pose(q)[1])(q))(q).reshape(3, n * n)
+        ht = rotation.T @ ht_ref
+        hr = jax.jacfwd(lambda q: jacobians(q)[1])(q).reshape(3, n * n)
+    return RelativeMotion(rotation, origin, jt, jr, ht, hr, expressed_in)
+
+
+def _quadratic_cross(w: Array, x: Array) -> Array:
+    """Khang-layout ``3 x n^2`` matrix of ``(W qd) x ((W qd) x x)``: ``W~ (W~ ⊗ E_n)(x ⊗ E_{n^2})`` (86, 88)."""
+    n = w.shape[1]
+    bw = block_skew(w)
+    return bw @ jnp.kron(bw, jnp.eye(n, dtype=w.dtype)) @ jnp.kron(x.reshape(3, 1), jnp.eye(n * n, dtype=w.dtype))
+
+
+def compose(ab: RelativeMotion, bc: RelativeMotion) -> RelativeMotion:
+    """Motion of ``c`` relative to ``a`` from that of ``b`` relative to ``a`` and ``c`` relative to ``b``.
+
+    With both inputs ``expressed_in="reference"`` (``ab`` in frame ``a``, ``bc`` in frame ``b``):
+    eqs. (71)-(72), (77)-(78), (86)-(87), result in frame ``a``. With both ``"moving"`` (``ab`` in
+    frame ``b``, ``bc`` in frame ``c``): eqs. (80)-(81), (89)-(90), result in frame ``c``.
+
+    The Hessians are those of the papers' relations, which hold for the quadratic form
+    ``H (qd ⊗ qd)``: they equal the jacobian-of-jacobian Hessians in their symmetric part.
+    """
+    if ab.expressed_in != bc.expressed_in:
+        raise ValueError(
+            f"compose needs both motions expressed alike, got {ab.expressed_in!r} and {bc.expressed_in!r}"
+        )
+    if ab.J_T.shape != bc.J_T.shape:
+        raise ValueError(f"motions of different coordinates: J_T {ab.J_T.shape} vs {bc.J_T.shape}")
+    n = ab.J_T.shape[1]
+    eye_n = jnp.eye(n, dtype=ab.J_T.dtype)
+    rotation = ab.rotation @ bc.rotation  # (72)
+    origin = ab.origin + ab.rotation @ bc.origin  # (71)
+    if ab.expressed_in == "reference":
+        a_b = ab.rotation  # A_b^(a)
+        d = a_b @ bc.origin  # ^b d_c^(a)
+        w = ab.J_R  # ^a J_Rb^(a)
+        jt_rel, jr_rel = a_b @ bc.J_T, a_b @ bc.J_R  # ^b J_Tc^(a), ^b J_Rc^(a)
+        jt = ab.J_T - skew(d) @ w + jt_rel  # (77)
+        jr = w + jr_rel  # (78)
+        ht = (
+            ab.H_T
+            - skew(d) @ ab.H_R
+            + 2 * block_skew(w) @ jnp.kron(jt_rel, eye_n)
+            + _quadratic_cross(w, d)
+            + a_b @ bc.H_T
+        )  # (86)
+        hr = ab.H_R + a_b @ bc.H_R + block_skew(w) @ jnp.kron(jr_rel, eye_n)  # (87)
+    else:
+        a_bc = bc.rotation.T  # A_b^(c)
+        d = bc.origin  # ^b d_c^(b)
+        w = a_bc @ ab.J_R  # ^a J_Rb expressed in c
+        jt = a_bc @ ab.J_T - a_bc @ skew(d) @ ab.J_R + bc.J_T  # (80)
+        jr = w + bc.J_R  # (81)
+        d_c = a_bc @ d  # ^b d_c^(c)
+        ht = (
+            a_bc @ ab.H_T
+            - skew(d_c) @ a_bc @ ab.H_R
+            + 2 * block_skew(w) @ jnp.kron(bc.J_T, eye_n)
+            + _quadratic_cross(w, d_c)
+            + bc.H_T
+        )  # (89)
+        hr = a_bc @ ab.H_R + bc.H_R + block_skew(w) @ jnp.kron(bc.J_R, eye_n)  # (90)
+    return RelativeMotion(rotation, origin, jt, jr, ht, hr, ab.expressed_in)
+
+
+def point_motion(
+    motion: RelativeMotion, point: Float[ArrayLike, "3"]
+) -> tuple[Float[Array, "3 n"], Float[Array, "3 n*n"]]:
+    """``(J_TG, H_TG)`` of a point fixed on the moving frame, given in moving-frame coordinates.
+
+    Eqs. (79), (88) (``expressed_in="reference"``) or (82), (91) (``"moving"``).
+    """
+    point = jnp.asarray(point, motion.J_T.dtype)
+    if point.shape != (3,):
+        raise ValueError(f"point must be a 3-vector, got shape {point.shape}")
+    p = motion.rotation @ point if motion.expressed_in == "reference" else point
+    jt = motion.J_T - skew(p) @ motion.J_R
+    ht = motion.H_T - skew(p) @ motion.H_R + _quadratic_cross(motion.J_R, p)
+    return jt, ht
