@@ -11,6 +11,16 @@ import kronjax as kj
 ROWS = [("R", 0.3, 0.0, 0.1, np.pi / 2), ("P", 0.0, 0.2, 0.0, 0.0), ("R", 0.0, 0.0, 0.4, 0.0)]
 
 
+def assert_frames_are_products(model, q, hom):
+    """Frame i of ``model`` is the product of the textbook D-H matrices ``hom`` of rows 0..i."""
+    r, p = kj.forward_kinematics(model, q)
+    t = np.eye(4)
+    for i, (kind, d, theta, a, alpha) in enumerate(ROWS):
+        t = t @ hom(theta + (q[i] if kind == "R" else 0), d + (q[i] if kind == "P" else 0), a, alpha)
+        np.testing.assert_allclose(r[i], t[:3, :3], atol=1e-14)
+        np.testing.assert_allclose(p[i], t[:3, 3], atol=1e-14)
+
+
 def test_dh_standard_matches_textbook_product():
     """A_i = Rz(theta) Tz(d) Tx(a) Rx(alpha), with q added to theta (R) or d (P)."""
 
@@ -18,14 +28,7 @@ def test_dh_standard_matches_textbook_product():
         ct, st, ca, sa = np.cos(theta), np.sin(theta), np.cos(alpha), np.sin(alpha)
         return np.array([[ct, -st * ca, st * sa, a * ct], [st, ct * ca, -ct * sa, a * st], [0, sa, ca, d], [0, 0, 0, 1]])
 
-    model = kj.from_dh(ROWS)
-    q = np.array([0.4, -0.25, 1.1])
-    t = np.eye(4)
-    for i, (kind, d, theta, a, alpha) in enumerate(ROWS):
-        t = t @ hom(theta + (q[i] if kind == "R" else 0), d + (q[i] if kind == "P" else 0), a, alpha)
-        r, p = kj.forward_kinematics(model, q)
-        np.testing.assert_allclose(r[i], t[:3, :3], atol=1e-14)
-        np.testing.assert_allclose(p[i], t[:3, 3], atol=1e-14)
+    assert_frames_are_products(kj.from_dh(ROWS), np.array([0.4, -0.25, 1.1]), hom)
 
 
 def test_dh_modified_matches_textbook_product():
@@ -35,14 +38,7 @@ def test_dh_modified_matches_textbook_product():
         ct, st, ca, sa = np.cos(theta), np.sin(theta), np.cos(alpha), np.sin(alpha)
         return np.array([[ct, -st, 0, a], [st * ca, ct * ca, -sa, -sa * d], [st * sa, ct * sa, ca, ca * d], [0, 0, 0, 1]])
 
-    model = kj.from_dh(ROWS, convention="modified")
-    q = np.array([-0.7, 0.15, 0.3])
-    t = np.eye(4)
-    for i, (kind, d, theta, a, alpha) in enumerate(ROWS):
-        t = t @ hom(theta + (q[i] if kind == "R" else 0), d + (q[i] if kind == "P" else 0), a, alpha)
-        r, p = kj.forward_kinematics(model, q)
-        np.testing.assert_allclose(r[i], t[:3, :3], atol=1e-14)
-        np.testing.assert_allclose(p[i], t[:3, 3], atol=1e-14)
+    assert_frames_are_products(kj.from_dh(ROWS, convention="modified"), np.array([-0.7, 0.15, 0.3]), hom)
 
 
 def test_fixed_rows_take_no_coordinate():
