@@ -1,0 +1,130 @@
+"""Bridges from kronjax models to the oracle libraries (Pinocchio, Robotics Toolbox)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import kronjax as kj
+
+
+def random_rotation(rng: np.random.Generator) -> np.ndarray:
+    a, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    return a * np.sign(np.linalg.det(a))
+
+
+def random_inertia(rng: np.random.Generator) -> np.ndarray:
+    """A full (non-diagonal) physically consistent inertia about the centre of mass."""
+    principal = rng.uniform(0.02, 0.1, 3)
+    principal[2] = rng.uniform(abs(principal[0] - principal[1]) + 0.01, principal[0] + principal[1])
+    r = random_rotation(rng)
+    return r @ np.diag(principal) @ r.T
+
+
+def random_arm(seed: int = 0, parents=(-1, 0, 1, 2, 3, 4, 5), prismatic=(3,)) -> kj.Model:
+    """A 7-joint arm (or tree, with other ``parents``) with random axes, placements, full
+    inertias and offset centres of mass."""
+    rng = np.random.default_rng(seed)
+    joints, inertials = [], []
+    for i, parent in enumerate(parents):
+        axis = rng.normal(size=3)
+        joints.append(
+            kj.Joint(
+                kind="P" if i in prismatic else "R",
+                parent=parent,
+                axis=axis / np.linalg.norm(axis),
+                rotation=random_rotation(rng),
+                translation=rng.uniform(-0.3, 0.3, 3),
+            )
+        )
+        inertials.append(
+            kj.Inertial(mass=rng.uniform(0.5, 4.0), com=rng.uniform(-0.15, 0.15, 3), inertia=random_inertia(rng))
+        )
+    return kj.from_joints(joints, inertials, gravity=(0.3, -0.2, -9.81))
+
+
+def dh_rows(robot):
+    """kronjax D-H rows ``(kind, d, theta, a, alpha)`` read from a Robotics Toolbox robot's links.
+
+    rtb's ``DHLink.A(q)``: revolute ``theta = q + offset`` with ``d = link.d``; prismatic
+    ``d = q + offset`` with ``theta = link.theta`` (``link.d`` unused). For modified D-H, rtb's
+    link ``j`` holds ``a_{j-1}, alpha_{j-1}``, as ``from_dh(..., "modified")`` expects.
+    """
+    rows = []
+    for j, link in enumerate(robot.links):
+        assert not link.isflip, f"link {j}: flipped joints have no kronjax D-H equivalent"
+        if link.isprismatic:
+            rows.append(("P", link.offset, link.theta, link.a, link.alpha))
+        else:
+            assert link.isrevolute
+            rows.append(("R", link.d, link.offset, link.a, link.alpha))
+    return rows
+
+
+def from_rtb(robot, inertials: bool = True, min_mass: float = 1.0) -> kj.Model:
+    """A Robotics Toolbox D-H robot rebuilt with :func:`kronjax.from_dh` (tables read, not typed).
+
+    A link of zero mass (the Puma560's link 1, whose only inertia is about its joint axis) gets
+    ``min_mass`` at its frame origin, which lies on its joint axis: it changes neither M nor g.
+    """
+    rows = dh_rows(robot)
+    parts = None
+    if inertials:
+        parts = []
+        for link in robot.links:
+            mass = link.m if link.m > 0 else min_mass
+            com = link.r if link.m > 0 else np.zeros(3)
+            parts.append(kj.Inertial(mass=mass, com=np.asarray(com, float), inertia=np.asarray(link.I, float)))
+    convention = "modified" if robot.mdh else "standard"
+    return kj.from_dh(rows, convention, parts, gravity=np.asarray(robot.gravity, float))
+
+
+def to_pinocchio(model: kj.Model):
+    """The same multibody system as a Pinocchio model (kronjax Tree models only).
+
+    Pinocchio's bodies live in joint frames; kronjax's body frame is the joint frame times the
+    constant ``Post`` placement, so each body's inertia is appended with that placement, and a
+    child's joint placement is the parent's ``Post`` times the child's ``Pre``. Fixed joints are
+    merged into their parent's Pinocchio joint.
+    """
+    import pinocchio as pin
+
+    tree = model.kinematics
+    if not isinstance(tree, kj.chain.Tree):
+        raise TypeError("to_pinocchio needs a Tree model")
+    se3 = lambda r, p: pin.SE3(np.asarray(r, float), np.asarray(p, float))  # noqa: E731
+    pm = pin.Model()
+    joint_of, body_in_joint, joint_ids = [], [], []
+    for i, (parent, kind) in enumerate(zip(tree.parents, tree.kinds)):
+        parent_joint = 0 if parent < 0 else joint_of[parent]
+        parent_offset = pin.SE3.Identity() if parent < 0 else body_in_joint[parent]
+        pre = parent_offset * se3(tree.pre_rotation[i], tree.pre_translation[i])
+        post = se3(tree.post_rotation[i], tree.post_translation[i])
+        axis = np.asarray(tree.axes[i], float)
+        if kind == "F":
+            joint_of.append(parent_joint)
+            body_in_joint.append(pre * post)
+        else:
+            jmodel = pin.JointModelRevoluteUnaligned(axis) if kind == "R" else pin.JointModelPrismaticUnaligned(axis)
+            jid = pm.addJoint(parent_joint, jmodel, pre, model.joint_names[i])
+            joint_ids.append(jid)
+            joint_of.append(jid)
+            body_in_joint.append(post)
+        if model.inertials is not None:
+            inertia = pin.Inertia(
+                float(model.inertials.mass[i]),
+                np.asarray(model.inertials.com[i], float),
+                np.asarray(model.inertials.inertia[i], float),
+            )
+            pm.appendBodyToJoint(joint_of[-1], inertia, body_in_joint[-1])
+    pm.gravity.linear = np.asarray(model.gravity, float)
+    return pm
+
+
+def symmetric_from_upper(m: np.ndarray) -> np.ndarray:
+    """Pinocchio's crba fills only the upper triangle."""
+    return np.triu(m) + np.triu(m, 1).T
+
+
+def relative_error(got, expected) -> float:
+    got, expected = np.asarray(got), np.asarray(expected)
+    return float(np.max(np.abs(got - expected)) / max(float(np.max(np.abs(expected))), 1e-300))
