@@ -24,7 +24,8 @@ body are compared to 1e-10 with ``fkine``, ``fkine_all``, ``jacob0``, ``jacobe``
       kronjax ``frame="body"`` (53) is ``d(jacobe[:3])/dq`` and is a different matrix;
     - rotational: kronjax ``frame="body"`` (61) is ``d(jacobe[3:])/dq``; it and ``hessiane[:, 3:]``
       define the same quadratic form (the angular acceleration in end-effector axes), so only
-      their symmetric parts ``H[:, j, k] + H[:, k, j]`` are compared.
+      their symmetric parts ``H[:, j, k] + H[:, k, j]`` are compared; ``hessiane[:, 3:]`` itself
+      is compared exactly with ``A^T H_R^(0)`` built from kronjax's base-frame ``H_R``.
 
 Besides the two robots asked for (Puma 560, standard D-H; Panda, modified D-H), the Stanford arm
 (a prismatic joint: rtb uses ``d = q + offset`` and ignores ``link.d``) and the AL5D (modified D-H,
@@ -214,6 +215,9 @@ def test_hessiane(case):
     for q, out in zip(case["qs"], case["kj"]):
         he = case["bare"].hessiane(q)
         assert_close(khang_to_rtb(out["HT_body*"]), he[:, :3], f"{case['name']} hessiane translational vs body*")
+        # exact: rtb's rotational hessiane is A^T H_R^(0) (kronjax has no "body*" for H_R)
+        rot = out["R"][-1]
+        assert_close(khang_to_rtb(rot.T @ out["HR_base"]), he[:, 3:], f"{case['name']} hessiane rotational vs A^T H_R base")
         assert_close(
             symmetric_part(khang_to_rtb(out["HR_body"])),
             symmetric_part(he[:, 3:]),
