@@ -139,7 +139,8 @@ def block_skew(a: Float[ArrayLike, "3 m"]) -> Float[Array, "3 3*m"]:
          [ a_3^T,  0^T  , -a_1^T],
          [-a_2^T,  a_1^T,  0^T  ]]
 
-    so that ``A a = block_skew(A) (E_3 ⊗ a)`` (17) and ``skew(a) A = -block_skew(A) (a ⊗ E_m)`` (18).
+    so that ``skew(A a) = block_skew(A) (E_3 ⊗ a)`` (17; the extracted text lost the tilde over
+    ``A a``) and ``skew(a) A = -block_skew(A) (a ⊗ E_m)`` (18).
     For a Jacobian ``J_R`` (3 x n), ``block_skew(J_R) (v ⊗ qd) = (J_R qd) x v``.
     """
     a = jnp.asarray(a)
