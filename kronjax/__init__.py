@@ -6,6 +6,7 @@ kronjax never changes JAX's global configuration: enable float64 yourself with
 
 from . import calculus as calculus
 from . import chain as chain
+from . import dynamics as dynamics
 from . import kinematics as kinematics
 from . import models as models
 from .calculus import block_skew as block_skew
@@ -21,6 +22,17 @@ from .chain import Model as Model
 from .chain import from_dh as from_dh
 from .chain import from_function as from_function
 from .chain import from_joints as from_joints
+from .dynamics import Wrench as Wrench
+from .dynamics import coriolis_matrix as coriolis_matrix
+from .dynamics import coriolis_star as coriolis_star
+from .dynamics import forward_dynamics as forward_dynamics
+from .dynamics import generalized_forces as generalized_forces
+from .dynamics import gravity as gravity
+from .dynamics import inverse_dynamics as inverse_dynamics
+from .dynamics import kinetic_energy as kinetic_energy
+from .dynamics import mass_matrix as mass_matrix
+from .dynamics import mass_matrix_derivative as mass_matrix_derivative
+from .dynamics import potential_energy as potential_energy
 from .kinematics import angular_acceleration as angular_acceleration
 from .kinematics import angular_velocity as angular_velocity
 from .kinematics import compose as compose

@@ -1,0 +1,637 @@
+"""Dynamics in Khang's layout: Tuan et al. 2019 (sec. 4, eqs. 92-101), Truc et al. 2019 (sec. 3-4,
+eqs. 16-55) and Parsa (sec. 3, eqs. 12-38).
+
+The equations of motion are (Tuan 100, Truc 29/44, Parsa 38)::
+
+    M(q) qdd + C*(q) (qd ⊗ qd) + g(q) = tau + f_ext
+    M(q) qdd + C(q, qd) qd      + g(q) = tau + f_ext
+
+Every function here is pure in ``(model, q, ...)`` for one configuration; batch with ``jax.vmap``.
+All work under ``jax.jit`` / ``jax.vmap`` / ``jax.grad``, in float32 and float64, and are
+differentiable with respect to the model's parameters (masses, centres of mass, inertias,
+gravity, joint placements are pytree leaves of the :class:`~kronjax.chain.Model`).
+
+Layouts (``n`` = number of joint coordinates):
+
+* ``M`` is ``n x n``; ``dM/dq`` and ``C*`` are ``n x n^2`` in Khang's layout: entry
+  ``(i, j n + k) = d M[i, j] / d q_k`` (Tuan definition 2, eq. 5);
+* ``C`` is ``n x n``; ``g``, ``tau`` and generalized forces are ``(n,)``.
+
+Two routes to inverse dynamics exist and agree:
+
+* the papers' way, ``method="kron"``: ``M qdd + C* (qd ⊗ qd) + g`` with ``M`` from the bodies'
+  Jacobians (95), ``dM/dq`` from their Hessians by Khang's product rule (9), and ``C*`` from (101);
+  it forms the ``n x n^2`` tensor ``C*``;
+* the fast ways, which never form an ``n x n^2`` tensor: ``method="rnea"``, a recursive
+  Newton-Euler algorithm (spatial vectors in body coordinates) for :class:`~kronjax.chain.Tree`
+  models, and ``method="lagrangian"``, the Euler-Lagrange equations (Truc 16) evaluated with
+  forward-over-reverse automatic differentiation of ``L = T - P``, which works for any model,
+  including :func:`~kronjax.chain.from_function` models. ``method="auto"`` (the default) picks
+  ``"rnea"`` for trees and ``"lagrangian"`` otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float
+
+from ._rotations import axis_angle
+from .calculus import product_rule, skew
+from .chain import Model, Tree
+from .kinematics import _points_jacobians
+
+__all__ = [
+    "CORIOLIS_FORMS",
+    "INVERSE_DYNAMICS_METHODS",
+    "Wrench",
+    "mass_matrix",
+    "mass_matrix_derivative",
+    "coriolis_star",
+    "coriolis_matrix",
+    "gravity",
+    "kinetic_energy",
+    "potential_energy",
+    "generalized_forces",
+    "inverse_dynamics",
+    "forward_dynamics",
+]
+
+CORIOLIS_FORMS = ("truc", "tuan", "kane")
+INVERSE_DYNAMICS_METHODS = ("auto", "rnea", "lagrangian", "kron")
+_WRENCH_FRAMES = ("base", "body")
+
+
+# --------------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _inertials(model: Model):
+    if model.inertials is None:
+        raise ValueError(
+            "this model has no inertials (a kinematics-only model): dynamics needs the bodies' "
+            "masses, centres of mass and inertia tensors; build it with inertials=[...]"
+        )
+    return model.inertials
+
+
+def _vee(w: Array) -> Array:
+    """Axial vectors ``(..., 3)`` of skew-symmetric matrices ``(..., 3, 3)``."""
+    return jnp.stack([w[..., 2, 1], w[..., 0, 2], w[..., 1, 0]], axis=-1)
+
+
+def _com_jacobians(model: Model, q: Array) -> tuple[Array, Array]:
+    """``(J_TG, J_R)``, each ``(nb, 3, n)``: translational Jacobians of the centres of mass in the
+    base frame (Tuan 45) and rotational Jacobians in the body frames (Tuan 40, Truc 25)."""
+    com = _inertials(model).com
+    jt, jr_base = _points_jacobians(model, q, com, "base")
+    rotations = model.poses(q)[0]
+    return jt, jnp.einsum("bji,bjk->bik", rotations, jr_base)  # J_R^(i) = A_i^T J_R^(0)
+
+
+def _com_hessians(model: Model, q: Array) -> tuple[Array, Array, Array, Array]:
+    """``(J_TG, J_R, H_TG, H_R)``: the Jacobians of :func:`_com_jacobians` and their Hessians
+    ``(nb, 3, n^2)`` in Khang's layout (base-frame ``H_TG``, eq. 67; body-frame ``H_R``, eq. 61)."""
+
+    def jacobians(q):
+        j = _com_jacobians(model, q)
+        return j, j
+
+    (ht, hr), (jt, jr) = jax.jacfwd(jacobians, has_aux=True)(q)
+    n = q.shape[0]
+    nb = jt.shape[0]
+    return jt, jr, ht.reshape(nb, 3, n * n), hr.reshape(nb, 3, n * n)
+
+
+def _transpose_derivative(da_dx: Array, cols: int) -> Array:
+    """Khang derivative of ``A^T`` from that of ``A`` (``r x s``, ``da_dx`` is ``r x (s n)``):
+    ``d(A^T)/dx`` is ``s x (r n)`` with entry ``(j, p n + k) = dA[p, j]/dx_k`` -- a permutation of
+    the same numbers."""
+    r = da_dx.shape[0]
+    n = da_dx.shape[1] // cols
+    return da_dx.reshape(r, cols, n).transpose(1, 0, 2).reshape(cols, r * n)
+
+
+def _velocities(model: Model, q: Array, qd: Array) -> tuple[Array, Array, Array]:
+    """Centres of mass ``(nb, 3)`` and their velocities ``(nb, 3)`` in the base frame, and angular
+    velocities in the body frames ``(nb, 3)``, by one forward-mode pass through the poses."""
+    com = _inertials(model).com
+    (r, p), (rd, pd) = jax.jvp(model.poses, (q,), (qd,))
+    centres = p + jnp.einsum("bij,bj->bi", r, com)
+    v = pd + jnp.einsum("bij,bj->bi", rd, com)
+    w = _vee(jnp.einsum("bji,bjk->bik", r, rd))  # S(omega_i) = R^T Rdot (Truc 10)
+    return centres, v, w
+
+
+def _kinetic(ine, v: Array, w: Array) -> Array:
+    return 0.5 * (jnp.einsum("b,bp,bp->", ine.mass, v, v) + jnp.einsum("bp,bpr,br->", w, ine.inertia, w))
+
+
+def _check_state(model: Model, **arrays) -> list[Array]:
+    return [model.check_q(x, name) for name, x in arrays.items()]
+
+
+# --------------------------------------------------------------------------------------------
+# Mass matrix, its derivative, Coriolis matrices, gravity, energies
+# --------------------------------------------------------------------------------------------
+
+
+def mass_matrix(model: Model, q: Float[ArrayLike, " n"]) -> Float[Array, "n n"]:
+    """Generalized mass matrix ``M(q)`` (``n x n``), Tuan eq. (95) / Truc eq. (28)::
+
+        M = sum_i  m_i J_TGi^T J_TGi + J_Ri^T I_Gi J_Ri
+
+    with ``J_TGi`` the base-frame translational Jacobian of body ``i``'s centre of mass (45) and
+    ``J_Ri``, ``I_Gi`` both in body ``i``'s frame (40). The result is symmetrized
+    (``(M + M^T) / 2``) so that it is symmetric to the last bit.
+    """
+    q = model.check_q(q)
+    ine = _inertials(model)
+    jt, jr = _com_jacobians(model, q)
+    m = jnp.einsum("b,bpi,bpj->ij", ine.mass, jt, jt) + jnp.einsum("bpi,bpr,brj->ij", jr, ine.inertia, jr)
+    return 0.5 * (m + m.T)
+
+
+def _mass_matrix_derivative(model: Model, q: Array) -> Array:
+    ine = _inertials(model)
+    jt, jr, ht, hr = _com_hessians(model, q)
+    n = q.shape[0]
+
+    def body(mass, inertia, jt, jr, ht, hr):
+        # d(A B)/dq = dA/dq (B ⊗ E_n) + A dB/dq  (Tuan 9), with A = J^T, B = I J, dB/dq = I H.
+        translational = mass * product_rule(jt.T, _transpose_derivative(ht, n), jt, ht)
+        rotational = product_rule(jr.T, _transpose_derivative(hr, n), inertia @ jr, inertia @ hr)
+        return translational + rotational
+
+    return jnp.sum(jax.vmap(body)(ine.mass, ine.inertia, jt, jr, ht, hr), axis=0)
+
+
+def mass_matrix_derivative(model: Model, q: Float[ArrayLike, " n"]) -> Float[Array, "n n*n"]:
+    """``dM/dq`` in Khang's layout, ``n x n^2``: entry ``(i, j n + k) = d M[i, j] / d q_k``.
+
+    Assembled the papers' way from the bodies' Jacobians and Hessians with Khang's product rule
+    (Tuan eq. 9)::
+
+        d(J^T A J)/dq = d(J^T)/dq (A J ⊗ E_n) + J^T A H,      H = dJ/dq,
+
+    once with ``J = J_TG``, ``H = H_TG`` in the base frame (45, 67) and ``A = m E_3``, once with
+    ``J = J_R``, ``H = H_R`` in the body frame (40, 61) and ``A = I_G`` (constant in that frame).
+    ``d(J^T)/dq`` is a permutation of ``H``: entry ``(j, p n + k) = dJ[p, j]/dq_k``.
+    """
+    return _mass_matrix_derivative(model, model.check_q(q))
+
+
+def _coriolis_star_from(dm: Array) -> Array:
+    n = dm.shape[0]
+    # (d vec M / dq)^T: entry (k, j n + i) = dM[i, j]/dq_k (vec stacks columns).
+    dvec_t = dm.reshape(n, n, n).transpose(2, 1, 0).reshape(n, n * n)
+    return dm - 0.5 * dvec_t
+
+
+def coriolis_star(model: Model, q: Float[ArrayLike, " n"]) -> Float[Array, "n n*n"]:
+    """Velocity-free Coriolis/centrifugal matrix ``C*(q)`` (``n x n^2``), Tuan eq. (101)::
+
+        C*(q) = dM/dq - 1/2 (d vec(M) / dq)^T,
+
+    entry ``(i, j n + k) = dM[i, j]/dq_k - 1/2 dM[k, j]/dq_i``, so that the Coriolis and centrifugal
+    forces are ``C*(q) (qd ⊗ qd)`` (Tuan 100). ``d vec(M)/dq`` is ``n^2 x n``, row ``j n + i`` being
+    ``dM[i, j]/dq`` (``vec`` stacks columns). Not symmetrized in ``(j, k)``: only its symmetric
+    part (:func:`kronjax.symmetrize`) is fixed by ``C* (qd ⊗ qd)``.
+    """
+    return _coriolis_star_from(_mass_matrix_derivative(model, model.check_q(q)))
+
+
+def coriolis_matrix(
+    model: Model, q: Float[ArrayLike, " n"], qd: Float[ArrayLike, " n"], form: str = "truc"
+) -> Float[Array, "n n"]:
+    """Coriolis/centrifugal matrix ``C(q, qd)`` (``n x n``); every form gives the same
+    ``C qd = C*(q) (qd ⊗ qd)``.
+
+    Args:
+        form: which factorisation:
+
+            * ``"truc"`` (default), Truc eq. (52), the Christoffel-symbol matrix::
+
+                  C = 1/2 [dM/dq (E_n ⊗ qd) + dM/dq (qd ⊗ E_n) - (dM/dq (qd ⊗ E_n))^T]
+
+              ``Mdot - 2C`` is skew-symmetric (Truc 55). Pinocchio's ``computeCoriolisMatrix``
+              gives the same matrix.
+            * ``"tuan"``, Tuan eq. (97): ``C = dM/dq (E_n ⊗ qd) - 1/2 (dM/dq (qd ⊗ E_n))^T``.
+              ``Mdot - 2C`` is in general *not* skew-symmetric.
+            * ``"kane"``, Parsa eq. (36), from the bodies' Jacobians and their time derivatives,
+              never forming ``dM/dq``::
+
+                  C = sum_i m_i J_TGi^T Jdot_TGi
+                          + J_Ri^T (I_Gi Jdot_Ri + [w_i x] I_Gi J_Ri + I_Gi [w_i x] J_Ri)
+
+              with ``J_R``, ``I_G``, ``w = J_R qd`` in the body frame and ``J_TG`` in the base
+              frame (Parsa's ``J_i = [J_w; J_v]``, ``W_i = diag([w_i x], 0)``). ``Mdot - 2C`` is
+              skew-symmetric; the last term is zero on ``qd`` (Parsa 37) and makes it so.
+              ``Jdot = dJ/dt`` comes from a forward-mode derivative of ``J`` along ``qd``.
+
+    ``Mdot = dM/dq (E_n ⊗ qd)`` (Tuan 8, Truc 40).
+    """
+    if form not in CORIOLIS_FORMS:
+        raise ValueError(f"unknown Coriolis form {form!r}; expected one of {CORIOLIS_FORMS}")
+    q, qd = _check_state(model, q=q, qd=qd)
+    n = q.shape[0]
+    if form == "kane":
+        ine = _inertials(model)
+        (jt, jr), (jtd, jrd) = jax.jvp(lambda q: _com_jacobians(model, q), (q,), (qd,))
+        w = jnp.einsum("bpi,i->bp", jr, qd)
+        wx = skew(w)  # (nb, 3, 3)
+        inertia = ine.inertia
+        inner = (
+            jnp.einsum("bpr,bri->bpi", inertia, jrd)
+            + jnp.einsum("bpr,brs,bsi->bpi", wx, inertia, jr)
+            + jnp.einsum("bpr,brs,bsi->bpi", inertia, wx, jr)
+        )
+        return jnp.einsum("b,bpi,bpj->ij", ine.mass, jt, jtd) + jnp.einsum("bpi,bpj->ij", jr, inner)
+    dm = _mass_matrix_derivative(model, q)
+    eye = jnp.eye(n, dtype=dm.dtype)
+    col = qd.reshape(n, 1).astype(dm.dtype)
+    u = dm @ jnp.kron(eye, col)  # Mdot = dM/dq (E_n ⊗ qd)
+    v = dm @ jnp.kron(col, eye)  # dM/dq (qd ⊗ E_n)
+    if form == "tuan":
+        return u - 0.5 * v.T
+    return 0.5 * (u + v - v.T)
+
+
+def gravity(model: Model, q: Float[ArrayLike, " n"]) -> Float[Array, " n"]:
+    """Generalized gravity ``g(q) = (dP/dq)^T`` (Truc eqs. 17, 45; Parsa eq. 27)::
+
+        g = -sum_i m_i J_TGi^T g0,     P = -sum_i m_i g0 . r_Gi,
+
+    with ``g0 = model.gravity`` (base frame) and ``J_TGi`` the base-frame Jacobian of body ``i``'s
+    centre of mass. The equations of motion carry ``+ g(q)`` on the left-hand side.
+    """
+    q = model.check_q(q)
+    ine = _inertials(model)
+    jt = _points_jacobians(model, q, ine.com, "base")[0]
+    return -jnp.einsum("b,bpi,p->i", ine.mass, jt, model.gravity)
+
+
+def potential_energy(model: Model, q: Float[ArrayLike, " n"]) -> Float[Array, ""]:
+    """Gravitational potential energy ``P = -sum_i m_i g0 . r_Gi`` (Truc 17, Parsa 26), zero when
+    all centres of mass are at the base origin."""
+    q = model.check_q(q)
+    ine = _inertials(model)
+    r, p = model.poses(q)
+    centres = p + jnp.einsum("bij,bj->bi", r, ine.com)
+    return -jnp.einsum("b,bp,p->", ine.mass, centres, model.gravity)
+
+
+def kinetic_energy(
+    model: Model, q: Float[ArrayLike, " n"], qd: Float[ArrayLike, " n"]
+) -> Float[Array, ""]:
+    """Kinetic energy ``T = sum_i 1/2 m_i v_Gi . v_Gi + 1/2 w_i . I_Gi w_i`` (Truc 22, Parsa 13),
+    with ``w_i`` in the body frame; equals ``1/2 qd^T M qd`` (Tuan 93). Computed from one
+    forward-mode pass through the poses (no Jacobian matrices)."""
+    q, qd = _check_state(model, q=q, qd=qd)
+    ine = _inertials(model)
+    _, v, w = _velocities(model, q, qd)
+    return _kinetic(ine, v, w)
+
+
+# --------------------------------------------------------------------------------------------
+# External wrenches
+# --------------------------------------------------------------------------------------------
+
+
+class Wrench(eqx.Module):
+    """An external force and moment acting on one body (Parsa sec. 3.3).
+
+    Args:
+        body: the body, by index or name.
+        force: ``(3,)`` force (default zero).
+        moment: ``(3,)`` free moment (couple), in addition to the moment of ``force`` about the
+            body-frame origin (default zero).
+        point: where ``force`` acts, fixed on the body: ``None`` (the body frame's origin, as in
+            :func:`kronjax.translational_jacobian`), ``"com"`` (the body's centre of mass) or a
+            3-vector in body-frame coordinates.
+        frame: the axes in which ``force`` and ``moment`` are given: ``"base"`` or ``"body"``
+            (the body's own axes, Parsa's convention). ``point`` is always in body coordinates.
+
+    ``force`` and ``moment`` (and a vector ``point``) are pytree leaves: they may be traced,
+    batched with ``jax.vmap`` and differentiated.
+    """
+
+    body: int | str = eqx.field(static=True)
+    force: Float[Array, "3"]
+    moment: Float[Array, "3"]
+    point: Float[Array, "3"] | None
+    at_com: bool = eqx.field(static=True)
+    frame: str = eqx.field(static=True)
+
+    def __init__(self, body: int | str, force=None, moment=None, point=None, frame: str = "base"):
+        if frame not in _WRENCH_FRAMES:
+            raise ValueError(f"unknown wrench frame {frame!r}; expected one of {_WRENCH_FRAMES}")
+        self.body = body
+        self.frame = frame
+        self.force = self._vector(force, "force")
+        self.moment = self._vector(moment, "moment")
+        if isinstance(point, str):
+            if point != "com":
+                raise ValueError(f"Wrench point must be None, 'com' or a 3-vector, got {point!r}")
+            self.point, self.at_com = None, True
+        else:
+            self.point = None if point is None else self._vector(point, "point")
+            self.at_com = False
+
+    @staticmethod
+    def _vector(x, what: str) -> Array:
+        if x is None:
+            return jnp.zeros(3)
+        x = jnp.asarray(x)
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            x = x.astype(jnp.result_type(float))
+        if x.shape != (3,):
+            raise ValueError(f"Wrench {what} must be a 3-vector, got shape {x.shape}")
+        return x
+
+
+def _wrench_body(model: Model, k: int, wrench: Wrench) -> int:
+    try:
+        return model.body_index(wrench.body)
+    except (KeyError, IndexError, TypeError) as err:
+        raise ValueError(
+            f"wrench {k} acts on body {wrench.body!r}, which this model does not have; "
+            f"its bodies are {list(model.body_names)} (indices 0..{model.n_bodies - 1})"
+        ) from err
+
+
+def _as_wrenches(wrenches) -> list[Wrench]:
+    if wrenches is None:
+        return []
+    if isinstance(wrenches, Wrench):
+        return [wrenches]
+    if isinstance(wrenches, dict) or not isinstance(wrenches, Sequence):
+        raise TypeError(f"wrenches must be a Wrench or a sequence of Wrench, got {type(wrenches).__name__}")
+    out = list(wrenches)
+    for k, w in enumerate(out):
+        if not isinstance(w, Wrench):
+            raise TypeError(f"wrenches[{k}] must be a kronjax.Wrench, got {w!r}")
+    return out
+
+
+def _generalized_forces(model: Model, q: Array, wrenches: list[Wrench]) -> Array:
+    nb, n = model.n_bodies, q.shape[0]
+    if not wrenches:
+        return jnp.zeros(n, q.dtype)
+    bodies = [_wrench_body(model, k, w) for k, w in enumerate(wrenches)]
+    if any(w.at_com for w in wrenches):
+        _inertials(model)
+    rotations = model.poses(q)[0]
+    dtype = jnp.result_type(q, rotations)
+    zeros = jnp.zeros((nb, 3), dtype)
+    jt, jr = _points_jacobians(model, q, zeros, "base")  # body-frame origins (29), J_R (37)
+    forces, moments = zeros, zeros
+    for b, w in zip(bodies, wrenches):
+        r = rotations[b]
+        force, moment = w.force.astype(dtype), w.moment.astype(dtype)
+        f, m = (r @ force, r @ moment) if w.frame == "body" else (force, moment)
+        if w.at_com:
+            point = model.inertials.com[b]
+        elif w.point is not None:
+            point = w.point.astype(dtype)
+        else:
+            point = None
+        if point is not None:  # moment of f about the frame origin: (R p) x f
+            m = m + _cross(r @ point, f)
+        forces = forces.at[b].add(f)
+        moments = moments.at[b].add(m)
+    # tau = sum_i J_T(point)^T f + J_R^T m, with J_T(point) = J_T(origin) - [R p x] J_R (Tuan 45)
+    return jnp.einsum("bpi,bp->i", jt, forces) + jnp.einsum("bpi,bp->i", jr, moments)
+
+
+def generalized_forces(
+    model: Model, q: Float[ArrayLike, " n"], wrenches: Wrench | Sequence[Wrench] | None
+) -> Float[Array, " n"]:
+    """Joint-space generalized forces of external wrenches (Parsa eqs. 28, 31)::
+
+        f = sum_w J_T(point_w)^T force_w + J_R^T moment_w
+
+    (base-frame ``J_T`` of the point of application and ``J_R``; a body-frame wrench is rotated to
+    the base first). ``f`` appears on the right-hand side: ``M qdd + C qd + g = tau + f``. Its
+    power equals the wrenches' power: ``f . qd = sum force . v_point + moment . omega``.
+
+    Args:
+        wrenches: a :class:`Wrench`, a sequence of them (several may act on the same body), or
+            ``None`` (no external load: zeros).
+
+    Raises:
+        ValueError: a wrench acts on a body the model does not have (the message names it).
+    """
+    return _generalized_forces(model, model.check_q(q), _as_wrenches(wrenches))
+
+
+# --------------------------------------------------------------------------------------------
+# Inverse dynamics
+# --------------------------------------------------------------------------------------------
+
+
+def _cross(a: Array, b: Array) -> Array:
+    """Cross products of ``(..., 3)`` arrays (a few elementwise ops; cheaper to compile than
+    ``jnp.cross``)."""
+    a1, a2, a3 = a[..., 0], a[..., 1], a[..., 2]
+    b1, b2, b3 = b[..., 0], b[..., 1], b[..., 2]
+    return jnp.stack([a2 * b3 - a3 * b2, a3 * b1 - a1 * b3, a1 * b2 - a2 * b1], axis=-1)
+
+
+def _rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
+    """Recursive Newton-Euler for a :class:`Tree` (Featherstone's spatial vectors, body coordinates).
+
+    Spatial motion ``(w, v)``: angular velocity and velocity of the body point at the frame origin;
+    spatial force ``(n, f)``: moment about the origin and force. Gravity enters as the base's
+    acceleration ``(0, -g0)``. Everything that does not depend on the recursion (joint transforms,
+    motion subspaces, spatial inertias, velocity-product and force terms) is computed for all
+    bodies at once; the recursions over the (static) tree are one 6 x 6 matrix-vector product per
+    body and pass. ``O(nb)`` work, no ``n x n^2`` tensor.
+    """
+    tree: Tree = model.kinematics
+    ine = _inertials(model)
+    dtype = jnp.result_type(q, qd, qdd, tree.axes, ine.mass, model.gravity)
+    q, qd, qdd = q.astype(dtype), qd.astype(dtype), qdd.astype(dtype)
+    nb = tree.n_bodies
+    index = np.array([max(k, 0) for k in tree.q_index])
+    revolute = np.array([kind == "R" for kind in tree.kinds])
+    prismatic = np.array([kind == "P" for kind in tree.kinds])
+    moving = revolute | prismatic
+    zero = jnp.zeros((), dtype)
+
+    axes = tree.axes.astype(dtype)
+    pre_r, pre_p = tree.pre_rotation.astype(dtype), tree.pre_translation.astype(dtype)
+    post_r, post_p = tree.post_rotation.astype(dtype), tree.post_translation.astype(dtype)
+    angle = jnp.where(revolute, q[index], zero)
+    joint_r = jax.vmap(axis_angle)(axes, angle)  # identity for prismatic and fixed joints
+    joint_p = axes * jnp.where(prismatic, q[index], zero)[:, None]
+    local_r = pre_r @ joint_r @ post_r  # body frame in the parent's frame
+    local_p = pre_p + jnp.einsum("bij,bj->bi", pre_r, joint_p + jnp.einsum("bij,bj->bi", joint_r, post_p))
+    e = jnp.swapaxes(local_r, 1, 2)  # child-from-parent rotation
+    zeros33 = jnp.zeros_like(e)
+    # motion transform parent -> child: (w, v) -> (E w, E (v + w x r)) = [[E, 0], [-E [r x], E]]
+    x = jnp.concatenate(
+        [jnp.concatenate([e, zeros33], axis=2), jnp.concatenate([-e @ skew(local_p), e], axis=2)], axis=1
+    )
+    # motion subspaces in body coordinates: revolute (R^T a, R^T (a x p)), prismatic (0, R^T a)
+    post_rt = jnp.swapaxes(post_r, 1, 2)
+    axis_body = jnp.einsum("bij,bj->bi", post_rt, axes)
+    s_revolute = jnp.concatenate([axis_body, jnp.einsum("bij,bj->bi", post_rt, _cross(axes, post_p))], axis=1)
+    s_prismatic = jnp.concatenate([jnp.zeros_like(axis_body), axis_body], axis=1)
+    s = jnp.where(revolute[:, None], s_revolute, jnp.where(prismatic[:, None], s_prismatic, zero))
+    v_joint = s * jnp.where(moving, qd[index], zero)[:, None]
+    a_joint = s * jnp.where(moving, qdd[index], zero)[:, None]
+
+    # velocities (forward pass)
+    velocities = []
+    for i, parent in enumerate(tree.parents):
+        v = v_joint[i] if parent < 0 else x[i] @ velocities[parent] + v_joint[i]
+        velocities.append(v)
+    v = jnp.stack(velocities)
+    w, vo = v[:, :3], v[:, 3:]
+    # velocity-product terms v x (S qd), for all bodies at once
+    sw, sv = v_joint[:, :3], v_joint[:, 3:]
+    bias = jnp.concatenate([_cross(w, sw), _cross(w, sv) + _cross(vo, sw)], axis=1) + a_joint
+    # accelerations (forward pass); the base accelerates with -g0
+    base = jnp.concatenate([jnp.zeros(3, dtype), -model.gravity.astype(dtype)])
+    accelerations = []
+    for i, parent in enumerate(tree.parents):
+        accelerations.append(x[i] @ (base if parent < 0 else accelerations[parent]) + bias[i])
+    a = jnp.stack(accelerations)
+    aw, av = a[:, :3], a[:, 3:]
+    # body forces f = I a + v x* (I v) about the frame origins, for all bodies at once
+    mass, c, inertia = ine.mass.astype(dtype)[:, None], ine.com.astype(dtype), ine.inertia.astype(dtype)
+    h_lin = mass * (vo + _cross(w, c))
+    h_ang = jnp.einsum("bij,bj->bi", inertia, w) + _cross(c, h_lin)
+    f_lin = mass * (av + _cross(aw, c))
+    f_ang = jnp.einsum("bij,bj->bi", inertia, aw) + _cross(c, f_lin)
+    f = jnp.concatenate(
+        [f_ang + _cross(w, h_ang) + _cross(vo, h_lin), f_lin + _cross(w, h_lin)], axis=1
+    )
+    # backward pass: f_parent += X^T f
+    forces = list(f)
+    for i in range(nb - 1, -1, -1):
+        parent = tree.parents[i]
+        if parent >= 0:
+            forces[parent] = forces[parent] + x[i].T @ forces[i]
+    torques = jnp.einsum("bi,bi->b", s, jnp.stack(forces))
+    return torques[np.flatnonzero(moving)]
+
+
+def _lagrangian(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
+    """Euler-Lagrange (Truc 16): ``d/dt (dL/dqd) - dL/dq`` with ``L = T - P``, by autodiff:
+    ``d/dt (dL/dqd)`` is a forward-mode derivative of the reverse-mode gradient along ``(qd, qdd)``."""
+
+    ine = _inertials(model)
+
+    def lagrangian(q, qd):
+        centres, v, w = _velocities(model, q, qd)
+        return _kinetic(ine, v, w) + jnp.einsum("b,bp,p->", ine.mass, centres, model.gravity)
+
+    dl_dqd = jax.grad(lagrangian, argnums=1)
+    _, ddt = jax.jvp(lambda q, qd: dl_dqd(q, qd), (q, qd), (qd, qdd))
+    return ddt - jax.grad(lagrangian, argnums=0)(q, qd)
+
+
+def _kron_id(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
+    m = mass_matrix(model, q)
+    c_star = _coriolis_star_from(_mass_matrix_derivative(model, q))
+    return m @ qdd + c_star @ jnp.kron(qd, qd) + gravity(model, q)
+
+
+def _resolve_method(model: Model, method: str) -> str:
+    if method not in INVERSE_DYNAMICS_METHODS:
+        raise ValueError(f"unknown inverse-dynamics method {method!r}; expected one of {INVERSE_DYNAMICS_METHODS}")
+    if method == "auto":
+        return "rnea" if isinstance(model.kinematics, Tree) else "lagrangian"
+    if method == "rnea" and not isinstance(model.kinematics, Tree):
+        raise ValueError(
+            "method='rnea' needs a Tree model (from_dh / from_joints); this model's kinematics is a "
+            f"{type(model.kinematics).__name__}: use method='lagrangian' (or 'auto', 'kron')"
+        )
+    return method
+
+
+def inverse_dynamics(
+    model: Model,
+    q: Float[ArrayLike, " n"],
+    qd: Float[ArrayLike, " n"],
+    qdd: Float[ArrayLike, " n"],
+    method: str = "auto",
+    wrenches: Wrench | Sequence[Wrench] | None = None,
+) -> Float[Array, " n"]:
+    """Joint forces/torques ``tau`` that produce ``qdd`` at ``(q, qd)`` (``(n,)``)::
+
+        tau = M qdd + C*(q) (qd ⊗ qd) + g(q) - f_ext      (Tuan 100, Truc 44, Parsa 38)
+
+    with ``f_ext = generalized_forces(model, q, wrenches)``.
+
+    Args:
+        method:
+
+            * ``"auto"`` (default): ``"rnea"`` for :class:`~kronjax.chain.Tree` models,
+              ``"lagrangian"`` otherwise.
+            * ``"rnea"``: recursive Newton-Euler (``O(n)``, never forms an ``n x n^2`` tensor);
+              Tree models only.
+            * ``"lagrangian"``: the Euler-Lagrange equations (Truc 16) of ``L = T - P`` by
+              forward-over-reverse autodiff (``jax.jvp`` of ``jax.grad``); any model, including
+              :func:`~kronjax.chain.from_function` ones.
+            * ``"kron"``: the papers' way, ``M qdd + C* (qd ⊗ qd) + g`` with :func:`mass_matrix`,
+              :func:`coriolis_star` (``n x n^2``) and :func:`gravity`.
+        wrenches: external loads (see :func:`generalized_forces`); ``None`` for none.
+    """
+    method = _resolve_method(model, method)
+    q, qd, qdd = _check_state(model, q=q, qd=qd, qdd=qdd)
+    _inertials(model)
+    tau = {"rnea": _rnea, "lagrangian": _lagrangian, "kron": _kron_id}[method](model, q, qd, qdd)
+    wrenches = _as_wrenches(wrenches)
+    if wrenches:
+        tau = tau - _generalized_forces(model, q, wrenches)
+    return tau
+
+
+# --------------------------------------------------------------------------------------------
+# Forward dynamics
+# --------------------------------------------------------------------------------------------
+
+
+def forward_dynamics(
+    model: Model,
+    q: Float[ArrayLike, " n"],
+    qd: Float[ArrayLike, " n"],
+    tau: Float[ArrayLike, " n"],
+    wrenches: Wrench | Sequence[Wrench] | None = None,
+) -> Float[Array, " n"]:
+    """Joint accelerations ``qdd`` (``(n,)``) from ``M qdd = tau + f_ext - C qd - g`` (Tuan 100).
+
+    ``M`` is :func:`mass_matrix`; the bias ``C qd + g - f_ext`` is :func:`inverse_dynamics` with
+    ``qdd = 0`` (``method="auto"``, so no ``n x n^2`` tensor is formed). The system is solved by a
+    Cholesky factorisation (``jax.scipy.linalg.cho_factor`` / ``cho_solve``).
+
+    Mass matrices that are not positive definite (a joint that moves no mass or inertia, or
+    inertials edited to a negative mass): the Cholesky factor then has non-finite or non-positive
+    diagonal entries, and the result goes through ``equinox.error_if``: the call raises a runtime
+    error saying that ``M`` is not positive definite (also under ``jit`` and ``vmap``, where any
+    failing batch element raises) instead of returning a silent wrong number. Equinox's
+    ``EQX_ON_ERROR`` environment variable selects other behaviours (``"nan"`` returns NaNs,
+    ``"breakpoint"`` stops in a debugger).
+    """
+    q, qd, tau = _check_state(model, q=q, qd=qd, tau=tau)
+    bias = inverse_dynamics(model, q, qd, jnp.zeros_like(qd), method="auto", wrenches=wrenches)
+    m = mass_matrix(model, q)
+    factor = jsl.cho_factor(m, lower=True)
+    qdd = jsl.cho_solve(factor, tau - bias)
+    diagonal = jnp.diagonal(factor[0])
+    return eqx.error_if(
+        qdd,
+        ~(jnp.all(jnp.isfinite(factor[0])) & jnp.all(diagonal > 0)),
+        "forward_dynamics: the mass matrix is not positive definite (its Cholesky factorisation "
+        "failed); check the model's masses and inertia tensors",
+    )
+

@@ -1,0 +1,39 @@
+"""The planar double pendulum of Huang et al. (Fig. 8, eqs. 37-39)."""
+
+from __future__ import annotations
+
+from ..chain import Inertial, Joint, Model, from_joints
+
+
+def double_pendulum(
+    m: float = 14.59,
+    L: float = 1.22,
+    Lc: float = 0.61,
+    Izz: float = 1.36,
+    g0: float = 9.81,
+) -> Model:
+    """A planar double pendulum of two equal links (Huang et al., Fig. 8), in joint space.
+
+    Both links have mass ``m``, length ``L``, centre of mass at ``Lc`` from their proximal joint
+    and moment of inertia ``Izz`` about the centre of mass (Fig. 8: 14.59 kg = 1 slug, 1.22 m,
+    0.61 m, 1.36 kg m^2). Motion is in the x-y plane; both joint axes are ``z``; joint 1 is at
+    the base origin, joint 2 at the tip of link 1.
+
+    Coordinates (as in the reference data): ``q1`` is the absolute angle of link 1 measured
+    counter-clockwise from ``+x``; ``q2`` is the angle of link 2 relative to link 1. Each body
+    frame sits at its proximal joint with ``x`` along the link, so the centres of mass are at
+    ``[Lc, 0, 0]``. Gravity is ``[0, -g0, 0]`` (the paper does not state it; ``-y`` is down).
+
+    Out-of-plane inertias (they do not affect planar motion): each link is a slender rod along its
+    body ``x`` axis, inertia about the centre of mass ``diag(0, Izz, Izz)`` -- symmetric,
+    positive semi-definite and satisfying the triangle inequalities of a rigid body.
+
+    ``M = [[2 Izz + m (L^2 + 2 Lc^2 + 2 L Lc cos q2), Izz + m (Lc^2 + L Lc cos q2)], [., Izz + m Lc^2]]``,
+    ``g = [g0 m ((L + Lc) cos q1 + Lc cos(q1 + q2)), g0 m Lc cos(q1 + q2)]``.
+    """
+    joints = [
+        Joint("R", parent=-1, axis=(0.0, 0.0, 1.0), name="joint1", body_name="link1"),
+        Joint("R", parent=0, axis=(0.0, 0.0, 1.0), translation=(L, 0.0, 0.0), name="joint2", body_name="link2"),
+    ]
+    link = Inertial(mass=m, com=(Lc, 0.0, 0.0), inertia=(0.0, Izz, Izz))
+    return from_joints(joints, [link, link], gravity=(0.0, -g0, 0.0))
