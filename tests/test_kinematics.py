@@ -10,34 +10,7 @@ import numpy as np
 import pytest
 
 import kronjax as kj
-
-
-def random_rotation(rng):
-    a, _ = np.linalg.qr(rng.normal(size=(3, 3)))
-    return a * np.sign(np.linalg.det(a))
-
-
-def random_tree(seed=0, n=7, branch=True):
-    """A 7-body tree: bodies 5 and 6 branch off body 2 when ``branch``; one prismatic joint."""
-    rng = np.random.default_rng(seed)
-    parents = [-1, 0, 1, 2, 3, 2, 5] if branch else list(range(-1, n - 1))
-    joints = []
-    for i in range(n):
-        axis = rng.normal(size=3)
-        joints.append(
-            kj.Joint(
-                kind="P" if i == 3 else "R",
-                parent=parents[i],
-                axis=axis / np.linalg.norm(axis),
-                rotation=random_rotation(rng),
-                translation=rng.uniform(-0.4, 0.4, 3),
-            )
-        )
-    inertials = [
-        kj.Inertial(mass=rng.uniform(0.5, 3), com=rng.uniform(-0.1, 0.1, 3), inertia=np.diag(rng.uniform(0.01, 0.1, 3)))
-        for _ in range(n)
-    ]
-    return kj.from_joints(joints, inertials)
+from oracles import random_arm
 
 
 def puma_like():
@@ -52,7 +25,12 @@ def puma_like():
     return kj.from_dh(rows)
 
 
-MODELS = {"tree": random_tree(), "chain": random_tree(1, branch=False), "dh": puma_like(), "stacker": kj.models.stacker()}
+MODELS = {
+    "tree": random_arm(0, parents=(-1, 0, 1, 2, 3, 2, 5)),  # bodies 5-6 branch off body 2
+    "chain": random_arm(1),
+    "dh": puma_like(),
+    "stacker": kj.models.stacker(),
+}
 
 
 def state(model, seed):

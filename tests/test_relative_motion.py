@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 import kronjax as kj
+from oracles import random_arm, random_rotation
 
 N_CONFIGS = 12
 ATOL = 1e-10
@@ -33,34 +34,10 @@ EXPRESSED = ("reference", "moving")
 jit = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
 
 
-def random_rotation(rng):
-    a, _ = np.linalg.qr(rng.normal(size=(3, 3)))
-    return a * np.sign(np.linalg.det(a))
-
-
-def random_model(seed, parents, prismatic):
-    """6 joints with random unit axes, random proper rotations and offsets; ``prismatic`` joints
-    are "P", the others "R"."""
-    rng = np.random.default_rng(seed)
-    joints = []
-    for i, parent in enumerate(parents):
-        axis = rng.normal(size=3)
-        joints.append(
-            kj.Joint(
-                kind="P" if i in prismatic else "R",
-                parent=parent,
-                axis=axis / np.linalg.norm(axis),
-                rotation=random_rotation(rng),
-                translation=rng.uniform(-0.5, 0.5, 3),
-            )
-        )
-    return kj.from_joints(joints)
-
-
 MODELS = {
-    "serial": random_model(10, parents=(-1, 0, 1, 2, 3, 4), prismatic=(1, 4)),
+    "serial": random_arm(10, parents=(-1, 0, 1, 2, 3, 4), prismatic=(1, 4)),
     # bodies 3-4 and 5 are two branches off body 1
-    "branched": random_model(11, parents=(-1, 0, 1, 2, 3, 1), prismatic=(2, 5)),
+    "branched": random_arm(11, parents=(-1, 0, 1, 2, 3, 1), prismatic=(2, 5)),
     "stacker": kj.models.stacker(),
 }
 
