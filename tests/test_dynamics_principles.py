@@ -125,21 +125,16 @@ def oracle_potential(model, q):
 # --------------------------------------------------------------------------------------------
 
 
-def _everything(model, q, qd, qdd, tau):
-    n = q.shape[0]
-    m = lambda q: dy.mass_matrix(model, q)  # noqa: E731
+def _every_function(model, q, qd, qdd, tau):
+    wrench = kj.Wrench(2, force=qdd[:3], moment=qd[:3], point="com")
     out = dict(
-        M=m(q),
+        M=dy.mass_matrix(model, q),
         dM=dy.mass_matrix_derivative(model, q),
-        dM_ad=jax.jacfwd(m)(q).reshape(n, n * n),
-        Mdot_ad=jax.jvp(m, (q,), (qd,))[1],
         C_star=dy.coriolis_star(model, q),
         g=dy.gravity(model, q),
-        g_ad=jax.grad(oracle_potential, argnums=1)(model, q),
         T=dy.kinetic_energy(model, q, qd),
         P=dy.potential_energy(model, q),
-        P_oracle=oracle_potential(model, q),
-        tau_oracle=oracle_tau(model, q, qd, qdd),
+        f_ext=dy.generalized_forces(model, q, [wrench]),
         fd=dy.forward_dynamics(model, q, qd, tau),
     )
     for form in FORMS:
@@ -147,6 +142,20 @@ def _everything(model, q, qd, qdd, tau):
     for method in METHODS:
         out[f"tau_{method}"] = dy.inverse_dynamics(model, q, qd, qdd, method=method)
     return out
+
+
+def _everything(model, q, qd, qdd, tau):
+    """Every function plus the independent oracles it is checked against."""
+    n = q.shape[0]
+    m = lambda q: dy.mass_matrix(model, q)  # noqa: E731
+    return dict(
+        _every_function(model, q, qd, qdd, tau),
+        dM_ad=jax.jacfwd(m)(q).reshape(n, n * n),
+        Mdot_ad=jax.jvp(m, (q,), (qd,))[1],
+        g_ad=jax.grad(oracle_potential, argnums=1)(model, q),
+        P_oracle=oracle_potential(model, q),
+        tau_oracle=oracle_tau(model, q, qd, qdd),
+    )
 
 
 _EVERYTHING = jax.jit(jax.vmap(_everything, in_axes=(None, 0, 0, 0, 0)))
@@ -357,25 +366,6 @@ def test_wrenches_in_inverse_and_forward_dynamics():
 # --------------------------------------------------------------------------------------------
 # Batches of 10^4 states, float64 and float32
 # --------------------------------------------------------------------------------------------
-
-
-def _every_function(model, q, qd, qdd, tau):
-    wrench = kj.Wrench(2, force=qdd, moment=qd, point="com")
-    out = dict(
-        M=dy.mass_matrix(model, q),
-        dM=dy.mass_matrix_derivative(model, q),
-        C_star=dy.coriolis_star(model, q),
-        g=dy.gravity(model, q),
-        T=dy.kinetic_energy(model, q, qd),
-        P=dy.potential_energy(model, q),
-        f_ext=dy.generalized_forces(model, q, [wrench]),
-        fd=dy.forward_dynamics(model, q, qd, tau),
-    )
-    for form in FORMS:
-        out[f"C_{form}"] = dy.coriolis_matrix(model, q, qd, form=form)
-    for method in METHODS:
-        out[f"tau_{method}"] = dy.inverse_dynamics(model, q, qd, qdd, method=method)
-    return out
 
 
 _EVERY_FUNCTION = jax.jit(jax.vmap(_every_function, in_axes=(None, 0, 0, 0, 0)))
