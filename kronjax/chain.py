@@ -37,6 +37,7 @@ from ._rotations import axis_angle, rot_x, rot_z
 __all__ = [
     "Inertial",
     "Inertials",
+    "JointLimits",
     "Joint",
     "Tree",
     "PosesFunction",
@@ -56,7 +57,7 @@ def _is_concrete(*xs) -> bool:
     return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(xs))
 
 
-def _float_array(x, what: str, shape: tuple[int, ...] | None = None) -> Array:
+def _float_array(x, what: str, shape: tuple[int, ...] | None = None, allow_inf: bool = False) -> Array:
     try:
         arr = jnp.asarray(x)
     except (TypeError, ValueError) as err:
@@ -67,8 +68,9 @@ def _float_array(x, what: str, shape: tuple[int, ...] | None = None) -> Array:
         arr = arr.astype(jnp.result_type(float))
     if shape is not None and arr.shape != shape:
         raise ValueError(f"{what} must have shape {shape}, got {arr.shape}")
-    if _is_concrete(arr) and not bool(jnp.all(jnp.isfinite(arr))):
-        raise ValueError(f"{what} must be finite, got {np.asarray(arr)}")
+    bad = jnp.isnan(arr) if allow_inf else ~jnp.isfinite(arr)
+    if _is_concrete(arr) and bool(jnp.any(bad)):
+        raise ValueError(f"{what} must be {'a number' if allow_inf else 'finite'}, got {np.asarray(arr)}")
     return arr
 
 
@@ -293,6 +295,69 @@ def _split_poses(out) -> tuple[Array, Array]:
 
 
 # --------------------------------------------------------------------------------------------
+# Joint limits
+# --------------------------------------------------------------------------------------------
+
+
+class JointLimits(eqx.Module):
+    """Limits of each joint coordinate (URDF's ``<limit>``), used by trajectory optimisation.
+
+    Attributes (each ``(n,)``, one entry per joint coordinate, ``inf`` where unlimited):
+        lower, upper: position limits (rad or m), ``lower <= upper``.
+        velocity: speed limits ``|qd| <= velocity`` (> 0).
+        effort: force/torque limits ``|tau| <= effort`` (> 0).
+    """
+
+    lower: Float[Array, " n"]
+    upper: Float[Array, " n"]
+    velocity: Float[Array, " n"]
+    effort: Float[Array, " n"]
+
+    def __check_init__(self):
+        n = self.lower.shape
+        for name in ("upper", "velocity", "effort"):
+            if getattr(self, name).shape != n:
+                raise ValueError(f"JointLimits.{name} has shape {getattr(self, name).shape}, lower has {n}")
+        if not _is_concrete(self.lower, self.upper, self.velocity, self.effort):
+            return
+        lower, upper = np.asarray(self.lower), np.asarray(self.upper)
+        for k in np.flatnonzero(~(lower <= upper)):
+            raise ValueError(f"joint coordinate {k}: lower limit {lower[k]} exceeds upper limit {upper[k]}")
+        for name in ("velocity", "effort"):
+            value = np.asarray(getattr(self, name))
+            for k in np.flatnonzero(~(value > 0)):
+                raise ValueError(f"joint coordinate {k}: {name} limit must be positive, got {value[k]}")
+
+    @classmethod
+    def unlimited(cls, n: int, dtype=None) -> JointLimits:
+        inf = jnp.full((n,), jnp.inf, dtype or jnp.result_type(float))
+        return cls(-inf, inf, inf, inf)
+
+
+def _joint_limits(limits, n: int, joint_names: Sequence[str]) -> JointLimits:
+    if limits is None:
+        return JointLimits.unlimited(n)
+    if isinstance(limits, dict):
+        unknown = set(limits) - {"lower", "upper", "velocity", "effort"}
+        if unknown:
+            raise ValueError(f"unknown joint limit keys {sorted(unknown)}; expected lower, upper, velocity, effort")
+        defaults = {"lower": -jnp.inf, "upper": jnp.inf, "velocity": jnp.inf, "effort": jnp.inf}
+        values = {
+            key: jnp.broadcast_to(_float_array(limits.get(key, default), f"joint limits {key}", None, True), (n,))
+            for key, default in defaults.items()
+        }
+        try:
+            limits = JointLimits(**values)
+        except ValueError as err:
+            raise ValueError(f"{err} (joints with coordinates: {list(joint_names)})") from None
+    if not isinstance(limits, JointLimits):
+        raise TypeError(f"limits must be a JointLimits, a dict or None, got {limits!r}")
+    if limits.lower.shape != (n,):
+        raise ValueError(f"joint limits for {limits.lower.shape[0]} coordinates, the model has {n} ({list(joint_names)})")
+    return limits
+
+
+# --------------------------------------------------------------------------------------------
 # The model
 # --------------------------------------------------------------------------------------------
 
@@ -308,6 +373,8 @@ class Model(eqx.Module):
         inertials: :class:`Inertials` of every body, or ``None`` for a kinematics-only model.
         gravity: ``(3,)`` gravitational acceleration in the base frame.
         body_names, joint_names: one name per body (the joint that moves it).
+        limits: :class:`JointLimits` of the ``n`` joint coordinates (``inf`` where unlimited;
+            ``None`` only for a Model constructed directly).
     """
 
     kinematics: Tree | PosesFunction
@@ -315,6 +382,7 @@ class Model(eqx.Module):
     gravity: Float[Array, "3"]
     body_names: tuple[str, ...] = eqx.field(static=True)
     joint_names: tuple[str, ...] = eqx.field(static=True)
+    limits: JointLimits | None = None
 
     def __check_init__(self):
         nb = self.kinematics.n_bodies
@@ -330,6 +398,8 @@ class Model(eqx.Module):
             raise ValueError(f"inertials for {self.inertials.mass.shape[0]} bodies, model has {nb}")
         if self.gravity.shape != (3,):
             raise ValueError(f"gravity must be a 3-vector, got shape {self.gravity.shape}")
+        if self.limits is not None and self.limits.lower.shape != (self.n_dof,):
+            raise ValueError(f"joint limits for {self.limits.lower.shape[0]} coordinates, model has {self.n_dof}")
 
     @property
     def n_dof(self) -> int:
@@ -389,15 +459,20 @@ def _gravity(gravity) -> Array:
     return _float_array(DEFAULT_GRAVITY if gravity is None else gravity, "gravity", (3,))
 
 
-def _model(kinematics, inertials, gravity, body_names, joint_names) -> Model:
+def _model(kinematics, inertials, gravity, body_names, joint_names, limits) -> Model:
     nb = kinematics.n_bodies
     bodies = _names(body_names, nb, "link")
+    joints = _names(joint_names, nb, "joint")
+    moving = joints
+    if isinstance(kinematics, Tree):
+        moving = [name for name, kind in zip(joints, kinematics.kinds) if kind != "F"]
     return Model(
         kinematics=kinematics,
         inertials=_stack_inertials(inertials, nb, bodies),
         gravity=_gravity(gravity),
         body_names=bodies,
-        joint_names=_names(joint_names, nb, "joint"),
+        joint_names=joints,
+        limits=_joint_limits(limits, kinematics.n_dof, moving),
     )
 
 
@@ -438,6 +513,7 @@ def from_dh(
     gravity=None,
     body_names: Sequence[str] | None = None,
     joint_names: Sequence[str] | None = None,
+    limits: JointLimits | dict | None = None,
 ) -> Model:
     """A serial chain from a Denavit-Hartenberg table.
 
@@ -450,6 +526,8 @@ def from_dh(
             row ``i`` holds ``a_{i-1}, alpha_{i-1}`` (as in Robotics Toolbox).
         inertials: per body an :class:`Inertial` (or dict), an :class:`Inertials`, or ``None``.
         gravity: gravitational acceleration in the base frame (default ``[0, 0, -9.81]``).
+        limits: a :class:`JointLimits`, or a dict with any of ``lower``, ``upper``, ``velocity``,
+            ``effort`` (scalars or ``(n,)``); unlimited by default.
 
     Body ``i`` is the D-H frame ``i + 1`` of the table (0-based index, the paper's body ``i + 1``).
     The values may be JAX tracers, so ``jax.grad`` reaches the D-H parameters (calibration).
@@ -484,7 +562,7 @@ def from_dh(
         post_rotation=jnp.stack(post_r).astype(dtype),
         post_translation=jnp.stack(post_p).astype(dtype),
     )
-    return _model(tree, inertials, gravity, body_names, joint_names)
+    return _model(tree, inertials, gravity, body_names, joint_names, limits)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -498,6 +576,8 @@ class Joint:
         rotation, translation: placement of the joint frame in the parent's body frame (the body
             frame is the moved joint frame, as in URDF and Pinocchio).
         name: joint name (default ``joint<i+1>``); ``body_name`` likewise (default ``link<i+1>``).
+        lower, upper, velocity, effort: limits of the joint coordinate (unlimited by default;
+            ignored for fixed joints).
     """
 
     kind: str
@@ -507,6 +587,10 @@ class Joint:
     translation: Any = (0.0, 0.0, 0.0)
     name: str | None = None
     body_name: str | None = None
+    lower: Any = -np.inf
+    upper: Any = np.inf
+    velocity: Any = np.inf
+    effort: Any = np.inf
 
 
 def _unit_axis(axis, what: str) -> Array:
@@ -527,9 +611,7 @@ def _check_rotation(r, what: str) -> None:
         raise ValueError(f"{what} is not a proper rotation (orthonormal, det = +1):\n{r}")
 
 
-def from_joints(
-    joints: Sequence[Joint], inertials=None, *, gravity=None
-) -> Model:
+def from_joints(joints: Sequence[Joint], inertials=None, *, gravity=None) -> Model:
     """A tree from a list of :class:`Joint`, one per body, in an order where parents come first.
 
     Body ``i`` is moved by ``joints[i]``; its frame is the joint frame after the joint motion
@@ -559,12 +641,22 @@ def from_joints(
         post_rotation=jnp.tile(jnp.eye(3, dtype=dtype), (nb, 1, 1)),
         post_translation=jnp.zeros((nb, 3), dtype),
     )
+    moving = [(i, j) for i, (j, kind) in enumerate(zip(joints, tree.kinds)) if kind != "F"]
+    limits = None
+    if moving:
+        limits = {
+            key: jnp.stack(
+                [_float_array(getattr(j, key), f"joint {i} ({j.name or f'joint{i + 1}'}) {key} limit", (), True) for i, j in moving]
+            )
+            for key in ("lower", "upper", "velocity", "effort")
+        }
     return _model(
         tree,
         inertials,
         gravity,
         [j.body_name or f"link{i + 1}" for i, j in enumerate(joints)],
         [j.name or f"joint{i + 1}" for i, j in enumerate(joints)],
+        limits,
     )
 
 
@@ -576,6 +668,7 @@ def from_function(
     gravity=None,
     body_names: Sequence[str] | None = None,
     joint_names: Sequence[str] | None = None,
+    limits: JointLimits | dict | None = None,
     check: bool = True,
 ) -> Model:
     """A model whose body frames are given by a pure JAX function of ``q``.
@@ -602,4 +695,4 @@ def from_function(
             for i in range(nb):
                 _check_rotation(rs[i], f"poses function: rotation of body {i} at q = {np.round(q, 4)}")
     kinematics = PosesFunction(fn=poses_fn, n_dof=int(n), n_bodies=nb)
-    return _model(kinematics, inertials, gravity, body_names, joint_names)
+    return _model(kinematics, inertials, gravity, body_names, joint_names, limits)
