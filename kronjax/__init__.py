@@ -9,6 +9,7 @@ from . import chain as chain
 from . import dynamics as dynamics
 from . import kinematics as kinematics
 from . import models as models
+from . import urdf as urdf
 from .calculus import block_skew as block_skew
 from .calculus import khang_jacobian as khang_jacobian
 from .calculus import kron as kron
@@ -45,5 +46,8 @@ from .kinematics import rotational_hessian as rotational_hessian
 from .kinematics import rotational_jacobian as rotational_jacobian
 from .kinematics import translational_hessian as translational_hessian
 from .kinematics import translational_jacobian as translational_jacobian
+
+from .urdf import load_urdf as load_urdf
+from .urdf import to_urdf as to_urdf
 
 __version__ = "0.1.0"

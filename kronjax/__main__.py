@@ -1,4 +1,4 @@
-"""Command line: ``kronjax demo`` (or ``python -m kronjax demo``)."""
+"""Command line: ``kronjax demo``, ``kronjax info MODEL`` (or ``python -m kronjax ...``)."""
 
 from __future__ import annotations
 
@@ -72,7 +72,58 @@ def demo(argv: list[str] | None = None) -> int:
     return 0 if err < 1e-6 else 1
 
 
-COMMANDS = {"demo": demo}
+def info(argv: list[str] | None = None) -> int:
+    """Print a model: joints, limits, masses and the mass matrix at q = 0."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    import numpy as np
+
+    import kronjax as kj
+
+    builtin = sorted(kj.models.__all__)
+    parser = argparse.ArgumentParser(prog="kronjax info", description=info.__doc__)
+    parser.add_argument("model", help="a URDF file, or a built-in model: " + ", ".join(builtin))
+    parser.add_argument("--root", help="URDF root link (default: the URDF's root)")
+    parser.add_argument("--tip", help="URDF tip link: keep the chain from root to tip")
+    args = parser.parse_args(argv)
+    if args.model in builtin:
+        model = getattr(kj.models, args.model)()
+    else:
+        try:
+            model = kj.load_urdf(args.model, root=args.root, tip=args.tip)
+        except (FileNotFoundError, kj.urdf.URDFError) as err:
+            print(f"kronjax info: {err}", file=sys.stderr)
+            return 1
+    tree = model.kinematics
+    print(f"{args.model}: {model.n_dof} joint coordinates, {model.n_bodies} bodies, gravity {np.asarray(model.gravity)}")
+    kinds = {"R": "revolute", "P": "prismatic", "F": "fixed"}
+    header = f"  {'#':>2}  {'joint':<24} {'type':<9} {'parent':<16} {'body':<16} {'lower':>9} {'upper':>9} {'velocity':>9} {'effort':>9} {'mass':>9}"
+    print(header)
+    for i in range(model.n_bodies):
+        kind = tree.kinds[i] if isinstance(tree, kj.chain.Tree) else "R"
+        parent = tree.parents[i] if isinstance(tree, kj.chain.Tree) else i - 1
+        k = tree.q_index[i] if isinstance(tree, kj.chain.Tree) else i
+        limits = ["" for _ in range(4)]
+        if k >= 0 and model.limits is not None:
+            limits = [f"{float(getattr(model.limits, key)[k]):9.4g}" for key in ("lower", "upper", "velocity", "effort")]
+        mass = "" if model.inertials is None else f"{float(model.inertials.mass[i]):9.4g}"
+        print(
+            f"  {i:>2}  {model.joint_names[i]:<24} {kinds[kind]:<9} "
+            f"{'(base)' if parent < 0 else model.body_names[parent]:<16} {model.body_names[i]:<16} "
+            + " ".join(f"{x:>9}" for x in limits)
+            + f" {mass:>9}"
+        )
+    if model.inertials is not None:
+        print(f"total mass {float(jnp.sum(model.inertials.mass)):.6g}")
+        print(_matrix("M(q = 0)", kj.mass_matrix(model, jnp.zeros(model.n_dof))))
+    else:
+        print("no inertials (kinematics only)")
+    return 0
+
+
+COMMANDS = {"demo": demo, "info": info}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,6 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] not in COMMANDS:
         print("usage: kronjax {" + ",".join(COMMANDS) + "} [options]", file=sys.stderr)
         print("  demo   kinematic analysis of the stacker of Tuan et al. 2019", file=sys.stderr)
+        print("  info   joints, limits, masses and M(q = 0) of a URDF file or a built-in model", file=sys.stderr)
         return 2
     return COMMANDS[argv[0]](argv[1:])
 

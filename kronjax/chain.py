@@ -84,7 +84,8 @@ class Inertial:
     """Inertial parameters of one body, given by the user to a builder.
 
     Attributes:
-        mass: mass ``m > 0``.
+        mass: mass ``m > 0`` (or ``0`` together with a zero inertia: a massless frame, such as a
+            tool frame or a URDF link without ``<inertial>``).
         com: centre of mass in the body frame (3-vector), the paper's ``p_G^(i)``.
         inertia: inertia tensor about the centre of mass, in body-frame axes: a symmetric positive
             semi-definite 3 x 3 matrix, or its three principal values ``(Ixx, Iyy, Izz)``.
@@ -122,8 +123,12 @@ class Inertials(eqx.Module):
 
 
 def _check_inertial(body: int | str, mass: np.ndarray, inertia: np.ndarray) -> None:
-    if not mass > 0:
-        raise ValueError(f"body {body}: mass must be positive, got {float(mass)}")
+    # a massless body with no inertia is a frame (a URDF link without <inertial>, a tool frame)
+    if not (mass > 0 or (mass == 0 and not np.any(inertia))):
+        raise ValueError(
+            f"body {body}: mass must be positive, got {float(mass)} "
+            "(only a body with zero inertia too may have mass 0: a massless frame)"
+        )
     scale = max(float(np.max(np.abs(inertia))), 1.0)
     tol = (1e-5 if inertia.dtype == np.float32 else 1e-10) * scale
     if not np.allclose(inertia, inertia.T, rtol=0.0, atol=tol):

@@ -187,7 +187,7 @@ def test_poses_function_homogeneous_transforms():
 @pytest.mark.parametrize(
     "inertial, match",
     [
-        (kj.Inertial(mass=0.0), r"body 0 \(link1\): mass must be positive"),
+        (kj.Inertial(mass=0.0, inertia=[0.1, 0.1, 0.1]), r"body 0 \(link1\): mass must be positive"),
         (kj.Inertial(mass=-1.0), r"mass must be positive"),
         (kj.Inertial(mass=1.0, inertia=[[1, 2, 0], [2, 1, 0], [0, 0, 1]]), r"not positive semi-definite"),
         (kj.Inertial(mass=1.0, inertia=[[1, 0.5, 0], [0, 1, 0], [0, 0, 1]]), r"not symmetric"),

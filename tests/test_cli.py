@@ -13,3 +13,27 @@ def test_demo_prints_the_stacker_analysis(capsys):
 def test_unknown_command_shows_usage(capsys):
     assert main(["fly"]) == 2
     assert "usage: kronjax" in capsys.readouterr().err
+
+
+def test_info_prints_joints_limits_masses_and_mass_matrix_of_a_urdf(tmp_path, capsys):
+    path = tmp_path / "arm.urdf"
+    path.write_text(
+        '<robot name="arm"><link name="base"/>'
+        '<link name="upper"><inertial><mass value="2.5"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.2"/></inertial></link>'
+        '<joint name="shoulder" type="revolute"><parent link="base"/><child link="upper"/><axis xyz="0 0 1"/>'
+        '<limit lower="-1.5" upper="2" effort="40" velocity="3"/></joint></robot>'
+    )
+    assert main(["info", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "1 joint coordinates, 1 bodies" in out
+    row = next(line for line in out.splitlines() if "shoulder" in line).split()
+    assert row[1:5] == ["shoulder", "revolute", "(base)", "upper"]
+    assert [float(x) for x in row[5:]] == [-1.5, 2.0, 3.0, 40.0, 2.5]
+    assert "M(q = 0) =" in out and "[[0.2]]" in out  # Izz about the joint axis
+
+
+def test_info_of_a_builtin_model_and_of_a_missing_file(capsys):
+    assert main(["info", "stacker"]) == 0
+    assert "travel" in capsys.readouterr().out
+    assert main(["info", "no/such/robot.urdf"]) == 1
+    assert "no URDF file at" in capsys.readouterr().err
