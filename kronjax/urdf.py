@@ -293,7 +293,8 @@ def load_urdf(source, root: str | None = None, tip: str | None = None, *, gravit
         source: a path to a ``.urdf`` file, or the URDF text itself.
         root: the link that becomes the fixed base (default: the URDF's root link). Gravity and all
             poses are expressed in its frame.
-        tip: keep only the chain from ``root`` to this link (default: the whole tree below ``root``).
+        tip: keep only the chain of moving joints from ``root`` to this link, with every link
+            rigidly attached (by fixed joints) to its bodies (default: the whole tree below ``root``).
         gravity: gravitational acceleration in the root frame; URDF has none (default
             ``[0, 0, -9.81]``).
         merge_fixed: merge every link attached by a ``fixed`` joint into the moving link it hangs
@@ -329,8 +330,8 @@ def load_urdf(source, root: str | None = None, tip: str | None = None, *, gravit
     while stack:  # depth first, children in file order: parents before children, like Pinocchio
         joint = stack.pop()
         stack.extend(reversed(children.get(joint.child, [])))
-        if keep is not None and joint.child not in keep:
-            continue
+        if keep is not None and joint.child not in keep and (joint.kind != "fixed" or joint.parent not in body_of):
+            continue  # off the chain, unless rigidly attached to one of its bodies
         parent_body, placement = body_of[joint.parent]
         to_child = placement @ joint.origin  # child link frame in the parent body's frame
         if joint.kind == "fixed" and merge_fixed:

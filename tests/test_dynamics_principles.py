@@ -542,7 +542,7 @@ def test_wrench_on_missing_body(elbow):
 @pytest.mark.parametrize(
     "inertial, match",
     [
-        (kj.Inertial(mass=0.0), "mass must be positive"),
+        (kj.Inertial(mass=0.0, inertia=(0.1, 0.1, 0.1)), "mass must be positive"),
         (kj.Inertial(mass=-1.0), "mass must be positive"),
         (kj.Inertial(mass=1.0, inertia=(0.1, -0.2, 0.1)), "not positive semi-definite"),
         (kj.Inertial(mass=1.0, inertia=((0.1, 0.3, 0), (0.3, 0.1, 0), (0, 0, 0.1))), "not positive semi-definite"),
