@@ -64,8 +64,9 @@ def _float_array(x, what: str, shape: tuple[int, ...] | None = None, allow_inf: 
         raise TypeError(f"{what} must be numeric, got {x!r}") from err
     if not jnp.issubdtype(arr.dtype, jnp.number) or jnp.issubdtype(arr.dtype, jnp.complexfloating):
         raise TypeError(f"{what} must be real numbers, got dtype {arr.dtype}")
-    if not jnp.issubdtype(arr.dtype, jnp.floating):
-        arr = arr.astype(jnp.result_type(float))
+    dtype = arr.dtype if jnp.issubdtype(arr.dtype, jnp.floating) else jnp.result_type(float)
+    # strongly typed: equal models then hash alike under jit, whatever the Python literals
+    arr = jax.lax.convert_element_type(arr, dtype)
     if shape is not None and arr.shape != shape:
         raise ValueError(f"{what} must have shape {shape}, got {arr.shape}")
     bad = jnp.isnan(arr) if allow_inf else ~jnp.isfinite(arr)

@@ -41,6 +41,7 @@ import jax.scipy.linalg as jsl
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
+from . import _composite
 from ._rotations import axis_angle
 from .calculus import product_rule, skew
 from .chain import Model, Tree
@@ -48,6 +49,7 @@ from .kinematics import _points_jacobians
 
 __all__ = [
     "CORIOLIS_FORMS",
+    "MATRIX_METHODS",
     "INVERSE_DYNAMICS_METHODS",
     "Wrench",
     "mass_matrix",
@@ -63,6 +65,7 @@ __all__ = [
 ]
 
 CORIOLIS_FORMS = ("truc", "tuan", "kane")
+MATRIX_METHODS = ("auto", "composite", "jacobians")
 INVERSE_DYNAMICS_METHODS = ("auto", "rnea", "lagrangian", "kron")
 _WRENCH_FRAMES = ("base", "body")
 
@@ -142,26 +145,53 @@ def _check_state(model: Model, **arrays) -> list[Array]:
 # --------------------------------------------------------------------------------------------
 
 
-def mass_matrix(model: Model, q: Float[ArrayLike, " n"]) -> Float[Array, "n n"]:
-    """Generalized mass matrix ``M(q)`` (``n x n``), Tuan eq. (95) / Truc eq. (28)::
+def _matrix_method(model: Model, method: str) -> str:
+    if method not in MATRIX_METHODS:
+        raise ValueError(f"unknown method {method!r}; expected one of {MATRIX_METHODS}")
+    tree = isinstance(model.kinematics, Tree)
+    if method == "composite" and not tree:
+        raise ValueError(
+            "method='composite' needs a Tree model (from_dh / from_joints / load_urdf); this model's "
+            f"kinematics is a {type(model.kinematics).__name__}: use method='jacobians' (or 'auto')"
+        )
+    if method == "auto":
+        return "composite" if tree else "jacobians"
+    return method
 
-        M = sum_i  m_i J_TGi^T J_TGi + J_Ri^T I_Gi J_Ri
 
-    with ``J_TGi`` the base-frame translational Jacobian of body ``i``'s centre of mass (45) and
-    ``J_Ri``, ``I_Gi`` both in body ``i``'s frame (40). The result is symmetrized
-    (``(M + M^T) / 2``) so that it is symmetric to the last bit.
-    """
-    q = model.check_q(q)
+def _mass_matrix(model: Model, q: Array, method: str = "auto") -> Array:
+    if _matrix_method(model, method) == "composite":
+        return _composite.mass_matrix(model, q)
     ine = _inertials(model)
     jt, jr = _com_jacobians(model, q)
     m = jnp.einsum("b,bpi,bpj->ij", ine.mass, jt, jt) + jnp.einsum("bpi,bpr,brj->ij", jr, ine.inertia, jr)
     return 0.5 * (m + m.T)
 
 
-def _mass_matrix_derivative(model: Model, q: Array) -> Array:
+def mass_matrix(model: Model, q: Float[ArrayLike, " n"], method: str = "auto") -> Float[Array, "n n"]:
+    """Generalized mass matrix ``M(q)`` (``n x n``), Tuan eq. (95) / Truc eq. (28)::
+
+        M = sum_i  m_i J_TGi^T J_TGi + J_Ri^T I_Gi J_Ri
+
+    with ``J_TGi`` the base-frame translational Jacobian of body ``i``'s centre of mass (45) and
+    ``J_Ri``, ``I_Gi`` both in body ``i``'s frame (40).
+
+    Args:
+        method: ``"jacobians"``: the sum above, from the bodies' Jacobians (symmetrized, so
+            that it is symmetric to the last bit); ``"composite"``: ``M[i, j] = S_i . Ic_j S_j``
+            from composite rigid bodies (:mod:`kronjax._composite`, ``O(n^2)``, Tree models
+            only, exactly symmetric); ``"auto"`` (default): ``"composite"`` for Tree models.
+    """
+    _inertials(model)
+    return _mass_matrix(model, model.check_q(q), method)
+
+
+def _mass_matrix_derivative(model: Model, q: Array, method: str = "auto") -> Array:
     ine = _inertials(model)
-    jt, jr, ht, hr = _com_hessians(model, q)
     n = q.shape[0]
+    if _matrix_method(model, method) == "composite":
+        return _composite.mass_matrix_derivative(model, q).reshape(n, n * n)
+    jt, jr, ht, hr = _com_hessians(model, q)
 
     def body(mass, inertia, jt, jr, ht, hr):
         # d(A B)/dq = dA/dq (B ⊗ E_n) + A dB/dq  (Tuan 9), with A = J^T, B = I J, dB/dq = I H.
@@ -172,19 +202,26 @@ def _mass_matrix_derivative(model: Model, q: Array) -> Array:
     return jnp.sum(jax.vmap(body)(ine.mass, ine.inertia, jt, jr, ht, hr), axis=0)
 
 
-def mass_matrix_derivative(model: Model, q: Float[ArrayLike, " n"]) -> Float[Array, "n n*n"]:
+def mass_matrix_derivative(
+    model: Model, q: Float[ArrayLike, " n"], method: str = "auto"
+) -> Float[Array, "n n*n"]:
     """``dM/dq`` in Khang's layout, ``n x n^2``: entry ``(i, j n + k) = d M[i, j] / d q_k``.
 
-    Assembled the papers' way from the bodies' Jacobians and Hessians with Khang's product rule
+    With ``method="jacobians"``, assembled the papers' way from the bodies' Jacobians and Hessians with Khang's product rule
     (Tuan eq. 9)::
 
         d(J^T A J)/dq = d(J^T)/dq (A J ⊗ E_n) + J^T A H,      H = dJ/dq,
 
     once with ``J = J_TG``, ``H = H_TG`` in the base frame (45, 67) and ``A = m E_3``, once with
     ``J = J_R``, ``H = H_R`` in the body frame (40, 61) and ``A = I_G`` (constant in that frame).
-    ``d(J^T)/dq`` is a permutation of ``H``: entry ``(j, p n + k) = dJ[p, j]/dq_k``.
+    ``d(J^T)/dq`` is a permutation of ``H``: entry ``(j, p n + k) = dJ[p, j]/dq_k``. That costs
+    ``O(nb n^3)`` (every body's ``3 x n^2`` Hessians).
+
+    With ``method="composite"`` (the default for Tree models, ``"auto"``), from composite rigid
+    bodies in ``O(n^3)``: each entry is a few spatial dot products (:mod:`kronjax._composite`).
     """
-    return _mass_matrix_derivative(model, model.check_q(q))
+    _inertials(model)
+    return _mass_matrix_derivative(model, model.check_q(q), method)
 
 
 def _coriolis_star_from(dm: Array) -> Array:
@@ -194,7 +231,7 @@ def _coriolis_star_from(dm: Array) -> Array:
     return dm - 0.5 * dvec_t
 
 
-def coriolis_star(model: Model, q: Float[ArrayLike, " n"]) -> Float[Array, "n n*n"]:
+def coriolis_star(model: Model, q: Float[ArrayLike, " n"], method: str = "auto") -> Float[Array, "n n*n"]:
     """Velocity-free Coriolis/centrifugal matrix ``C*(q)`` (``n x n^2``), Tuan eq. (101)::
 
         C*(q) = dM/dq - 1/2 (d vec(M) / dq)^T,
@@ -203,8 +240,12 @@ def coriolis_star(model: Model, q: Float[ArrayLike, " n"]) -> Float[Array, "n n*
     forces are ``C*(q) (qd ⊗ qd)`` (Tuan 100). ``d vec(M)/dq`` is ``n^2 x n``, row ``j n + i`` being
     ``dM[i, j]/dq`` (``vec`` stacks columns). Not symmetrized in ``(j, k)``: only its symmetric
     part (:func:`kronjax.symmetrize`) is fixed by ``C* (qd ⊗ qd)``.
+
+    ``method`` chooses how ``dM/dq`` is computed (:func:`mass_matrix_derivative`): ``"composite"``
+    in ``O(n^3)`` (Tree models; the default), ``"jacobians"`` by the papers' product rule.
     """
-    return _coriolis_star_from(_mass_matrix_derivative(model, model.check_q(q)))
+    _inertials(model)
+    return _coriolis_star_from(_mass_matrix_derivative(model, model.check_q(q), method))
 
 
 def coriolis_matrix(
@@ -269,10 +310,13 @@ def gravity(model: Model, q: Float[ArrayLike, " n"]) -> Float[Array, " n"]:
         g = -sum_i m_i J_TGi^T g0,     P = -sum_i m_i g0 . r_Gi,
 
     with ``g0 = model.gravity`` (base frame) and ``J_TGi`` the base-frame Jacobian of body ``i``'s
-    centre of mass. The equations of motion carry ``+ g(q)`` on the left-hand side.
+    centre of mass. The equations of motion carry ``+ g(q)`` on the left-hand side. For Tree
+    models the same sum is taken per subtree: ``g_j = -S_j . Ic_j (0, g0)`` (:mod:`kronjax._composite`).
     """
     q = model.check_q(q)
     ine = _inertials(model)
+    if isinstance(model.kinematics, Tree):
+        return _composite.gravity(model, q)
     jt = _points_jacobians(model, q, ine.com, "base")[0]
     return -jnp.einsum("b,bpi,p->i", ine.mass, jt, model.gravity)
 
@@ -540,9 +584,8 @@ def _lagrangian(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
 
 
 def _kron_id(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
-    m = mass_matrix(model, q)
     c_star = _coriolis_star_from(_mass_matrix_derivative(model, q))
-    return m @ qdd + c_star @ jnp.kron(qd, qd) + gravity(model, q)
+    return _mass_matrix(model, q) @ qdd + c_star @ jnp.kron(qd, qd) + gravity(model, q)
 
 
 def _resolve_method(model: Model, method: str) -> str:
@@ -624,8 +667,7 @@ def forward_dynamics(
     """
     q, qd, tau = _check_state(model, q=q, qd=qd, tau=tau)
     bias = inverse_dynamics(model, q, qd, jnp.zeros_like(qd), method="auto", wrenches=wrenches)
-    m = mass_matrix(model, q)
-    factor = jsl.cho_factor(m, lower=True)
+    factor = jsl.cho_factor(_mass_matrix(model, q), lower=True)
     qdd = jsl.cho_solve(factor, tau - bias)
     diagonal = jnp.diagonal(factor[0])
     return eqx.error_if(
