@@ -1,4 +1,4 @@
-"""Built-in models: the papers' examples."""
+"""Built-in models: the papers' examples and real arms with published parameters."""
 
 from .double_pendulum import double_pendulum as double_pendulum
 from .panda import panda as panda
