@@ -4,12 +4,14 @@ kronjax never changes JAX's global configuration: enable float64 yourself with
 ``jax.config.update("jax_enable_x64", True)`` before creating arrays.
 """
 
+from . import batching as batching
 from . import calculus as calculus
 from . import chain as chain
 from . import dynamics as dynamics
 from . import kinematics as kinematics
 from . import models as models
 from . import urdf as urdf
+from .batching import chunked_vmap as chunked_vmap
 from .calculus import block_skew as block_skew
 from .calculus import khang_jacobian as khang_jacobian
 from .calculus import kron as kron

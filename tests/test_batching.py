@@ -1,0 +1,101 @@
+"""chunked_vmap: the same numbers as vmap, bounded memory, no retracing, and sharded batches."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import kronjax as kj
+
+
+@pytest.fixture(scope="module")
+def panda():
+    return kj.models.panda()
+
+
+def test_chunks_give_the_numbers_of_vmap_with_padding(panda):
+    q = jnp.asarray(np.random.default_rng(0).uniform(-1, 1, (103, 7)))
+    c_star = lambda q: kj.coriolis_star(panda, q)  # noqa: E731
+    expected = jax.jit(jax.vmap(c_star))(q)
+    got = jax.jit(kj.chunked_vmap(c_star, chunk_size=10))(q)
+    assert got.shape == (103, 7, 49)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-13)  # other batch sizes, other rounding
+
+
+def test_automatic_chunk_size_follows_the_memory_budget(panda):
+    qs = [jnp.asarray(np.random.default_rng(1).normal(size=(40, 7))) for _ in range(3)]
+    tau = lambda q, qd, qdd: kj.inverse_dynamics(panda, q, qd, qdd)  # noqa: E731
+    expected = jax.vmap(tau)(*qs)
+    # about one sample's intermediates per chunk: many chunks
+    tiny = kj.chunked_vmap(tau, chunk_bytes=1)
+    np.testing.assert_allclose(jax.jit(tiny)(*qs), expected, rtol=1e-13, atol=1e-12)
+    lowered = jax.jit(tiny).lower(*qs).as_text()
+    assert "while" in lowered  # lax.map over chunks
+    assert "while" not in jax.jit(kj.chunked_vmap(tau)).lower(*qs).as_text()  # one chunk: plain vmap
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="chunk_size must be a positive integer"):
+        kj.chunked_vmap(jnp.sin, chunk_size=0)
+    with pytest.raises(ValueError, match="same leading batch axis"):
+        kj.chunked_vmap(lambda a, b: a + b)(jnp.zeros(3), jnp.zeros(4))
+
+
+def test_no_recompilation_on_new_values(panda):
+    @jax.jit
+    @eqx.debug.assert_max_traces(max_traces=1)
+    def tau(q, qd, qdd):
+        return jax.vmap(lambda *x: kj.inverse_dynamics(panda, *x))(q, qd, qdd)
+
+    rng = np.random.default_rng(2)
+    for _ in range(3):
+        tau(*(jnp.asarray(rng.normal(size=(16, 7))) for _ in range(3)))
+
+
+SHARDED = textwrap.dedent(
+    """
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp, numpy as np
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+    import kronjax as kj
+
+    assert jax.device_count() == 4, jax.devices()
+    model = kj.models.panda()
+    mesh = Mesh(np.array(jax.devices()), ("batch",))
+    sharding = NamedSharding(mesh, P("batch"))
+    rng = np.random.default_rng(0)
+    q, qd, qdd = (rng.normal(size=(64, 7)) for _ in range(3))
+    tau = lambda *x: kj.inverse_dynamics(model, *x)
+    expected = jax.vmap(tau)(q, qd, qdd)
+    sharded = [jax.device_put(x, sharding) for x in (q, qd, qdd)]
+    for fn in (jax.vmap(tau), kj.chunked_vmap(tau, chunk_size=8)):
+        out = jax.jit(fn)(*sharded)
+        assert len(out.sharding.device_set) == 4, out.sharding
+        assert out.sharding.is_equivalent_to(sharding, 2), out.sharding
+        assert np.max(np.abs(np.asarray(out) - np.asarray(expected))) < 1e-11
+        assert {s.data.shape for s in out.addressable_shards} == {(16, 7)}
+    c_star = jax.jit(jax.vmap(lambda q: kj.coriolis_star(model, q)))(sharded[0])
+    assert len(c_star.sharding.device_set) == 4
+    print("ok")
+    """
+)
+
+
+def test_batches_sharded_over_four_cpu_devices():
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    result = subprocess.run(
+        [sys.executable, "-c", SHARDED], env=env, capture_output=True, text=True, timeout=600,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().endswith("ok")
