@@ -488,6 +488,37 @@ def _cross(a: Array, b: Array) -> Array:
     return jnp.stack([a2 * b3 - a3 * b2, a3 * b1 - a1 * b3, a1 * b2 - a2 * b1], axis=-1)
 
 
+def _down_tree(parents: tuple[int, ...], x: Array, base: Array, local: Array) -> Array:
+    """``y_i = X_i y_parent(i) + local_i`` from the base (``y = base``) outwards, for all bodies.
+
+    A ``lax.scan`` over the bodies that reads each parent's value from a buffer (slot 0: the
+    base): compile time does not grow with the number of bodies, and trees work like chains."""
+    nb = len(parents)
+    buffer = jnp.zeros((nb + 1, *base.shape), base.dtype).at[0].set(base)
+
+    def step(buffer, inputs):
+        i, parent, x_i, local_i = inputs
+        y = x_i @ buffer[parent] + local_i
+        return buffer.at[i + 1].set(y), y
+
+    inputs = (jnp.arange(nb), jnp.asarray(np.array(parents) + 1), x, local)
+    return jax.lax.scan(step, buffer, inputs)[1]
+
+
+def _up_tree(parents: tuple[int, ...], x: Array, f: Array) -> Array:
+    """``F_i = f_i + sum over children c of X_c^T F_c``, from the leaves inwards (``lax.scan``)."""
+    nb = len(parents)
+
+    def step(buffer, inputs):
+        i, parent, x_i = inputs
+        total = buffer[i + 1]
+        return buffer.at[parent].add(x_i.T @ total), total
+
+    buffer = jnp.concatenate([jnp.zeros_like(f[:1]), f])
+    inputs = (jnp.arange(nb), jnp.asarray(np.array(parents) + 1), x)
+    return jax.lax.scan(step, buffer, inputs, reverse=True)[1]
+
+
 def _rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     """Recursive Newton-Euler for a :class:`Tree` (Featherstone's spatial vectors, body coordinates).
 
@@ -502,7 +533,6 @@ def _rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     ine = _inertials(model)
     dtype = jnp.result_type(q, qd, qdd, tree.axes, ine.mass, model.gravity)
     q, qd, qdd = q.astype(dtype), qd.astype(dtype), qdd.astype(dtype)
-    nb = tree.n_bodies
     index = np.array([max(k, 0) for k in tree.q_index])
     revolute = np.array([kind == "R" for kind in tree.kinds])
     prismatic = np.array([kind == "P" for kind in tree.kinds])
@@ -533,21 +563,14 @@ def _rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     a_joint = s * jnp.where(moving, qdd[index], zero)[:, None]
 
     # velocities (forward pass)
-    velocities = []
-    for i, parent in enumerate(tree.parents):
-        v = v_joint[i] if parent < 0 else x[i] @ velocities[parent] + v_joint[i]
-        velocities.append(v)
-    v = jnp.stack(velocities)
+    v = _down_tree(tree.parents, x, jnp.zeros(6, dtype), v_joint)
     w, vo = v[:, :3], v[:, 3:]
     # velocity-product terms v x (S qd), for all bodies at once
     sw, sv = v_joint[:, :3], v_joint[:, 3:]
     bias = jnp.concatenate([_cross(w, sw), _cross(w, sv) + _cross(vo, sw)], axis=1) + a_joint
     # accelerations (forward pass); the base accelerates with -g0
     base = jnp.concatenate([jnp.zeros(3, dtype), -model.gravity.astype(dtype)])
-    accelerations = []
-    for i, parent in enumerate(tree.parents):
-        accelerations.append(x[i] @ (base if parent < 0 else accelerations[parent]) + bias[i])
-    a = jnp.stack(accelerations)
+    a = _down_tree(tree.parents, x, base, bias)
     aw, av = a[:, :3], a[:, 3:]
     # body forces f = I a + v x* (I v) about the frame origins, for all bodies at once
     mass, c, inertia = ine.mass.astype(dtype)[:, None], ine.com.astype(dtype), ine.inertia.astype(dtype)
@@ -558,13 +581,7 @@ def _rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     f = jnp.concatenate(
         [f_ang + _cross(w, h_ang) + _cross(vo, h_lin), f_lin + _cross(w, h_lin)], axis=1
     )
-    # backward pass: f_parent += X^T f
-    forces = list(f)
-    for i in range(nb - 1, -1, -1):
-        parent = tree.parents[i]
-        if parent >= 0:
-            forces[parent] = forces[parent] + x[i].T @ forces[i]
-    torques = jnp.einsum("bi,bi->b", s, jnp.stack(forces))
+    torques = jnp.einsum("bi,bi->b", s, _up_tree(tree.parents, x, f))
     return torques[np.flatnonzero(moving)]
 
 
