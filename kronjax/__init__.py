@@ -8,6 +8,7 @@ from . import batching as batching
 from . import calculus as calculus
 from . import chain as chain
 from . import dynamics as dynamics
+from . import identify as identify
 from . import kinematics as kinematics
 from . import models as models
 from . import urdf as urdf

@@ -1,0 +1,1001 @@
+"""Identification of inertial and friction parameters from joint torques.
+
+Inverse dynamics is linear in the *standard inertial parameters* of the bodies (Atkeson, An and
+Hollerbach 1986; Khalil and Dombre 2002, ch. 12)::
+
+    tau = Y(q, qd, qdd) pi,        pi = [pi_1, ..., pi_nb],
+    pi_i = (m, m c_x, m c_y, m c_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz)
+
+per body ``i``, in body-``i`` coordinates, with ``c`` the centre of mass and ``I`` the inertia
+tensor *about the body-frame origin* (``I = I_G + m (c^T c E - c c^T)``, Steiner). This is
+Pinocchio's order (``Inertia::toDynamicParameters``, ``computeJointTorqueRegressor``). With
+``friction=True`` the regressor has ``2 n`` more columns: viscous ``fv_j qd_j`` and Coulomb
+``fc_j sign(qd_j)`` per joint coordinate, so ``tau = Y [pi, fv, fc]``.
+
+What is here:
+
+* :func:`standard_parameters` / :func:`with_standard_parameters`: a model's ``pi`` and back;
+  :func:`pseudo_inertia`, the ``4 x 4`` matrix ``J = [[Sigma, h], [h^T, m]]`` with
+  ``Sigma = tr(I)/2 E - I``, positive definite exactly when the body is physically realisable
+  (Wensing, Kim and Slotine 2017);
+* :func:`regressor`: ``Y``, obtained *exactly* as ``jax.jacfwd`` of
+  :func:`~kronjax.dynamics.inverse_dynamics` with respect to ``pi`` (inverse dynamics is linear in
+  ``pi``), batched with ``jax.vmap``;
+* :func:`base_parameters`: the identifiable linear combinations ``beta = K pi`` found numerically
+  (Gautier 1991) from the regressor stacked over random states;
+* estimators: :func:`least_squares` (ordinary and weighted), :func:`weighted_least_squares`
+  (Gautier and Poignet's weighting by each joint's residual variance), and
+  :func:`physically_consistent` (Rucker and Wensing 2022's log-Cholesky parameterisation of the
+  pseudo-inertia, optimised with optax, with an optional prior towards nominal parameters in the
+  log-det divergence of Lee, Wensing and Park 2020);
+* excitation: :class:`FourierTrajectory` (Swevers et al. 1997), :func:`fit_to_limits`,
+  :func:`condition_number` and :func:`optimize_excitation`.
+
+References:
+
+- C. G. Atkeson, C. H. An, J. M. Hollerbach, "Estimation of inertial parameters of manipulator
+  loads and links", IJRR 5(3), 1986.
+- M. Gautier, W. Khalil, "Direct calculation of minimum set of inertial parameters of serial
+  robots", IEEE Trans. Robotics and Automation 6(3), 1990.
+- M. Gautier, "Numerical calculation of the base inertial parameters of robots", J. Robotic
+  Systems 8(4), 1991.
+- M. Gautier, P. Poignet, "Extended Kalman filtering and weighted least squares dynamic
+  identification of robot", Control Engineering Practice 9(12), 2001.
+- J. Swevers, C. Ganseman, D. B. Tukel, J. De Schutter, H. Van Brussel, "Optimal robot excitation
+  and identification", IEEE Trans. Robotics and Automation 13(5), 1997.
+- P. M. Wensing, S. Kim, J.-J. E. Slotine, "Linear matrix inequalities for physically consistent
+  inertial parameter identification", IEEE RA-L 3(1), 2017.
+- T. Lee, P. M. Wensing, F. C. Park, "Geometric robot dynamic identification: a convex
+  programming approach", IEEE Trans. Robotics 36(2), 2020.
+- C. Rucker, P. M. Wensing, "Smooth parameterization of rigid-body inertia", IEEE RA-L 7(2), 2022.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jaxtyping import Array, ArrayLike, Float
+
+from .chain import Inertials, Model, _is_concrete
+from .dynamics import _inertials, _resolve_method, inverse_dynamics
+
+__all__ = [
+    "BODY_PARAMETERS",
+    "standard_parameters",
+    "with_standard_parameters",
+    "parameter_names",
+    "pseudo_inertia",
+    "regressor",
+    "BaseParameters",
+    "base_parameters",
+    "base_parameters_from_regressor",
+    "least_squares",
+    "weighted_least_squares",
+    "physically_consistent",
+    "FourierTrajectory",
+    "fit_to_limits",
+    "condition_number",
+    "optimize_excitation",
+]
+
+BODY_PARAMETERS = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
+"""Names of the 10 standard parameters of a body, in Pinocchio's order (inertia about the origin)."""
+
+# (row, column) of the inertia tensor entries in BODY_PARAMETERS[4:]
+_INERTIA_ENTRIES = ((0, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 2))
+# index into the 6 entries above of each element of the symmetric 3 x 3 tensor
+_TENSOR_FROM_ENTRIES = np.array([[0, 1, 3], [1, 2, 4], [3, 4, 5]])
+
+
+# --------------------------------------------------------------------------------------------
+# Standard parameters
+# --------------------------------------------------------------------------------------------
+
+
+def _model_inertials(model: Model) -> Inertials:
+    if not isinstance(model, Model):
+        raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
+    return _inertials(model)
+
+
+def _tensor(entries: Array) -> Array:
+    """Symmetric ``(..., 3, 3)`` tensors from ``(..., 6)`` entries in Pinocchio's order."""
+    return entries[..., _TENSOR_FROM_ENTRIES]
+
+
+def _entries(tensor: Array) -> Array:
+    return jnp.stack([tensor[..., r, c] for r, c in _INERTIA_ENTRIES], axis=-1)
+
+
+def _safe_inverse(mass: Array) -> Array:
+    """``1 / m``, and 0 for a massless frame (``m = 0``, whose ``h`` and ``I`` are 0 too)."""
+    massless = mass == 0
+    return jnp.where(massless, 0.0, 1.0 / jnp.where(massless, 1.0, mass))
+
+
+def _steiner(mass: Array, h: Array) -> Array:
+    """``m (c^T c E - c c^T)`` with ``h = m c``, written as ``(h^T h E - h h^T) / m``."""
+    eye = jnp.eye(3, dtype=h.dtype)
+    hh = jnp.einsum("bi,bj->bij", h, h)
+    return (jnp.einsum("bi,bi->b", h, h)[:, None, None] * eye - hh) * _safe_inverse(mass)[:, None, None]
+
+
+def standard_parameters(model: Model) -> Float[Array, " p"]:
+    """The standard inertial parameters ``pi`` of a model, ``(10 nb,)``.
+
+    Body ``i`` occupies ``pi[10 i : 10 i + 10]`` = ``(m, m c_x, m c_y, m c_z, I_xx, I_xy, I_yy,
+    I_xz, I_yz, I_zz)`` (:data:`BODY_PARAMETERS`, Pinocchio's order), in body-``i`` axes, with the
+    inertia about the body-frame origin by Steiner's theorem ``I_O = I_G + m (c^T c E - c c^T)``
+    (the model stores ``I_G`` about the centre of mass).
+    """
+    return _standard_parameters(_model_inertials(model))
+
+
+@eqx.filter_jit
+def _standard_parameters(ine: Inertials) -> Array:
+    mass = ine.mass
+    com = ine.com
+    eye = jnp.eye(3, dtype=com.dtype)
+    inertia = ine.inertia + mass[:, None, None] * (
+        jnp.einsum("bi,bi->b", com, com)[:, None, None] * eye - jnp.einsum("bi,bj->bij", com, com)
+    )
+    per_body = jnp.concatenate([mass[:, None], mass[:, None] * com, _entries(inertia)], axis=1)
+    return per_body.reshape(-1)
+
+
+def _split(pi: Array, nb: int) -> tuple[Array, Array, Array]:
+    p = pi.reshape(nb, 10)
+    return p[:, 0], p[:, 1:4], _tensor(p[:, 4:])
+
+
+@eqx.filter_jit
+def _set_inertials(model: Model, pi: Array) -> Model:
+    """``model`` with the inertials of ``pi``; no checks (the model's own are bypassed, so that a
+    non-physical estimate can be evaluated). A zero mass is a massless frame (``c = 0``)."""
+    nb = model.n_bodies
+    mass, h, inertia_origin = _split(pi, nb)
+    com = h * _safe_inverse(mass)[:, None]
+    inertia_com = inertia_origin - _steiner(mass, h)
+    if model.inertials is None:
+        dtype = pi.dtype
+        placeholder = Inertials(jnp.ones(nb, dtype), jnp.zeros((nb, 3), dtype), jnp.tile(jnp.eye(3, dtype=dtype), (nb, 1, 1)))
+        model = eqx.tree_at(lambda m: m.inertials, model, placeholder, is_leaf=lambda x: x is None)
+    return eqx.tree_at(
+        lambda m: (m.inertials.mass, m.inertials.com, m.inertials.inertia), model, (mass, com, inertia_com)
+    )
+
+
+def _as_parameters(pi: ArrayLike, size: int, what: str = "pi") -> Array:
+    pi = jnp.asarray(pi)
+    if not jnp.issubdtype(pi.dtype, jnp.floating):
+        pi = pi.astype(jnp.result_type(float))
+    if pi.shape != (size,):
+        raise ValueError(f"{what} must have shape ({size},) (10 per body), got {pi.shape}")
+    return pi
+
+
+def with_standard_parameters(model: Model, pi: Float[ArrayLike, " p"], *, check: bool = True) -> Model:
+    """The model with its bodies' inertials replaced by the standard parameters ``pi`` (10 nb,).
+
+    The inverse of :func:`standard_parameters`: ``c = h / m``, ``I_G = I_O - m (c^T c E - c c^T)``.
+    Kinematics, gravity, names and limits are kept. Works on kinematics-only models too.
+
+    Args:
+        pi: ``(10 nb,)`` in :data:`BODY_PARAMETERS` order per body (friction columns excluded).
+        check: when ``pi`` is concrete (not traced), raise unless every body is physically
+            realisable: pseudo-inertia (:func:`pseudo_inertia`) positive semi-definite, mass > 0.
+            ``check=False`` lets a non-physical estimate (e.g. from least squares) be turned into a
+            model, for torque prediction; masses must still be non-zero (``c = h / m``), except for
+            massless frames (all 10 parameters 0).
+    """
+    if not isinstance(model, Model):
+        raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
+    pi = _as_parameters(pi, 10 * model.n_bodies)
+    if _is_concrete(pi):
+        values = np.asarray(pi).reshape(-1, 10)
+        for i, row in enumerate(values):
+            name = f"body {i} ({model.body_names[i]})"
+            if not np.all(np.isfinite(row)):
+                raise ValueError(f"{name}: parameters must be finite, got {row}")
+            if row[0] == 0 and np.any(row):
+                raise ValueError(
+                    f"{name}: mass is 0 but the first moments or inertia are not; a body needs a non-zero mass "
+                    "to have a centre of mass c = h / m (all 10 parameters 0 is a massless frame)"
+                )
+            if check:
+                eig = float(np.linalg.eigvalsh(np.asarray(pseudo_inertia(row)))[0, 0])
+                scale = max(float(np.max(np.abs(row))), 1e-300)
+                if not ((row[0] > 0 or not np.any(row)) and eig >= -1e-12 * scale):
+                    raise ValueError(
+                        f"{name}: not physically realisable (mass {row[0]:.6g}, smallest eigenvalue of "
+                        f"the pseudo-inertia {eig:.3g}); pass check=False to build the model anyway"
+                    )
+    return _set_inertials(model, pi)
+
+
+def parameter_names(model: Model, friction: bool = False) -> tuple[str, ...]:
+    """Names of the regressor's columns: ``"<body>.<parameter>"`` (:data:`BODY_PARAMETERS`), then
+    with ``friction=True`` ``"<joint>.fv"`` (viscous) and ``"<joint>.fc"`` (Coulomb) per joint
+    coordinate."""
+    names = [f"{body}.{p}" for body in model.body_names for p in BODY_PARAMETERS]
+    if friction:
+        moving = _moving_joint_names(model)
+        names += [f"{j}.fv" for j in moving] + [f"{j}.fc" for j in moving]
+    return tuple(names)
+
+
+def _moving_joint_names(model: Model) -> list[str]:
+    kinds = getattr(model.kinematics, "kinds", None)
+    if kinds is not None:
+        return [name for name, kind in zip(model.joint_names, kinds) if kind != "F"]
+    if len(model.joint_names) == model.n_dof:
+        return list(model.joint_names)
+    return [f"q{k + 1}" for k in range(model.n_dof)]
+
+
+def pseudo_inertia(pi: Float[ArrayLike, " p"]) -> Float[Array, "nb 4 4"]:
+    """Pseudo-inertia matrices ``J = [[Sigma, h], [h^T, m]]`` (``(nb, 4, 4)``, one per group of 10
+    standard parameters), ``Sigma = tr(I_O)/2 E - I_O`` the second moment of the mass distribution
+    about the body-frame origin, ``h = m c``.
+
+    A body is physically realisable (a non-negative mass density exists) exactly when ``J`` is
+    positive semi-definite, and ``J`` is positive definite for any body that is not degenerate
+    (Wensing, Kim and Slotine 2017). This implies ``m > 0``, ``I_G`` positive definite and
+    the triangle inequalities of its principal moments.
+    """
+    pi = jnp.asarray(pi)
+    if pi.ndim != 1 or pi.shape[0] % 10:
+        raise ValueError(f"pi must be a vector of 10 parameters per body, got shape {pi.shape}")
+    return _pseudo_inertia(pi)
+
+
+@jax.jit
+def _pseudo_inertia(pi: Array) -> Array:
+    mass, h, inertia = _split(pi, pi.shape[0] // 10)
+    sigma = 0.5 * jnp.trace(inertia, axis1=1, axis2=2)[:, None, None] * jnp.eye(3, dtype=pi.dtype) - inertia
+    top = jnp.concatenate([sigma, h[:, :, None]], axis=2)
+    bottom = jnp.concatenate([h, mass[:, None]], axis=1)[:, None, :]
+    return jnp.concatenate([top, bottom], axis=1)
+
+
+def _pi_from_pseudo_inertia(j: Array) -> Array:
+    sigma = j[:, :3, :3]
+    inertia = jnp.trace(sigma, axis1=1, axis2=2)[:, None, None] * jnp.eye(3, dtype=j.dtype) - sigma
+    return jnp.concatenate([j[:, 3, 3:4], j[:, :3, 3], _entries(inertia)], axis=1).reshape(-1)
+
+
+# --------------------------------------------------------------------------------------------
+# Regressor
+# --------------------------------------------------------------------------------------------
+
+
+def _unit_parameters(nb: int, dtype) -> Array:
+    """A point at which to differentiate: unit masses at the origins, unit inertia tensors."""
+    return jnp.tile(jnp.array([1.0, 0, 0, 0, 1, 0, 1, 0, 0, 1], dtype), nb)
+
+
+def _state_dtype(model: Model, *xs) -> jnp.dtype:
+    floats = [x for x in jax.tree.leaves(model) if eqx.is_inexact_array(x)]
+    return jnp.result_type(*xs, *floats)
+
+
+def _regressor_one(model: Model, q: Array, qd: Array, qdd: Array, friction: bool, method: str) -> Array:
+    dtype = _state_dtype(model, q, qd, qdd)
+    pi0 = _unit_parameters(model.n_bodies, dtype)
+
+    def tau(pi):
+        return inverse_dynamics(_set_inertials(model, pi), q, qd, qdd, method=method)
+
+    y = jax.jacfwd(tau)(pi0)  # exact: tau is linear in pi
+    if friction:
+        y = jnp.concatenate([y, jnp.diag(qd).astype(dtype), jnp.diag(jnp.sign(qd)).astype(dtype)], axis=1)
+    return y
+
+
+def regressor(
+    model: Model,
+    q: Float[ArrayLike, "*batch n"],
+    qd: Float[ArrayLike, "*batch n"],
+    qdd: Float[ArrayLike, "*batch n"],
+    *,
+    friction: bool = False,
+    method: str = "auto",
+) -> Float[Array, "*batch n p"]:
+    """The joint-torque regressor ``Y`` with ``tau = Y pi`` (Atkeson et al. 1986), ``(n, 10 nb)``,
+    or ``(n, 10 nb + 2 n)`` with ``friction=True``.
+
+    Column ``10 i + k`` is the derivative of the joint torques with respect to body ``i``'s
+    parameter :data:`BODY_PARAMETERS` ``[k]`` (inertia about the body-frame origin, body axes), so
+    ``Y @ standard_parameters(model) == inverse_dynamics(model, q, qd, qdd)``. ``Y`` is
+    ``jax.jacfwd`` of :func:`~kronjax.dynamics.inverse_dynamics` with respect to ``pi``, which is
+    exact because inverse dynamics is linear in ``pi``; it depends only on the kinematics and
+    gravity (the model's own inertials are not used; the model may have none). With
+    ``friction=True`` the last ``2 n`` columns are ``diag(qd)`` (viscous) and ``diag(sign(qd))``
+    (Coulomb): ``tau = Y [pi, fv, fc]``.
+
+    Args:
+        q, qd, qdd: ``(n,)`` for one state, or with leading batch dimensions ``(..., n)`` (all the
+            same shape): the batch is mapped with ``jax.vmap`` and ``Y`` is ``(..., n, p)``.
+        friction: append the viscous and Coulomb friction columns.
+        method: the inverse-dynamics method differentiated (see
+            :func:`~kronjax.dynamics.inverse_dynamics`); all give the same ``Y``.
+
+    Compiled with ``equinox.filter_jit`` (as ``diffrax.diffeqsolve`` is): the first call for a
+    model structure and batch shape compiles, later ones reuse it; inside a user's ``jit`` it is
+    inlined. (The input checks above run in Python first.)
+    """
+    if not isinstance(model, Model):
+        raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
+    _resolve_method(model, method)
+    arrays = []
+    for name, x in (("q", q), ("qd", qd), ("qdd", qdd)):
+        x = jnp.asarray(x)
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            x = x.astype(jnp.result_type(float))
+        if x.ndim == 0 or x.shape[-1] != model.n_dof:
+            raise ValueError(f"{name} must have shape (..., {model.n_dof}) for this {model.n_dof}-DOF model, got {x.shape}")
+        arrays.append(x)
+    q, qd, qdd = arrays
+    if not q.shape == qd.shape == qdd.shape:
+        raise ValueError(f"q, qd and qdd must have the same shape, got {q.shape}, {qd.shape}, {qdd.shape}")
+    return _regressor(model, q, qd, qdd, bool(friction), method)
+
+
+@eqx.filter_jit
+def _regressor(model: Model, q: Array, qd: Array, qdd: Array, friction: bool, method: str) -> Array:
+    batch = q.shape[:-1]
+    one = lambda q, qd, qdd: _regressor_one(model, q, qd, qdd, friction, method)  # noqa: E731
+    if not batch:
+        return one(q, qd, qdd)
+    n = model.n_dof
+    flat = [x.reshape(-1, n) for x in (q, qd, qdd)]
+    y = jax.vmap(one)(*flat)
+    return y.reshape(*batch, *y.shape[1:])
+
+
+# --------------------------------------------------------------------------------------------
+# Base parameters
+# --------------------------------------------------------------------------------------------
+
+
+class BaseParameters(eqx.Module):
+    """The base (identifiable) parameters ``beta = K pi`` of a regressor (Gautier 1991).
+
+    The columns of the regressor ``W`` are split into ``r = rank(W)`` independent ones
+    (``independent``, chosen greedily in a priority order: each is kept when it is not a linear
+    combination of the columns before it) and the others, ``W_d = W_i B``. Then
+    ``W pi = W_i (pi_i + B pi_d) = W_i beta``: the base regressor is ``W[:, independent]`` and the
+    base parameters are ``beta = pi_i + B pi_d``, each an independent parameter plus the dependent
+    ones regrouped onto it (Gautier and Khalil 1990's regrouping, found numerically).
+
+    Attributes:
+        rank: number of base parameters ``r``.
+        independent: indices (into the standard parameters, :func:`parameter_names`) of the
+            columns kept, in increasing order.
+        projection: ``K``, ``(r, p)``: ``beta = K pi``; ``K[:, independent]`` is the identity and
+            ``K[:, dependent] = B`` (entries below ``1e-10`` relative set to zero).
+        names: names of the standard parameters (empty when not known).
+    """
+
+    rank: int = eqx.field(static=True)
+    independent: tuple[int, ...] = eqx.field(static=True)
+    projection: Float[Array, "r p"]
+    names: tuple[str, ...] = eqx.field(static=True, default=())
+
+    @property
+    def size(self) -> int:
+        """Number of standard parameters ``p``."""
+        return self.projection.shape[1]
+
+    def regressor(self, y: Float[ArrayLike, "*batch p"]) -> Float[Array, "*batch r"]:
+        """The base regressor ``Y[..., independent]`` of a standard regressor."""
+        y = jnp.asarray(y)
+        if y.shape[-1] != self.size:
+            raise ValueError(f"the regressor has {y.shape[-1]} columns, these base parameters were found for {self.size}")
+        return y[..., np.asarray(self.independent, dtype=int)]
+
+    def from_standard(self, pi: Float[ArrayLike, " p"]) -> Float[Array, " r"]:
+        """``beta = K pi``."""
+        return self.projection @ _as_parameters(pi, self.size, "standard parameters")
+
+    def to_standard(self, beta: Float[ArrayLike, " r"], nominal: Float[ArrayLike, " p"]) -> Float[Array, " p"]:
+        """The standard parameters closest to ``nominal`` (Euclidean) that have the base parameters
+        ``beta``: ``pi = nominal + K^+ (beta - K nominal)``. How an estimate of ``beta`` is usually
+        turned back into bodies (e.g. to check their physical consistency)."""
+        beta = jnp.asarray(beta)
+        if beta.shape != (self.rank,):
+            raise ValueError(f"beta must have shape ({self.rank},), got {beta.shape}")
+        nominal = _as_parameters(nominal, self.size, "nominal")
+        k = self.projection
+        return nominal + jnp.linalg.pinv(k) @ (beta - k @ nominal)
+
+    def describe(self, precision: int = 4) -> list[str]:
+        """Each base parameter as a linear combination of named standard parameters."""
+        names = self.names or tuple(f"pi[{k}]" for k in range(self.size))
+        k = np.asarray(self.projection)
+        lines = []
+        for row, col in zip(k, self.independent):
+            terms = [names[col]]
+            for j in np.flatnonzero(row):
+                if j != col:
+                    c = row[j]
+                    sign = "-" if c < 0 else "+"
+                    coef = "" if abs(abs(c) - 1) < 1e-12 else f"{abs(c):.{precision}g} "
+                    terms.append(f"{sign} {coef}{names[j]}")
+            lines.append(" ".join(terms))
+        return lines
+
+
+def _priority(p: int) -> np.ndarray:
+    """Greedy order of the columns: body by body, inertia before first moments before mass, then
+    anything after the bodies' columns (friction)."""
+    within = np.array([4, 5, 6, 7, 8, 9, 1, 2, 3, 0])
+    bodies = (np.arange(p // 10)[:, None] * 10 + within).reshape(-1)
+    return np.concatenate([bodies, np.arange(bodies.size, p)])
+
+
+def base_parameters_from_regressor(
+    w: Float[ArrayLike, "*rows p"],
+    *,
+    rtol: float | None = None,
+    names: Sequence[str] = (),
+    priority: Sequence[int] | None = None,
+) -> BaseParameters:
+    """Base parameters of a regressor stacked over many states, ``(rows, p)`` or ``(N, n, p)``.
+
+    Numerical procedure (Gautier 1991), in float64 NumPy, outside ``jit``:
+
+    1. scale each column to unit norm, so that the decision does not depend on the parameters'
+       units; columns of norm below ``rtol`` times the largest (parameters without effect, up to
+       rounding) are set to zero;
+    2. rank ``r``: the number of singular values above ``rtol * s_max``;
+    3. independent columns: a QR decomposition without pivoting of the scaled ``W`` with its
+       columns in the ``priority`` order (Gram-Schmidt: a column is kept when it is not a
+       combination of those before it); column ``k`` is independent when ``|R_kk| > rtol``; the
+       count must equal ``r`` (else the rank is ill-determined: more or other states are needed);
+    4. ``B`` from the least-squares solution of ``W_i B = W_d``.
+
+    Args:
+        w: the regressor stacked over states (from :func:`regressor`, any batch shape).
+        rtol: relative threshold; default ``1e-8``, far below the smallest significant singular
+            value of a regressor over random states (1e-3 or more) and far above rounding (1e-14).
+        names: names of the standard parameters (for :meth:`BaseParameters.describe`).
+        priority: a permutation of the columns, the order in which they are tried. Default: body
+            by body, the 6 inertia entries, then the first moments, then the mass, then the columns
+            after the bodies' (friction). With it masses and first moments are regrouped onto
+            inertias and a link's parameters onto its parent's, as in Gautier and Khalil's rules
+            (e.g. ``link1.Iyy - 0.0361 link2.m + link2.Iyy ...`` for the elbow arm).
+    """
+    w = np.asarray(w, dtype=np.float64)
+    if w.ndim < 2:
+        raise ValueError(f"the stacked regressor must have at least 2 dimensions (rows, p), got shape {w.shape}")
+    w = w.reshape(-1, w.shape[-1])
+    rows, p = w.shape
+    if rows < p:
+        raise ValueError(f"{rows} rows for {p} parameters: stack the regressor over more states (at least {p} rows)")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("the regressor has non-finite entries")
+    rtol = 1e-8 if rtol is None else float(rtol)
+    norms = np.linalg.norm(w, axis=0)
+    # columns that are zero up to rounding (parameters with no effect) are zero
+    zero = norms <= rtol * np.max(norms)
+    scaled = np.where(zero, 0.0, w / np.where(zero, 1.0, norms))
+    s = np.linalg.svd(scaled, compute_uv=False)
+    rank = int(np.sum(s > rtol * s[0])) if s[0] > 0 else 0
+    if rank == 0:
+        raise ValueError("the regressor is zero: no parameter is identifiable")
+    order = _priority(p) if priority is None else np.asarray(priority, dtype=int)
+    if sorted(order.tolist()) != list(range(p)):
+        raise ValueError(f"priority must be a permutation of range({p})")
+    diag = np.abs(np.diag(np.linalg.qr(scaled[:, order], mode="r")))
+    independent = np.sort(order[diag > rtol])
+    if independent.size != rank:
+        raise ValueError(
+            f"ill-determined rank: {rank} singular values and {independent.size} QR pivots above rtol={rtol:g}; "
+            "stack the regressor over more (random) states or change rtol"
+        )
+    dependent = np.setdiff1d(np.arange(p), independent)
+    b, *_ = np.linalg.lstsq(w[:, independent], w[:, dependent], rcond=None)
+    k = np.zeros((rank, p))
+    k[np.arange(rank), independent] = 1.0
+    k[:, dependent] = b
+    # exact regrouping coefficients are 0 where a rounding residue is left
+    k[np.abs(k) < 1e-10 * max(1.0, float(np.max(np.abs(k))))] = 0.0
+    names = tuple(str(n) for n in names)
+    if names and len(names) != p:
+        raise ValueError(f"got {len(names)} names for {p} parameters")
+    return BaseParameters(rank=rank, independent=tuple(int(i) for i in independent), projection=jnp.asarray(k), names=names)
+
+
+def _random_states(model: Model, seed: int, samples: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    limits = model.limits
+    n = model.n_dof
+    lower = np.full(n, -math.pi) if limits is None else np.maximum(np.asarray(limits.lower), -math.pi)
+    upper = np.full(n, math.pi) if limits is None else np.minimum(np.asarray(limits.upper), math.pi)
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(lower, upper, (samples, n))
+    return q, rng.normal(size=(samples, n)), rng.normal(size=(samples, n))
+
+
+def base_parameters(
+    model: Model,
+    seed: int = 0,
+    *,
+    samples: int | None = None,
+    friction: bool = False,
+    method: str = "auto",
+    rtol: float | None = None,
+) -> BaseParameters:
+    """Base parameters of a model (the identifiable combinations of its standard parameters).
+
+    The regressor (:func:`regressor`) is stacked over ``samples`` random states -- ``q`` uniform
+    within the joint limits (clipped to ``[-pi, pi]``), ``qd`` and ``qdd`` standard normal, from
+    ``numpy.random.default_rng(seed)`` -- and
+    reduced by :func:`base_parameters_from_regressor`. The result depends on the kinematics and
+    gravity only.
+
+    Args:
+        seed: seed of the NumPy random generator of the states.
+        samples: number of random states (default ``2 p / n + 20``).
+        friction: include the ``2 n`` friction parameters.
+    """
+    if not isinstance(model, Model):
+        raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
+    p = 10 * model.n_bodies + (2 * model.n_dof if friction else 0)
+    samples = int(2 * p / model.n_dof + 20) if samples is None else int(samples)
+    q, qd, qdd = _random_states(model, int(seed), samples)
+    y = regressor(model, q, qd, qdd, friction=friction, method=method)
+    return base_parameters_from_regressor(y, rtol=rtol, names=parameter_names(model, friction))
+
+
+# --------------------------------------------------------------------------------------------
+# Least squares
+# --------------------------------------------------------------------------------------------
+
+
+def _rows(y: ArrayLike, tau: ArrayLike) -> tuple[Array, Array]:
+    y, tau = jnp.asarray(y), jnp.asarray(tau)
+    if y.ndim < 2 or tau.shape != y.shape[:-1]:
+        raise ValueError(f"the regressor (..., p) and the torques (...) must match, got {y.shape} and {tau.shape}")
+    return y, tau
+
+
+def least_squares(
+    y: Float[ArrayLike, "*rows r"], tau: Float[ArrayLike, "*rows"], sigma: Float[ArrayLike, "*rows"] | None = None
+) -> Float[Array, " r"]:
+    """Ordinary (``sigma=None``) or weighted least squares: ``argmin_beta sum ((Y beta - tau) / sigma)^2``.
+
+    Args:
+        y: a (base) regressor stacked over samples, ``(N, n, r)`` or ``(rows, r)``; it should have
+            full column rank (use :meth:`BaseParameters.regressor`).
+        tau: the measured torques, ``(N, n)`` or ``(rows,)``.
+        sigma: standard deviation of each torque, broadcastable to ``tau`` (e.g. ``(n,)``, one per
+            joint): the weighted estimate of Gautier and Poignet 2001.
+
+    Solved by an SVD-based least-squares solver (``jnp.linalg.lstsq``); jit-able.
+    """
+    y, tau = _rows(y, tau)
+    if sigma is not None:
+        w = 1.0 / jnp.broadcast_to(jnp.asarray(sigma, y.dtype), tau.shape)
+        y, tau = y * w[..., None], tau * w
+    return jnp.linalg.lstsq(y.reshape(-1, y.shape[-1]), tau.reshape(-1))[0]
+
+
+def weighted_least_squares(
+    y: Float[ArrayLike, "N n r"], tau: Float[ArrayLike, "N n"], iterations: int = 3
+) -> tuple[Float[Array, " r"], Float[Array, " n"]]:
+    """Weighted least squares with each joint's error variance estimated from the residuals
+    (Gautier and Poignet 2001): ordinary least squares, then
+    ``sigma_j^2 = ||rho_j||^2 / (N - r / n)`` from joint ``j``'s residuals ``rho_j``, then least
+    squares weighted by ``1 / sigma_j``; repeated ``iterations`` times (the first variances are
+    biased upwards on joints with small torques, whose residuals the unweighted fit neglects).
+
+    Returns ``(beta, sigma)``: the estimate ``(r,)`` and the joints' error standard deviations
+    ``(n,)``.
+    """
+    y, tau = _rows(y, tau)
+    if y.ndim != 3:
+        raise ValueError(f"weighted_least_squares needs a regressor (N, n, r) (samples, joints, parameters), got {y.shape}")
+    n_samples, n, r = y.shape
+    beta = least_squares(y, tau)
+    for _ in range(max(int(iterations), 1)):
+        residual = tau - y @ beta
+        sigma = jnp.sqrt(jnp.sum(residual**2, axis=0) / (n_samples - r / n))
+        sigma = jnp.maximum(sigma, jnp.finfo(y.dtype).tiny + 1e-12 * jnp.max(sigma))
+        beta = least_squares(y, tau, sigma)
+    return beta, sigma
+
+
+# --------------------------------------------------------------------------------------------
+# Physically consistent identification
+# --------------------------------------------------------------------------------------------
+
+
+def _log_cholesky_to_pseudo_inertia(theta: Array) -> Array:
+    """Rucker and Wensing 2022: ``J = U U^T`` with
+    ``U = e^alpha [[e^d1, s12, s13, t1], [0, e^d2, s23, t2], [0, 0, e^d3, t3], [0, 0, 0, 1]]``,
+    ``theta = (alpha, d1, d2, d3, s12, s23, s13, t1, t2, t3)`` per body."""
+    alpha, d1, d2, d3, s12, s23, s13, t1, t2, t3 = jnp.moveaxis(theta, -1, 0)
+    z, o = jnp.zeros_like(alpha), jnp.ones_like(alpha)
+    u = jnp.stack(
+        [
+            jnp.stack([jnp.exp(d1), s12, s13, t1], -1),
+            jnp.stack([z, jnp.exp(d2), s23, t2], -1),
+            jnp.stack([z, z, jnp.exp(d3), t3], -1),
+            jnp.stack([z, z, z, o], -1),
+        ],
+        -2,
+    ) * jnp.exp(alpha)[..., None, None]
+    return u @ jnp.swapaxes(u, -1, -2)
+
+
+def _log_cholesky_from_pseudo_inertia(j: np.ndarray) -> np.ndarray:
+    """Inverse of :func:`_log_cholesky_to_pseudo_inertia` (``J`` positive definite): ``U`` is the
+    upper-triangular factor of ``J = U U^T``, from the Cholesky factor of ``J`` with rows and
+    columns reversed."""
+    flip = np.eye(4)[::-1]
+    thetas = []
+    for ji in j:
+        u = flip @ np.linalg.cholesky(flip @ ji @ flip) @ flip
+        e = u[3, 3]
+        thetas.append(
+            [np.log(e), *np.log(np.diag(u)[:3] / e), u[0, 1] / e, u[1, 2] / e, u[0, 2] / e, *(u[:3, 3] / e)]
+        )
+    return np.asarray(thetas)
+
+
+def _log_det_divergence(j: Array, j0: Array) -> Array:
+    """Bregman divergence of ``-log det`` between pseudo-inertias (Lee, Wensing and Park 2020):
+    ``d(J, J0) = log det J0 - log det J + tr(J0^-1 J) - 4``, summed over bodies; zero
+    exactly at ``J = J0``, invariant to the choice of body frame and units."""
+    _, logdet = jnp.linalg.slogdet(j)
+    _, logdet0 = jnp.linalg.slogdet(j0)
+    return jnp.sum(logdet0 - logdet + jnp.einsum("bij,bji->b", jnp.linalg.inv(j0), j) - 4.0)
+
+
+def _physical_init(pi: np.ndarray, what: str) -> np.ndarray:
+    j = np.asarray(pseudo_inertia(jnp.asarray(pi)))
+    for i, ji in enumerate(j):
+        eig = np.linalg.eigvalsh(ji)
+        if not eig[0] > 1e-12 * max(eig[-1], 1e-300):
+            raise ValueError(
+                f"{what}: body {i} has a pseudo-inertia that is not positive definite (eigenvalues {eig}); "
+                "the physically consistent estimate starts from (and is pulled towards) realisable bodies "
+                "with positive mass"
+            )
+    return _log_cholesky_from_pseudo_inertia(j)
+
+
+def physically_consistent(
+    model: Model,
+    y: Float[ArrayLike, "N n p"],
+    tau: Float[ArrayLike, "N n"],
+    *,
+    friction: bool = False,
+    initial: Float[ArrayLike, " p"] | None = None,
+    sigma: Float[ArrayLike, " n"] | None = None,
+    prior: Float[ArrayLike, " p"] | None = None,
+    prior_weight: float = 0.0,
+    steps: int = 1000,
+    optimizer: optax.GradientTransformation | None = None,
+) -> tuple[Float[Array, " p"], Float[Array, " steps"]]:
+    """Physically consistent identification: every body's pseudo-inertia stays positive definite.
+
+    Each body's standard parameters are those of ``J = U U^T`` in Rucker and Wensing 2022's
+    log-Cholesky parameterisation (``U`` upper triangular with positive diagonal
+    ``e^alpha e^d``), so that every estimate is a realisable rigid body (Wensing et al. 2017); the
+    friction parameters (``friction=True``) are free. The loss::
+
+        L = mean(((Y pi - tau) / sigma)^2) + prior_weight * sum_i d(J_i, J_prior_i)
+
+    is minimised over the log-Cholesky coordinates with optax (L-BFGS with a zoom line search by
+    default), ``d`` the log-det (Bregman) divergence of Lee, Wensing and Park 2020. ``Y^T Y`` is
+    formed once, so a step costs ``O(p^2)`` whatever the number of samples; the loop is a
+    ``jax.lax.scan`` under ``jit``.
+
+    Args:
+        model: the nominal model (e.g. from CAD): its bodies are the default start and prior.
+        y: the *standard* regressor (:func:`regressor`, with ``friction``) stacked over samples,
+            ``(N, n, p)`` or ``(rows, p)``, ``p = 10 nb`` (``+ 2 n`` with friction).
+        tau: measured torques, ``(N, n)`` or ``(rows,)``.
+        friction: whether ``y`` has the friction columns (and the estimate friction parameters).
+        initial: starting point ``(p,)`` (realisable bodies); default the model's
+            :func:`standard_parameters`, and zero friction.
+        sigma: torque standard deviations broadcastable to ``tau`` (e.g. per joint, from
+            :func:`weighted_least_squares`); default 1.
+        prior: parameters ``(p,)`` to regularise towards (default ``initial``); only the bodies
+            enter ``d``.
+        prior_weight: weight of the prior (0: none). Unidentifiable directions are then fixed by
+            the prior, and weakly excited ones pulled towards it.
+        steps: optimiser iterations.
+        optimizer: an optax transformation (default ``optax.lbfgs()``).
+
+    Returns:
+        ``(pi, losses)``: the estimate ``(p,)`` and the loss before each step.
+    """
+    if not isinstance(model, Model):
+        raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
+    y, tau = _rows(y, tau)
+    nb, n = model.n_bodies, model.n_dof
+    p = 10 * nb + (2 * n if friction else 0)
+    if y.shape[-1] != p:
+        raise ValueError(
+            f"the regressor has {y.shape[-1]} columns; this model with friction={friction} has {p} parameters"
+        )
+    if initial is None:
+        initial = jnp.concatenate([standard_parameters(model), jnp.zeros(p - 10 * nb)]).astype(y.dtype)
+    initial = _as_parameters(initial, p, "initial")
+    prior = initial if prior is None else _as_parameters(prior, p, "prior")
+    if not _is_concrete(initial, prior):
+        raise ValueError("initial and prior must be concrete arrays (they are checked, outside jit)")
+    theta0 = jnp.asarray(_physical_init(np.asarray(initial[: 10 * nb]), "initial"), y.dtype)
+    _physical_init(np.asarray(prior[: 10 * nb]), "prior")
+    j_prior = pseudo_inertia(prior[: 10 * nb].astype(y.dtype))
+
+    w = jnp.ones_like(tau) if sigma is None else 1.0 / jnp.broadcast_to(jnp.asarray(sigma, y.dtype), tau.shape)
+    yw = (y * w[..., None]).reshape(-1, p)
+    tw = (tau * w).reshape(-1)
+    rows = tw.shape[0]
+    normal = (yw.T @ yw / rows, yw.T @ tw / rows, tw @ tw / rows)
+    opt = _LBFGS if optimizer is None else optax.with_extra_args_support(optimizer)
+    params = (theta0, initial[10 * nb :].astype(y.dtype))
+    return _fit_log_cholesky(params, normal, j_prior, jnp.asarray(prior_weight, y.dtype), opt, int(steps))
+
+
+_LBFGS = optax.with_extra_args_support(optax.lbfgs())
+
+
+def _unpack(params) -> Array:
+    theta, fric = params
+    return jnp.concatenate([_pi_from_pseudo_inertia(_log_cholesky_to_pseudo_inertia(theta)), fric])
+
+
+@eqx.filter_jit
+def _fit_log_cholesky(params, normal, j_prior, prior_weight, opt, steps: int):
+    gram, moment, energy = normal
+
+    def loss(params):
+        pi = _unpack(params)
+        data = pi @ gram @ pi - 2.0 * moment @ pi + energy
+        return data + prior_weight * _log_det_divergence(_log_cholesky_to_pseudo_inertia(params[0]), j_prior)
+
+    def step(carry, _):
+        params, state = carry
+        value, grad = jax.value_and_grad(loss)(params)
+        updates, state = opt.update(grad, state, params, value=value, grad=grad, value_fn=loss)
+        return (optax.apply_updates(params, updates), state), value
+
+    (params, _), losses = jax.lax.scan(step, (params, opt.init(params)), None, length=steps)
+    return _unpack(params), losses
+
+
+# --------------------------------------------------------------------------------------------
+# Excitation trajectories
+# --------------------------------------------------------------------------------------------
+
+
+class FourierTrajectory(eqx.Module):
+    """A periodic joint trajectory, a finite Fourier series per joint (Swevers et al. 1997)::
+
+        q_j(t)   = q0_j + sum_l  a_jl / (w_f l) sin(w_f l t) - b_jl / (w_f l) cos(w_f l t)
+        qd_j(t)  =        sum_l  a_jl cos(w_f l t) + b_jl sin(w_f l t)
+        qdd_j(t) =        sum_l -a_jl w_f l sin(w_f l t) + b_jl w_f l cos(w_f l t)
+
+    ``l = 1..L`` harmonics of the fundamental ``w_f = 2 pi frequency``; the period is
+    ``1 / frequency``. Periodicity lets measurements be averaged over periods and differentiated
+    analytically (:meth:`fit`).
+
+    Attributes:
+        offset: ``q0``, ``(n,)``.
+        sine, cosine: ``a`` and ``b``, ``(n, L)`` (amplitudes of the velocity, rad/s or m/s).
+        frequency: fundamental frequency in Hz (static).
+    """
+
+    offset: Float[Array, " n"] = eqx.field(converter=jnp.asarray)
+    sine: Float[Array, "n L"] = eqx.field(converter=jnp.asarray)
+    cosine: Float[Array, "n L"] = eqx.field(converter=jnp.asarray)
+    frequency: float = eqx.field(static=True, converter=float)
+
+    def __check_init__(self):
+        n = self.offset.shape
+        if len(n) != 1 or self.sine.shape != self.cosine.shape or self.sine.shape[:1] != n or self.sine.ndim != 2:
+            raise ValueError(
+                f"FourierTrajectory needs offset (n,), sine and cosine (n, L); got {self.offset.shape}, "
+                f"{self.sine.shape}, {self.cosine.shape}"
+            )
+        if not (self.frequency > 0 and math.isfinite(self.frequency)):
+            raise ValueError(f"frequency must be positive, got {self.frequency}")
+
+    @classmethod
+    def random(
+        cls, key: Array, model: Model, harmonics: int = 5, frequency: float = 0.1, velocity: float = 0.5
+    ) -> FourierTrajectory:
+        """Random coefficients: offsets at the middle of the position limits (0 where unlimited),
+        ``a, b ~ N(0, velocity^2 / (2 L))`` (so each joint's RMS speed is about ``velocity``)."""
+        n = model.n_dof
+        ka, kb = jax.random.split(key)
+        scale = velocity / math.sqrt(2 * harmonics)
+        return cls(
+            offset=_middle(model),
+            sine=scale * jax.random.normal(ka, (n, harmonics)),
+            cosine=scale * jax.random.normal(kb, (n, harmonics)),
+            frequency=float(frequency),
+        )
+
+    @property
+    def period(self) -> float:
+        return 1.0 / self.frequency
+
+    def __call__(self, t: Float[ArrayLike, " T"]) -> tuple[Float[Array, "T n"], Float[Array, "T n"], Float[Array, "T n"]]:
+        """``(q, qd, qdd)``, each ``t.shape + (n,)``."""
+        t = jnp.asarray(t, self.sine.dtype)
+        w = 2.0 * math.pi * self.frequency * jnp.arange(1, self.sine.shape[1] + 1, dtype=self.sine.dtype)
+        phase = t[..., None] * w  # (..., L)
+        s, c = jnp.sin(phase), jnp.cos(phase)
+        q = self.offset + (s / w) @ self.sine.T - (c / w) @ self.cosine.T
+        qd = c @ self.sine.T + s @ self.cosine.T
+        qdd = (-s * w) @ self.sine.T + (c * w) @ self.cosine.T
+        return q, qd, qdd
+
+    @classmethod
+    def fit(cls, t: Float[ArrayLike, " T"], q: Float[ArrayLike, "T n"], harmonics: int, frequency: float) -> FourierTrajectory:
+        """The series of ``harmonics`` harmonics of ``frequency`` closest (least squares) to measured
+        positions ``q`` at times ``t``: how noisy encoder readings of a periodic excitation are
+        filtered and differentiated analytically (Swevers et al. 1997, sec. IV)."""
+        t, q = jnp.asarray(t), jnp.asarray(q)
+        if q.ndim != 2 or t.shape != q.shape[:1]:
+            raise ValueError(f"t (T,) and q (T, n) must match, got {t.shape} and {q.shape}")
+        w = 2.0 * math.pi * frequency * jnp.arange(1, harmonics + 1, dtype=q.dtype)
+        phase = t[:, None] * w
+        basis = jnp.concatenate([jnp.ones_like(t)[:, None], jnp.sin(phase) / w, -jnp.cos(phase) / w], axis=1)
+        coef = jnp.linalg.lstsq(basis, q)[0]
+        return cls(coef[0], coef[1 : 1 + harmonics].T, coef[1 + harmonics :].T, float(frequency))
+
+
+def _middle(model: Model) -> Array:
+    if model.limits is None:
+        return jnp.zeros(model.n_dof)
+    lower, upper = model.limits.lower, model.limits.upper
+    return jnp.where(jnp.isfinite(lower) & jnp.isfinite(upper), 0.5 * (lower + upper), jnp.where(
+        jnp.isfinite(lower), lower + 1.0, jnp.where(jnp.isfinite(upper), upper - 1.0, 0.0)))
+
+
+def _limit_arrays(model: Model, acceleration, dtype):
+    n = model.n_dof
+    inf = jnp.full(n, jnp.inf, dtype)
+    lim = model.limits
+    lower, upper, velocity = (-inf, inf, inf) if lim is None else (lim.lower, lim.upper, lim.velocity)
+    acc = inf if acceleration is None else jnp.broadcast_to(jnp.asarray(acceleration, dtype), (n,))
+    if _is_concrete(acc) and not bool(jnp.all(acc > 0)):
+        raise ValueError(f"acceleration limits must be positive, got {acc}")
+    return lower.astype(dtype), upper.astype(dtype), velocity.astype(dtype), acc
+
+
+@eqx.filter_jit
+def fit_to_limits(
+    model: Model,
+    trajectory: FourierTrajectory,
+    *,
+    acceleration: Float[ArrayLike, " n"] | float | None = None,
+    margin: float = 0.0,
+    samples: int = 1000,
+) -> FourierTrajectory:
+    """The trajectory moved and scaled, per joint, to stay within the joint limits.
+
+    For each joint the offset is clipped into the position range and the harmonics scaled by the
+    largest ``s <= 1`` that keeps ``q`` within ``[lower, upper]`` (shrunk by ``margin`` times the
+    range), ``|qd| <= velocity`` (``model.limits``) and ``|qdd| <= acceleration`` (per joint or
+    scalar; ``model.limits`` has no acceleration limits) at ``samples`` instants evenly spread over
+    one period (the trajectory is periodic; between them a limit can be exceeded by about
+    ``(period / samples)^2 / 8`` times the next derivative's peak). Scaling the harmonics by ``s``
+    scales the motion about the offset, the velocity and the acceleration by ``s``. Jit-able.
+    """
+    times = jnp.arange(samples, dtype=trajectory.sine.dtype) * (trajectory.period / samples)
+    lower, upper, velocity, acc = _limit_arrays(model, acceleration, trajectory.sine.dtype)
+    shrink = margin * jnp.where(jnp.isfinite(upper - lower), upper - lower, 0.0)
+    lower, upper = lower + shrink, upper - shrink
+    offset = jnp.clip(trajectory.offset, lower, upper)
+    q, qd, qdd = eqx.tree_at(lambda tr: tr.offset, trajectory, jnp.zeros_like(offset))(times)
+    tiny = jnp.finfo(q.dtype).tiny
+    ratios = jnp.stack(
+        [
+            (upper - offset) / jnp.maximum(jnp.max(q, axis=0), tiny),
+            (offset - lower) / jnp.maximum(jnp.max(-q, axis=0), tiny),
+            velocity / jnp.maximum(jnp.max(jnp.abs(qd), axis=0), tiny),
+            acc / jnp.maximum(jnp.max(jnp.abs(qdd), axis=0), tiny),
+        ]
+    )
+    s = jnp.minimum(1.0, jnp.min(ratios, axis=0))[:, None]
+    return FourierTrajectory(offset, trajectory.sine * s, trajectory.cosine * s, trajectory.frequency)
+
+
+@eqx.filter_jit
+def condition_number(
+    model: Model,
+    trajectory: FourierTrajectory,
+    times: Float[ArrayLike, " T"],
+    base: BaseParameters,
+    *,
+    friction: bool = False,
+) -> Float[Array, ""]:
+    """Condition number ``s_max / s_min`` of the base regressor stacked over the samples of the
+    trajectory at ``times`` (Gautier and Khalil 1992; Swevers et al. 1997): the criterion an
+    excitation trajectory minimises. Jit-able and differentiable in the trajectory."""
+    q, qd, qdd = trajectory(times)
+    w = base.regressor(regressor(model, q, qd, qdd, friction=friction)).reshape(-1, base.rank)
+    s = jnp.linalg.svd(w, compute_uv=False)
+    return s[0] / s[-1]
+
+
+def optimize_excitation(
+    model: Model,
+    trajectory: FourierTrajectory,
+    times: Float[ArrayLike, " T"],
+    base: BaseParameters,
+    *,
+    friction: bool = False,
+    acceleration: Float[ArrayLike, " n"] | float | None = None,
+    margin: float = 0.0,
+    steps: int = 100,
+    learning_rate: float = 0.02,
+    optimizer: optax.GradientTransformation | None = None,
+) -> tuple[FourierTrajectory, Float[Array, " steps"]]:
+    """An excitation trajectory: Fourier coefficients that minimise the condition number of the
+    stacked base regressor (:func:`condition_number`) within the joint limits (Swevers et al.
+    1997).
+
+    Projected gradient descent on ``log cond``: an optax step (Adam with ``learning_rate`` by
+    default) on the offsets and coefficients, then :func:`fit_to_limits` (position, velocity and
+    ``acceleration`` limits over a period), so that every iterate -- the start included -- is
+    feasible. The best iterate is returned. ``times`` are the instants at which the regressor is
+    sampled (the condition number's rows).
+
+    Returns:
+        ``(trajectory, history)``: the optimised trajectory and the condition number of each
+        iterate (the first entry is that of the feasible start).
+    """
+    times = jnp.asarray(times, trajectory.sine.dtype)
+    opt = _ADAM if optimizer is None else optimizer
+    rate = jnp.asarray(learning_rate, times.dtype)
+    return _optimize_excitation(model, trajectory, times, base, friction, acceleration, margin, opt, rate, int(steps))
+
+
+# one Adam for every call (a new optax object would recompile); its learning rate is set per call
+_ADAM = optax.inject_hyperparams(optax.adam)(learning_rate=0.02)
+
+
+def _init_state(opt, params, rate):
+    state = opt.init(params)
+    if opt is _ADAM:
+        state = state._replace(hyperparams={**state.hyperparams, "learning_rate": rate})
+    return state
+
+
+@eqx.filter_jit
+def _optimize_excitation(model, trajectory, times, base, friction, acceleration, margin, opt, rate, steps):
+    project = lambda tr: fit_to_limits(model, tr, acceleration=acceleration, margin=margin)  # noqa: E731
+    cost = lambda tr: jnp.log(condition_number(model, tr, times, base, friction=friction))  # noqa: E731
+    start = project(trajectory)
+    params, static = eqx.partition(start, eqx.is_inexact_array)
+
+    def step(carry, _):
+        params, state, best, best_cost = carry
+        value, grad = jax.value_and_grad(lambda p: cost(eqx.combine(p, static)))(params)
+        better = value < best_cost
+        best = jax.tree.map(lambda b, p: jnp.where(better, p, b), best, params)
+        best_cost = jnp.where(better, value, best_cost)
+        updates, state = opt.update(grad, state, params)
+        params = eqx.partition(project(eqx.combine(optax.apply_updates(params, updates), static)), eqx.is_inexact_array)[0]
+        return (params, state, best, best_cost), jnp.exp(value)
+
+    init = (params, _init_state(opt, params, rate), params, jnp.asarray(jnp.inf, times.dtype))
+    (params, _, best, best_cost), history = jax.lax.scan(step, init, None, length=steps)
+    last = cost(eqx.combine(params, static))
+    best = jax.tree.map(lambda b, p: jnp.where(last < best_cost, p, b), best, params)
+    return eqx.combine(best, static), jnp.append(history, jnp.exp(last))

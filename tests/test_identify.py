@@ -1,0 +1,453 @@
+"""System identification (kronjax.identify) against Pinocchio, hand-derived base-parameter counts
+and first principles.
+
+Oracles: Pinocchio's ``computeJointTorqueRegressor``, ``rnea``, ``Inertia.toDynamicParameters``
+and ``SE3.act`` (inertias moved between frames); the numerical rank of Pinocchio's regressor;
+base-parameter counts derived by hand with Gautier and Khalil's regrouping rules; measurements
+simulated with Pinocchio's ``rnea`` (never with kronjax's own regressor); mass distributions of
+point masses summed directly.
+"""
+
+from pathlib import Path
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.linalg
+
+import kronjax as kj
+from kronjax import identify as ki
+
+pin = pytest.importorskip("pinocchio")
+
+from oracles import random_arm, relative_error, to_pinocchio  # noqa: E402
+
+DATA = Path(__file__).resolve().parent / "data"
+
+MODELS = {
+    "puma560": kj.models.puma560,
+    "panda": kj.models.panda,
+    "ur5": kj.models.ur5,
+    "truc_elbow": kj.models.truc_elbow,
+    "stacker": kj.models.stacker,
+    "double_pendulum": kj.models.double_pendulum,
+    "random7": lambda: random_arm(0),
+    "tree7": lambda: random_arm(1, parents=(-1, 0, 1, 2, 3, 2, 5), prismatic=(4,)),
+    "panda_urdf": lambda: kj.load_urdf(DATA / "panda.urdf"),
+}
+
+
+def _states(model, n_states, seed):
+    """Random states; the same shapes as :func:`kronjax.identify.base_parameters` uses, so that
+    the compiled regressor is shared."""
+    rng = np.random.default_rng(seed)
+    lower = np.maximum(np.asarray(model.limits.lower), -np.pi)
+    upper = np.minimum(np.asarray(model.limits.upper), np.pi)
+    q = rng.uniform(lower, upper, (n_states, model.n_dof))
+    return q, rng.normal(size=q.shape), rng.normal(size=q.shape)
+
+
+def _default_samples(model):
+    return int(2 * 10 * model.n_bodies / model.n_dof + 20)
+
+
+def _pinocchio_regressors(pm, q, qd, qdd):
+    data = pm.createData()
+    return np.stack([pin.computeJointTorqueRegressor(pm, data, *s).copy() for s in zip(q, qd, qdd)])
+
+
+def _pinocchio_parameter_map(model):
+    """``T`` with ``pi_pinocchio = T pi_kronjax``: to_pinocchio appends each kronjax body to its
+    joint with the placement ``Post``; the map of one body's 10 parameters is found by moving 10
+    random inertias with Pinocchio's own ``SE3.act`` (the map is linear, and 10 random inertias
+    span the parameter space)."""
+    tree = model.kinematics
+    assert "F" not in tree.kinds
+    blocks = []
+    pin.seed(7)
+    for i in range(model.n_bodies):
+        placement = pin.SE3(np.asarray(tree.post_rotation[i], float), np.asarray(tree.post_translation[i], float))
+        inertias = [pin.Inertia.Random() for _ in range(10)]
+        ours = np.stack([inertia.toDynamicParameters() for inertia in inertias], axis=1)
+        theirs = np.stack([placement.act(inertia).toDynamicParameters() for inertia in inertias], axis=1)
+        blocks.append(theirs @ np.linalg.inv(ours))
+    return scipy.linalg.block_diag(*blocks)
+
+
+@pytest.fixture(scope="module", params=list(MODELS))
+def regressors(request):
+    """Per model: random states, our regressor, Pinocchio's, and Pinocchio's rnea."""
+    model = MODELS[request.param]()
+    q, qd, qdd = _states(model, _default_samples(model), seed=1)
+    ours = np.asarray(ki.regressor(model, q, qd, qdd))
+    pm = to_pinocchio(model)
+    data = pm.createData()
+    rnea = np.stack([pin.rnea(pm, data, *s).copy() for s in zip(q, qd, qdd)])
+    return request.param, model, (q, qd, qdd), ours, _pinocchio_regressors(pm, q, qd, qdd), rnea
+
+
+# --------------------------------------------------------------------------------------------
+# Standard parameters
+# --------------------------------------------------------------------------------------------
+
+
+def test_standard_parameters_are_pinocchios_dynamic_parameters():
+    """On a model whose body frames are Pinocchio's joint frames, ``pi`` of each body is
+    Pinocchio's ``Inertia(m, c, I_G).toDynamicParameters()`` (m, m c, I about the origin)."""
+    model = random_arm(3)
+    pi = np.asarray(ki.standard_parameters(model)).reshape(-1, 10)
+    ine = model.inertials
+    for i in range(model.n_bodies):
+        expected = pin.Inertia(float(ine.mass[i]), np.asarray(ine.com[i]), np.asarray(ine.inertia[i])).toDynamicParameters()
+        assert relative_error(pi[i], expected) <= 1e-14
+    back = ki.with_standard_parameters(model, pi.reshape(-1))
+    for a, b in zip(jax.tree.leaves(back.inertials), jax.tree.leaves(ine)):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-14)
+    assert ki.parameter_names(model)[:10] == tuple(f"link1.{p}" for p in ki.BODY_PARAMETERS)
+
+
+def test_pseudo_inertia_of_point_masses():
+    """First principles: for a cloud of point masses the pseudo-inertia is ``sum m [x; 1][x; 1]^T``
+    and the standard parameters are sums over the points; a rod's triangle-inequality violation
+    makes it indefinite."""
+    rng = np.random.default_rng(0)
+    masses, points = rng.uniform(0.1, 1.0, 12), rng.normal(size=(12, 3))
+    m = masses.sum()
+    h = masses @ points
+    inertia = sum(mk * (xk @ xk * np.eye(3) - np.outer(xk, xk)) for mk, xk in zip(masses, points))
+    pi = np.concatenate([[m], h, inertia[[0, 0, 1, 0, 1, 2], [0, 1, 1, 2, 2, 2]]])
+    homogeneous = np.concatenate([points, np.ones((12, 1))], axis=1)
+    expected = np.einsum("k,ki,kj->ij", masses, homogeneous, homogeneous)
+    assert relative_error(ki.pseudo_inertia(pi)[0], expected) <= 1e-14
+    # (Ixx, Iyy, Izz) = (1, 1, 3) about the centre of mass violates Izz <= Ixx + Iyy
+    bad = np.array([1.0, 0, 0, 0, 1, 0, 1, 0, 0, 3])
+    assert np.linalg.eigvalsh(np.asarray(ki.pseudo_inertia(bad)[0]))[0] < 0
+
+
+# --------------------------------------------------------------------------------------------
+# Regressor
+# --------------------------------------------------------------------------------------------
+
+
+def test_regressor_times_parameters_is_inverse_dynamics(regressors):
+    """``Y pi`` equals inverse dynamics (Pinocchio's rnea) to 1e-12, at the model's parameters and
+    at random physical ones (``Y`` does not depend on the inertials)."""
+    name, model, states, ours, _, rnea = regressors
+    pi = np.asarray(ki.standard_parameters(model))
+    err = relative_error(ours @ pi, rnea)
+    other = random_arm(5, parents=tuple(range(-1, model.n_bodies - 1)), prismatic=())
+    pi_other = np.asarray(ki.standard_parameters(other))
+    pm = to_pinocchio(ki.with_standard_parameters(model, pi_other))
+    data = pm.createData()
+    expected = np.stack([pin.rnea(pm, data, *s) for s in zip(*states)])
+    err_other = relative_error(ours @ pi_other, expected)
+    print(f"\n{name}: |Y pi - rnea| {err:.1e}, random parameters {err_other:.1e}")
+    assert err <= 1e-12 and err_other <= 1e-12
+
+
+def test_regressor_matches_pinocchio(regressors):
+    """Our regressor equals ``pin.computeJointTorqueRegressor`` to 1e-10. Where kronjax's body frame
+    is Pinocchio's joint frame (``Post`` = identity: from_joints, URDF and modified D-H models)
+    the columns are the same; for standard D-H models Pinocchio's parameters are those of the
+    bodies moved by ``Post``: ``Y_ours = Y_pinocchio T`` with ``T`` from Pinocchio's ``SE3.act``."""
+    name, model, _, ours, theirs, _ = regressors
+    tree = model.kinematics
+    post_identity = np.allclose(tree.post_rotation, np.eye(3), atol=0) and not np.any(tree.post_translation)
+    expected = theirs if post_identity else theirs @ _pinocchio_parameter_map(model)
+    err = relative_error(ours, expected)
+    print(f"\n{name}: |Y - Y_pinocchio| {err:.1e} ({'same frames' if post_identity else 'through Post'})")
+    assert err <= 1e-10
+
+
+def test_regressor_of_a_poses_function_model():
+    """A :func:`kronjax.from_function` model (method "lagrangian") has the same regressor as the
+    tree it copies, and ``Y pi`` is Pinocchio's rnea."""
+    tree_model = kj.models.double_pendulum()
+    fn_model = kj.from_function(lambda q: tree_model.poses(q), 2, tree_model.inertials, gravity=tree_model.gravity)
+    q, qd, qdd = _states(tree_model, 5, seed=2)
+    y = np.asarray(ki.regressor(fn_model, q, qd, qdd))
+    pm = to_pinocchio(tree_model)
+    data = pm.createData()
+    rnea = np.stack([pin.rnea(pm, data, *s) for s in zip(q, qd, qdd)])
+    assert relative_error(y @ np.asarray(ki.standard_parameters(fn_model)), rnea) <= 1e-12
+    assert relative_error(y, _pinocchio_regressors(pm, q, qd, qdd)) <= 1e-10
+
+
+def test_friction_columns():
+    """Viscous and Coulomb columns: ``tau = Y pi + fv qd + fc sign(qd)`` (Pinocchio's rnea plus the
+    friction torques); without them ``Y pi`` is kronjax's own inverse dynamics too."""
+    model = kj.models.truc_elbow()
+    q, qd, qdd = (x[0] for x in _states(model, 1, seed=3))
+    y = np.asarray(ki.regressor(model, q, qd, qdd, friction=True))
+    fv, fc = np.array([0.3, 0.2, 0.1]), np.array([0.5, 0.4, 0.2])
+    pi = np.concatenate([ki.standard_parameters(model), fv, fc])
+    pm = to_pinocchio(model)
+    expected = pin.rnea(pm, pm.createData(), q, qd, qdd) + fv * qd + fc * np.sign(qd)
+    assert relative_error(y @ pi, expected) <= 1e-13
+    assert relative_error(y[:, :30] @ pi[:30], kj.inverse_dynamics(model, q, qd, qdd)) <= 1e-12  # kronjax's own
+    assert y.shape == (3, 36)
+    assert ki.parameter_names(model, friction=True)[-6:] == (
+        "joint1.fv", "joint2.fv", "joint3.fv", "joint1.fc", "joint2.fc", "joint3.fc"
+    )
+
+
+def test_regressor_float32():
+    """float32 in, float32 out: the regressor of the float32 model is within float32 rounding of
+    the float64 one, and ``Y pi`` of Pinocchio's rnea."""
+    model = kj.models.truc_elbow()
+    states = _states(model, _default_samples(model), seed=1)  # the float64 regressor is compiled already
+    y64 = np.asarray(ki.regressor(model, *states))
+    m32 = model.astype(jnp.float32)
+    y32 = ki.regressor(m32, *(jnp.asarray(x, jnp.float32) for x in states))
+    assert y32.dtype == jnp.float32
+    assert relative_error(y32, y64) <= 1e-5
+    pm = to_pinocchio(model)
+    data = pm.createData()
+    rnea = np.stack([pin.rnea(pm, data, *s) for s in zip(*states)])
+    assert relative_error(y32 @ ki.standard_parameters(m32), rnea) <= 1e-5
+
+
+# --------------------------------------------------------------------------------------------
+# Base parameters
+# --------------------------------------------------------------------------------------------
+
+# Counts derived by hand with the regrouping rules of M. Gautier and W. Khalil, "Direct calculation
+# of minimum set of inertial parameters of serial robots", IEEE Trans. Robotics and Automation
+# 6(3), 1990 (also Khalil and Dombre, "Modeling, Identification and Control of Robots", 2002,
+# sec. 12.4), for revolute chains on a fixed base:
+#   (a) each revolute link j keeps 7 of its 10 parameters: in a frame with z along joint j, YY_j,
+#       MZ_j and M_j are regrouped into XX_j and the parameters of link j - 1;
+#   (b) link 1 turns about a fixed axis: only its inertia about that axis (ZZR_1) and, when the axis
+#       is not vertical, its first moments MXR_1, MYR_1 act: 1 (vertical axis) or 3 of the 7;
+#   (c) a link j whose axis stays parallel to joint 1's (planar chains) turns about a fixed
+#       direction: XXR_j, XY_j, XZ_j, YZ_j do not act, 3 of the 7 remain.
+# Elbow arm (Truc et al. 2019; joint 1 vertical, joint 2 perpendicular to it, joint 3 parallel to
+# joint 2): 1 + 7 + 7 = 15. PUMA 560 (6R, joint 1 vertical, joint 2 perpendicular to it): 1 + 5 x 7
+# = 36. Double pendulum (Huang et al.; two parallel horizontal axes, gravity in the plane):
+# 3 + 3 = 6. These counts are for rigid links only. The literature's PUMA/RX-90 counts with the
+# rotor (armature) inertias Ia_j as parameters are larger: Ia_1 and Ia_2 regroup with ZZR_1 and
+# ZZR_2 (axis 2 perpendicular to axis 1 makes ZZ_2 act on joint 2 only) but Ia_3..Ia_6 do not, so
+# 36 + 4 = 40. kronjax's puma560 has no motor inertias (its docstring), so 36 applies; the test
+# also checks the 40 by appending the columns of Ia_j (tau_j = Ia_j qdd_j).
+HAND_COUNTS = {"truc_elbow": 15, "puma560": 36, "double_pendulum": 6}
+
+
+def test_base_parameter_counts(regressors):
+    """The rank found by :func:`base_parameters` equals that of Pinocchio's regressor by the same
+    numerical procedure (other random states), and the hand-derived counts above."""
+    name, model, states, ours, theirs, _ = regressors
+    base = ki.base_parameters(model)
+    their_rank = ki.base_parameters_from_regressor(theirs).rank
+    print(f"\n{name}: {base.rank} base parameters (Pinocchio's regressor: {their_rank}; hand: {HAND_COUNTS.get(name, '-')})")
+    assert base.rank == their_rank
+    if name in HAND_COUNTS:
+        assert base.rank == HAND_COUNTS[name]
+    # beta = K pi gives the same torques through the base regressor
+    pi = np.asarray(ki.standard_parameters(model))
+    assert relative_error(np.asarray(base.regressor(ours)) @ np.asarray(base.from_standard(pi)), ours @ pi) <= 1e-10
+
+
+def test_puma560_with_rotor_inertias_has_40_base_parameters():
+    model = kj.models.puma560()
+    q, qd, qdd = _states(model, _default_samples(model), seed=1)
+    y = np.asarray(ki.regressor(model, q, qd, qdd))
+    rotors = np.einsum("ij,sj->sij", np.eye(6), qdd)  # tau_j = Ia_j qdd_j
+    assert ki.base_parameters_from_regressor(np.concatenate([y, rotors], axis=2)).rank == 40
+
+
+def test_base_parameters_describe_the_regrouping():
+    """The elbow arm's first base parameter is link 1's inertia about joint 1 with what links 2 and
+    3 add to it (Gautier-Khalil's ZZR_1), in the body frames of the D-H table (joint 1's axis is y
+    of frame 1, joint 2's is z of frame 1)."""
+    base = ki.base_parameters(kj.models.truc_elbow())
+    first = base.describe()[0]
+    assert first.startswith("link1.Iyy") and "link2.m" in first and "link3.m" in first
+    assert all(not d.startswith("link1.m") for d in base.describe())
+
+
+# --------------------------------------------------------------------------------------------
+# Identification: the Panda with friction, measurements from Pinocchio's rnea
+# --------------------------------------------------------------------------------------------
+
+N_SAMPLES = 100
+PERIOD = 10.0
+TIMES = jnp.linspace(0.0, PERIOD, N_SAMPLES, endpoint=False)
+ACCELERATION = 4.0  # rad/s^2
+VISCOUS = np.array([0.06, 0.25, 0.05, 0.2, 0.04, 0.1, 0.01])
+COULOMB = np.array([0.2, 0.5, 0.15, 0.5, 0.3, 0.2, 0.3])
+
+
+@pytest.fixture(scope="module")
+def panda():
+    model = kj.models.panda()
+    pm = to_pinocchio(model)
+    data = pm.createData()
+    base = ki.base_parameters(model, friction=True, samples=N_SAMPLES)
+    truth = np.concatenate([np.asarray(ki.standard_parameters(model)), VISCOUS, COULOMB])
+
+    def measure(seed, velocity):
+        trajectory = ki.FourierTrajectory.random(jax.random.PRNGKey(seed), model, 4, 1 / PERIOD, velocity)
+        q, qd, qdd = (np.asarray(x) for x in ki.fit_to_limits(model, trajectory, acceleration=ACCELERATION)(TIMES))
+        tau = np.stack([pin.rnea(pm, data, *s) for s in zip(q, qd, qdd)]) + VISCOUS * qd + COULOMB * np.sign(qd)
+        return np.asarray(ki.regressor(model, q, qd, qdd, friction=True)), tau
+
+    train, held_out, poor = measure(1, 1.0), measure(2, 1.0), measure(3, 0.03)
+    sigma = 0.01 * np.sqrt(np.mean(train[1] ** 2, axis=0))  # 1% torque noise
+    noise = np.random.default_rng(0).normal(size=(3, *train[1].shape)) * sigma
+    # a "CAD" model: the true bodies with masses, centres of mass and inertias off by up to 20%
+    rng = np.random.default_rng(1)
+    ine = model.inertials
+    cad = kj.chain.Model(
+        model.kinematics,
+        kj.chain.Inertials(
+            ine.mass * (1 + rng.uniform(-0.2, 0.2, 7)),
+            ine.com + rng.uniform(-0.02, 0.02, (7, 3)),
+            ine.inertia * (1 + rng.uniform(-0.2, 0.2, (7, 1, 1))),
+        ),
+        model.gravity,
+        model.body_names,
+        model.joint_names,
+        model.limits,
+    )
+    return dict(model=model, base=base, truth=truth, train=train, held_out=held_out, poor=poor, sigma=sigma, noise=noise, cad=cad)
+
+
+def _min_eigenvalues(pi):
+    return np.linalg.eigvalsh(np.asarray(ki.pseudo_inertia(np.asarray(pi)[:70])))[:, 0]
+
+
+def test_noise_free_recovery(panda):
+    """From noise-free torques (Pinocchio's rnea plus friction) least squares recovers the base
+    parameters to 1e-8 (relative to the largest)."""
+    base, (y, tau) = panda["base"], panda["train"]
+    beta = np.asarray(ki.least_squares(base.regressor(y), tau))
+    expected = np.asarray(base.from_standard(panda["truth"]))
+    err = np.max(np.abs(beta - expected)) / np.max(np.abs(expected))
+    cond = np.linalg.cond(np.asarray(base.regressor(y)).reshape(-1, base.rank))
+    print(f"\npanda + friction: {base.rank} base parameters, cond {cond:.0f}, max error {err:.1e}")
+    assert base.rank == 43 + 14
+    assert err <= 1e-8
+
+
+def test_noisy_held_out_prediction(panda):
+    """With 1% torque noise, weighted least squares predicts the torques of a held-out trajectory
+    with an RMS error within 1.5 times the noise level on every joint (measured torques, noisy
+    too); the physically consistent estimate too, with positive-definite pseudo-inertias."""
+    base, (y, tau), (yt, taut) = panda["base"], panda["train"], panda["held_out"]
+    sigma, noise = panda["sigma"], panda["noise"]
+    measured, measured_t = tau + noise[0], taut + noise[1]
+    beta, sigma_hat = ki.weighted_least_squares(base.regressor(y), measured)
+    ratio = np.sqrt(np.mean((np.asarray(base.regressor(yt)) @ np.asarray(beta) - measured_t) ** 2, axis=0)) / sigma
+    pc, losses = ki.physically_consistent(panda["cad"], y, measured, friction=True, sigma=sigma_hat, prior_weight=1e-3)
+    ratio_pc = np.sqrt(np.mean((yt @ np.asarray(pc) - measured_t) ** 2, axis=0)) / sigma
+    print(f"\nheld-out RMS / noise: WLS {np.round(ratio, 2)}, physically consistent {np.round(ratio_pc, 2)}")
+    print(f"estimated noise / true: {np.round(np.asarray(sigma_hat) / sigma, 2)}; loss {losses[0]:.3g} -> {losses[-1]:.3g}")
+    assert np.all(ratio <= 1.5)
+    assert np.all(ratio_pc <= 1.5)
+    assert np.all(_min_eigenvalues(pc) > 0)
+
+
+def test_physically_consistent_on_poor_excitation(panda):
+    """A deliberately poor excitation (3% of the speed: cond ~1e6): least squares fits the data but
+    its bodies (the standard parameters closest to the CAD values with the estimated base
+    parameters) are not realisable; the physically consistent estimate's are, always."""
+    base, (y, tau), noise = panda["base"], panda["poor"], panda["noise"][2]
+    measured = tau + noise
+    cond = np.linalg.cond(np.asarray(base.regressor(y)).reshape(-1, base.rank))
+    beta = ki.least_squares(base.regressor(y), measured)
+    cad = np.concatenate([np.asarray(ki.standard_parameters(panda["cad"])), np.zeros(14)])
+    ls_bodies = _min_eigenvalues(base.to_standard(beta, cad))
+    pc, _ = ki.physically_consistent(panda["cad"], y, measured, friction=True, prior_weight=1e-3)
+    pc_bodies = _min_eigenvalues(pc)
+    print(f"\npoor excitation, cond {cond:.1e}: smallest pseudo-inertia eigenvalue per body")
+    print(f"  least squares         {np.array2string(ls_bodies, precision=2)}")
+    print(f"  physically consistent {np.array2string(pc_bodies, precision=2)}")
+    assert cond > 1e4
+    assert np.any(ls_bodies < 0)
+    assert np.all(pc_bodies > 0)
+
+
+def test_physically_consistent_starts_at_initial():
+    """The log-Cholesky parameterisation reproduces realisable bodies: with 0 steps the estimate
+    is the starting point."""
+    model = kj.models.ur5()
+    y = np.zeros((2, 6, 60))
+    pi, losses = ki.physically_consistent(model, y, np.zeros((2, 6)), steps=0)
+    assert losses.shape == (0,)
+    assert relative_error(pi, ki.standard_parameters(model)) <= 1e-12
+
+
+# --------------------------------------------------------------------------------------------
+# Excitation
+# --------------------------------------------------------------------------------------------
+
+
+def test_optimised_excitation_is_better_conditioned():
+    """The optimised Fourier coefficients give a lower condition number than the random start,
+    both within the limits (position +-2.5 rad, velocity 1.5 rad/s, acceleration 3 rad/s^2,
+    checked on a fine grid)."""
+    limits = kj.chain.JointLimits(jnp.full(3, -2.5), jnp.full(3, 2.5), jnp.full(3, 1.5), jnp.full(3, jnp.inf))
+    model = eqx.tree_at(lambda m: m.limits, kj.models.truc_elbow(), limits)
+    base = ki.base_parameters(model, friction=True)
+    times = jnp.linspace(0.0, 10.0, 40, endpoint=False)
+    start = ki.FourierTrajectory.random(jax.random.PRNGKey(0), model, harmonics=3, frequency=0.1)
+    before = float(ki.condition_number(model, ki.fit_to_limits(model, start, acceleration=3.0), times, base, friction=True))
+    best, history = ki.optimize_excitation(model, start, times, base, friction=True, acceleration=3.0, steps=40, learning_rate=0.05)
+    after = float(ki.condition_number(model, best, times, base, friction=True))
+    print(f"\nelbow + friction ({base.rank} base parameters): condition number {before:.1f} -> {after:.1f}")
+    assert after < 0.7 * before
+    assert abs(float(history[0]) - before) <= 1e-9 * before
+    q, qd, qdd = best(jnp.linspace(0.0, 10.0, 4001))
+    assert np.all(np.abs(q) <= 2.5 + 1e-4) and np.all(np.abs(qd) <= 1.5 + 1e-4) and np.all(np.abs(qdd) <= 3.0 + 1e-3)
+
+
+def test_fourier_trajectory_derivatives_and_fit():
+    """qd and qdd are the time derivatives of q (forward-mode AD), and :meth:`fit` recovers the
+    coefficients from samples of q."""
+    tr = ki.FourierTrajectory.random(jax.random.PRNGKey(1), kj.models.panda(), harmonics=3, frequency=0.2)
+    t = jnp.linspace(0.0, 5.0, 50, endpoint=False)
+    q, qd, qdd = tr(t)
+    _, dq = jax.jvp(lambda t: tr(t)[0], (t,), (jnp.ones_like(t),))
+    _, dqd = jax.jvp(lambda t: tr(t)[1], (t,), (jnp.ones_like(t),))
+    assert relative_error(dq, qd) <= 1e-13 and relative_error(dqd, qdd) <= 1e-13
+    fitted = ki.FourierTrajectory.fit(t, q, 3, 0.2)
+    for a, b in zip(jax.tree.leaves(fitted), jax.tree.leaves(tr)):
+        np.testing.assert_allclose(a, b, atol=1e-10)
+
+
+# --------------------------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------------------------
+
+
+def test_errors():
+    model = kj.models.truc_elbow()
+    with pytest.raises(ValueError, match=r"q must have shape \(\.\.\., 3\)"):
+        ki.regressor(model, jnp.zeros(2), jnp.zeros(2), jnp.zeros(2))
+    with pytest.raises(ValueError, match="same shape"):
+        ki.regressor(model, jnp.zeros((2, 3)), jnp.zeros(3), jnp.zeros(3))
+    pi = np.asarray(ki.standard_parameters(model))
+    with pytest.raises(ValueError, match=r"shape \(30,\)"):
+        ki.with_standard_parameters(model, pi[:20])
+    bad = pi.copy()
+    bad[10] = -1.0  # body 1 with negative mass
+    with pytest.raises(ValueError, match="body 1 .* not physically realisable"):
+        ki.with_standard_parameters(model, bad)
+    assert ki.with_standard_parameters(model, bad, check=False).inertials.mass[1] == -1.0
+    bad[10] = 0.0
+    with pytest.raises(ValueError, match="mass is 0"):
+        ki.with_standard_parameters(model, bad, check=False)
+    bad[10:20] = 0.0  # a massless frame is allowed, as in the model builders
+    assert ki.with_standard_parameters(model, bad).inertials.mass[1] == 0.0
+    with pytest.raises(ValueError, match="more states"):
+        ki.base_parameters_from_regressor(np.ones((5, 30)))
+    with pytest.raises(ValueError, match="columns"):
+        ki.physically_consistent(model, np.zeros((4, 3, 30)), np.zeros((4, 3)), friction=True)
+    with pytest.raises(ValueError, match="not positive definite"):
+        ki.physically_consistent(kj.models.puma560(), np.zeros((4, 6, 60)), np.zeros((4, 6)))
+    with pytest.raises(ValueError, match="no inertials"):
+        ki.standard_parameters(kj.from_dh([("R", 0, 0, 1, 0)]))
+    with pytest.raises(ValueError, match="FourierTrajectory needs"):
+        ki.FourierTrajectory(jnp.zeros(2), jnp.zeros((3, 2)), jnp.zeros((3, 2)), 0.1)
