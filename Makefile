@@ -1,9 +1,10 @@
 # Two commands on a fresh machine with Python 3.11+ and make: `make demo`, `make test`.
+# `make bench`: the benchmark suite against Pinocchio, adam, jaxsim and MJX (bench/, results in bench/results/).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench bench-gpu clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,11 +16,28 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[test]"
 	touch $@
 
+# The bench extra holds the peers; if it cannot install in full, its parts are tried one by one
+# and the benchmark skips (with a note) any peer that is missing.
+$(VENV)/.installed-bench: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e ".[bench]" || { \
+	  echo "make bench: the bench extra did not install in full; trying its parts one by one"; \
+	  $(PY) -m pip install --quiet pin matplotlib; \
+	  for peer in adam-robotics jaxsim mujoco mujoco-mjx; do \
+	    $(PY) -m pip install --quiet $$peer || echo "make bench: $$peer did not install; the benchmark skips it"; \
+	  done; }
+	touch $@
+
 demo: $(VENV)/.installed
 	$(VENV)/bin/kronjax demo
 
 test: $(VENV)/.installed-test
 	$(PY) -m pytest -q
+
+bench: $(VENV)/.installed-bench
+	$(PY) -m bench
+
+bench-gpu: $(VENV)/.installed-bench
+	$(PY) -m bench.gpu
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

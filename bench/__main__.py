@@ -1,0 +1,103 @@
+"""kronjax's benchmark suite against Pinocchio, adam, jaxsim and MuJoCo MJX, in one run:
+
+    python -m bench            # the full suite (about 10 minutes on 2 cores)
+    python -m bench --quick    # a smoke run: small batches, n up to 24
+    make bench                 # installs kronjax with its `bench` extra (the peers) and runs the suite
+
+Inverse dynamics, forward dynamics and the Coriolis terms of the Panda (float64, and float32
+where cheap), the growth of C* and inverse dynamics with the number of joints (n = 6 ... 48,
+fitted exponents, a plot), and compile times. Every library gets the same arm, written by
+``kj.to_urdf``; every result is compared with Pinocchio's on the same samples. A peer that is
+not installed (or does not import) is skipped with a note. Writes
+``bench/results/<date>-<machine>.md``, ``.json`` and ``-scaling.png``; asserts nothing (the
+targets are in issue 5 and in the Goals table of the report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def parse(argv=None) -> argparse.Namespace:
+    from .suite import SECTIONS
+
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="a smoke run: small batches, n up to 24")
+    parser.add_argument("--no-peers", action="store_true", help="only kronjax and Pinocchio")
+    parser.add_argument("--no-float32", action="store_true", help="float64 only")
+    parser.add_argument("--sections", nargs="+", choices=SECTIONS, help=f"a subset of {', '.join(SECTIONS)}")
+    parser.add_argument("--batches", type=int, nargs="+", help="inverse-dynamics batches of kronjax and Pinocchio")
+    parser.add_argument("--big", type=int, help="the batch of the peers, forward dynamics, Coriolis, float32")
+    parser.add_argument("--scaling-n", type=int, nargs="+", help="joint counts of the scaling section")
+    parser.add_argument("--chain-n", type=int, help="joints of the long chain of the compile-time section")
+    parser.add_argument("--threads", type=int, help="threads of Pinocchio's *InParallel (default 2)")
+    parser.add_argument("--out", type=Path, help="results folder (default bench/results)")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> dict:
+    """Runs the suite; returns the paths written (``md``, ``json``, ``png``)."""
+    args = parse(argv)
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # before any array exists; float32 runs use float32 arrays
+
+    from . import report
+    from .peers import PEERS, detect
+    from .suite import Config, Suite
+
+    changes = {k: v for k, v in {
+        "batches": tuple(args.batches) if args.batches else None, "big": args.big,
+        "scaling_n": tuple(args.scaling_n) if args.scaling_n else None, "chain_n": args.chain_n,
+        "threads": args.threads, "sections": tuple(args.sections) if args.sections else None,
+    }.items() if v is not None}
+    changes.update(peers=not args.no_peers, float32=not args.no_float32)
+    config = Config.quick(**changes) if args.quick else Config(**changes)
+
+    start = time.perf_counter()
+    meta = report.environment()
+    meta["command"] = " ".join(["python -m bench", *(argv if argv is not None else sys.argv[1:])])
+    print(f"kronjax benchmark on {meta['machine']} ({meta['cpu']}, {meta['cores']} cores), "
+          f"load average {meta['load_average_start']}; jax {meta['jax']}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")
+    names = ("pinocchio",) + (tuple(n for n in PEERS if n != "pinocchio") if config.peers else ())
+    peers = detect(names)
+    for name, info in peers.items():
+        print(f"  {name:<9} " + (info["version"] if info["available"] else info["note"]))
+    if not config.peers:
+        print("  peers other than Pinocchio skipped (--no-peers)")
+    if not peers["pinocchio"]["available"]:
+        sys.exit("Pinocchio is the reference of every comparison: pip install pin (or make bench)")
+
+    records = Suite(config, peers).run()
+    meta["load_average_end"] = report.load_average()
+    meta["duration_s"] = time.perf_counter() - start
+    paths = report.write(records, meta, peers, config, args.out or report.RESULTS)
+
+    print("\n== goals (issue 5) ==")
+    for g in report.goals(records, config):
+        value = "-" if g["value"] is None else f"{g['value']:.3g}"
+        met = "" if g["met"] is None else ("  met" if g["met"] else "  NOT met")
+        print(f"  {g['goal']}: {value} {g['unit']}" + (f" (target {g['target']:g})" if g["target"] is not None else "") + met)
+    exps = report.exponents(records)
+    if exps:
+        print("\n== fitted exponents of time per sample in n ==")
+        for e in exps:
+            if e["exponent"] is not None:
+                print(f"  {e['library']:<9} {e['method']:<38} n = {e['n']}: {e['exponent']:.2f} "
+                      f"(last two: {e['last_slope']:.2f})")
+    failures = [r for r in records if r.note.startswith("failed")]
+    if failures:
+        print(f"\n{len(failures)} measurement(s) failed: " + "; ".join(f"{r.library} {r.method}" for r in failures))
+    print(f"\nload average at the end {meta['load_average_end']}; {meta['duration_s']:.0f} s")
+    for kind, path in paths.items():
+        print(f"wrote {path}")
+    return paths
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""The one timing helper of bench/ (``best_time``), AOT compilation with its wall time, and the
+record every measurement becomes."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Callable
+
+
+def best_time(fn: Callable[[], Any], repeats: int = 3, min_seconds: float = 0.2, max_seconds: float = 30.0) -> float:
+    """Best mean wall time of one call of ``fn()`` over ``repeats`` rounds, each at least
+    ``min_seconds`` long (calls repeated within a round).
+
+    One warm-up call runs first (its result is discarded). When a single call is so slow that
+    ``repeats`` rounds would exceed ``max_seconds``, fewer rounds run (at least one).
+    """
+    start = time.perf_counter()
+    fn()
+    warm = time.perf_counter() - start
+    if warm > 0:
+        repeats = max(1, min(repeats, int(max_seconds / warm)))
+    best = float("inf")
+    for _ in range(repeats):
+        calls, start = 0, time.perf_counter()
+        while True:
+            fn()
+            calls += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= min_seconds:
+                break
+        best = min(best, elapsed / calls)
+    return best
+
+
+def compile_jit(fn: Callable, *args):
+    """``jax.jit(fn)`` lowered and compiled for ``args`` ahead of time: ``(compiled, seconds)``,
+    the seconds covering tracing, lowering and XLA compilation."""
+    import jax
+
+    start = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile()
+    return compiled, time.perf_counter() - start
+
+
+def time_jax(fn: Callable, args: tuple, timing: dict) -> tuple[float, float, Any]:
+    """Compile ``fn`` for ``args`` and time a call: ``(seconds per call, compile seconds, output)``.
+    ``timing``: keyword arguments of :func:`best_time`."""
+    import jax
+
+    compiled, compile_s = compile_jit(fn, *args)
+    out = jax.block_until_ready(compiled(*args))
+    per_call = best_time(lambda: jax.block_until_ready(compiled(*args)), **timing)
+    return per_call, compile_s, out
+
+
+@dataclasses.dataclass
+class Record:
+    """One measurement: an operation of one library at one batch size and precision."""
+
+    operation: str  # "inverse_dynamics", "forward_dynamics", "coriolis", "scaling", "compile"
+    library: str  # "kronjax", "pinocchio", "adam", "jaxsim", "mjx"
+    method: str  # e.g. "rnea", "kron", "rneaInParallel(2)", "coriolis_star"
+    batch: int
+    precision: str  # "float64" / "float32"
+    seconds_per_call: float | None = None
+    compile_s: float | None = None
+    rel_err: float | None = None  # max relative error against Pinocchio on the same samples
+    n_dof: int = 7
+    model: str = "panda"
+    note: str = ""
+    extra: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def seconds_per_sample(self) -> float | None:
+        return None if self.seconds_per_call is None else self.seconds_per_call / self.batch
+
+    @property
+    def samples_per_s(self) -> float | None:
+        t = self.seconds_per_sample
+        return None if not t else 1.0 / t
+
+    def as_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["seconds_per_sample"] = self.seconds_per_sample
+        d["samples_per_s"] = self.samples_per_s
+        return d

@@ -1,0 +1,315 @@
+"""The results of a run: ``bench/results/<date>-<machine>.md`` (tables with ratios against
+Pinocchio and the peers), ``.json`` (every raw number) and ``-scaling.png``."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ._timing import Record
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+# --------------------------------------------------------------------------------------------
+# the machine
+# --------------------------------------------------------------------------------------------
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_name() -> str:
+    """``platform.node()``, or the CPU's name when there is none, as a file-name fragment."""
+    name = platform.node() or cpu_name()
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:60] or "machine"
+
+
+def load_average() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None
+
+
+def environment() -> dict:
+    import jax
+
+    import kronjax
+
+    return {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "machine": machine_name(),
+        "cpu": cpu_name(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "kronjax": kronjax.__version__,
+        "jax": jax.__version__,
+        "jax_devices": [str(d) for d in jax.devices()],
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "load_average_start": load_average(),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# derived numbers
+# --------------------------------------------------------------------------------------------
+
+
+def find(records: list[Record], **fields) -> Record | None:
+    """The first timed record whose fields equal ``fields``."""
+    for r in records:
+        if r.seconds_per_call is not None and all(getattr(r, k) == v for k, v in fields.items()):
+            return r
+    return None
+
+
+def fit_exponent(ns, seconds) -> float:
+    """Slope of the least-squares line through ``(log n, log t)``."""
+    return float(np.polyfit(np.log(ns), np.log(seconds), 1)[0])
+
+
+def exponents(records: list[Record]) -> list[dict]:
+    """Per scaling series (library, method): n, time per sample, the fitted exponent over all n
+    and the slope between the two largest n."""
+    series: dict[tuple[str, str], list[Record]] = {}
+    for r in records:
+        if r.operation == "scaling" and r.seconds_per_call is not None:
+            series.setdefault((r.library, r.method), []).append(r)
+    out = []
+    for (library, method), rs in series.items():
+        rs = sorted(rs, key=lambda r: r.n_dof)
+        ns, ts = [r.n_dof for r in rs], [r.seconds_per_sample for r in rs]
+        entry = {"library": library, "method": method, "n": ns, "seconds_per_sample": ts,
+                 "batch": [r.batch for r in rs], "exponent": None, "last_slope": None}
+        if len(ns) >= 2:
+            entry["exponent"] = fit_exponent(ns, ts)
+            entry["last_slope"] = fit_exponent(ns[-2:], ts[-2:])
+        out.append(entry)
+    return out
+
+
+def goals(records: list[Record], config) -> list[dict]:
+    """The issue's goals as ratios measured in this run (float64, Panda)."""
+    big, f64 = config.big, "float64"
+    rnea = find(records, operation="inverse_dynamics", library="kronjax", method="rnea", batch=big, precision=f64)
+    kron = find(records, operation="inverse_dynamics", library="kronjax", method="kron", batch=big, precision=f64)
+    fd = find(records, operation="forward_dynamics", library="kronjax", batch=big, precision=f64)
+    star = find(records, operation="coriolis", library="kronjax", method="coriolis_star", precision=f64)
+    mjx = [r for r in records if r.library == "mjx" and r.precision == f64 and r.seconds_per_call is not None]
+    mjx_best = min(mjx, key=lambda r: r.seconds_per_sample) if mjx else None
+    rows = []
+
+    def faster(what, ours, theirs, target):  # ours' samples/s over theirs'
+        value = theirs.seconds_per_sample / ours.seconds_per_sample if ours and theirs else None
+        rows.append({"goal": what, "value": value, "target": target, "unit": "x samples/s",
+                     "met": None if value is None or target is None else value >= target})
+
+    def slower(what, ours, theirs, target):  # ours' time over theirs'
+        value = ours.seconds_per_sample / theirs.seconds_per_sample if ours and theirs else None
+        rows.append({"goal": what, "value": value, "target": target, "unit": "x time",
+                     "met": None if value is None else value <= target})
+
+    pin = dict(library="pinocchio", precision=f64)
+    faster(f"kronjax rnea vs Pinocchio rneaInParallel({config.threads}), batch {big}", rnea,
+           find(records, operation="inverse_dynamics", method=f"rneaInParallel({config.threads})", batch=big, **pin), 1.0)
+    faster("kronjax rnea vs Pinocchio rnea per call (C++ est.)", rnea,
+           find(records, operation="inverse_dynamics", method="rnea (per call, C++ est.)", **pin), None)
+    faster(f"kronjax rnea vs adam, batch {big}", rnea, find(records, library="adam", precision=f64), 5.0)
+    faster(f"kronjax rnea vs jaxsim, batch {big}", rnea, find(records, operation="inverse_dynamics", library="jaxsim"), None)
+    faster(f"kronjax rnea vs MJX, best flags ({mjx_best.method if mjx_best else '-'})", rnea, mjx_best, 3.0)
+    faster(f"kronjax forward_dynamics vs Pinocchio abaInParallel({config.threads}), batch {big}", fd,
+           find(records, operation="forward_dynamics", method=f"abaInParallel({config.threads})", **pin), 1.0)
+    faster("kronjax forward_dynamics vs Pinocchio aba per call (C++ est.)", fd,
+           find(records, operation="forward_dynamics", method="aba (per call, C++ est.)", **pin), 1.0)
+    slower(f"kronjax coriolis_star vs Pinocchio computeCoriolisMatrix per call (C++ est.), batch {big}", star,
+           find(records, operation="coriolis", method="computeCoriolisMatrix (per call, C++ est.)", **pin), 2.0)
+    slower(f"kronjax kron vs kronjax rnea, batch {big}", kron, rnea, 10.0)
+    for e in exponents(records):
+        if e["library"] == "kronjax" and e["method"] == "coriolis_star" and e["exponent"] is not None:
+            rows.append({"goal": f"coriolis_star cost exponent in n (n = {', '.join(map(str, e['n']))}; "
+                                 f"slope of the last two {e['last_slope']:.2f})",
+                         "value": e["exponent"], "target": 3.0, "unit": "exponent", "met": e["exponent"] <= 3.3})
+    for r in records:
+        if r.operation == "compile" and r.method == "inverse_dynamics rnea" and r.compile_s is not None:
+            target = 1.0 if r.model == "panda" else 3.0
+            rows.append({"goal": f"jit of inverse dynamics (rnea), {r.model}", "value": r.compile_s, "target": target,
+                         "unit": "s", "met": r.compile_s <= target})
+    return [row for row in rows if row["value"] is not None]  # a goal whose measurements did not run is left out
+
+
+# --------------------------------------------------------------------------------------------
+# writing
+# --------------------------------------------------------------------------------------------
+
+
+def _num(x, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def _us(r: Record) -> str:
+    t = r.seconds_per_sample
+    return "-" if t is None else f"{t * 1e6:.3f}"
+
+
+def _ratio(ref: Record | None, r: Record) -> str:
+    if ref is None or r.seconds_per_sample is None:
+        return "-"
+    return f"{ref.seconds_per_sample / r.seconds_per_sample:.2f}"
+
+
+def _operation_table(records: list[Record], operation: str, per_call: str | None, parallel: str | None) -> list[str]:
+    rows = [r for r in records if r.operation == operation]
+    if not rows:
+        return []
+    ref_call = find(records, operation=operation, library="pinocchio", method=per_call) if per_call else None
+    lines = [
+        f"Speed ratios: Pinocchio's time per sample over this row's (> 1: faster than Pinocchio); "
+        f"\"per call\" against `{per_call}`" + (f", \"parallel\" against `{parallel}` at the same batch (else the largest)." if parallel else "."),
+        "",
+        "| library | method | batch | precision | us/sample | samples/s | compile s | rel. err vs Pinocchio | x Pin. per call | x Pin. parallel | note |",
+        "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for r in rows:
+        ref_par = None
+        if parallel:
+            ref_par = find(records, operation=operation, library="pinocchio", method=parallel, batch=r.batch)
+            if ref_par is None:
+                candidates = [x for x in records if x.operation == operation and x.method == parallel and x.seconds_per_call]
+                ref_par = max(candidates, key=lambda x: x.batch) if candidates else None
+        lines.append(
+            f"| {r.library} | {r.method} | {r.batch} | {r.precision} | {_us(r)} | {_num(r.samples_per_s, ',.0f')} | "
+            f"{_num(r.compile_s, '.2f')} | {_num(r.rel_err, '.1e')} | {_ratio(ref_call, r)} | {_ratio(ref_par, r)} | {r.note} |"
+        )
+    return lines + [""]
+
+
+def markdown(records: list[Record], meta: dict, peers: dict, config, goal_rows, exps, plot_name) -> str:
+    threads = config.threads
+    lines = [
+        f"# kronjax benchmark, {meta['date'][:10]}, {meta['machine']}",
+        "",
+        f"- CPU: {meta['cpu']}, {meta['cores']} cores; {meta['platform']}, Python {meta['python']}",
+        f"- load average (1, 5, 15 min): {meta['load_average_start']} at the start, {meta.get('load_average_end')} at the end"
+        " (other processes on the machine make timings noisy)",
+        f"- kronjax {meta['kronjax']}, jax {meta['jax']}, devices {', '.join(meta['jax_devices'])}; XLA_FLAGS=`{meta['xla_flags']}`",
+        f"- run: `{meta.get('command', 'python -m bench')}`, {meta.get('duration_s', 0):.0f} s; batch {config.big} for peers",
+        "- every library gets the same arm: `kj.models.panda()` written by `kj.to_urdf` (7 revolute joints, gravity (0, 0, -9.81)).",
+        "  Agreement: max relative error of the leading samples' outputs against Pinocchio on the same samples.",
+        "",
+        "## Peers",
+        "",
+    ]
+    for name, info in peers.items():
+        lines.append(f"- {name}: " + (info["version"] if info["available"] else info["note"]))
+    agreement = [r for r in records if r.operation == "inverse_dynamics" and r.library not in ("pinocchio",) and r.rel_err is not None]
+    if agreement:
+        lines += ["", "Agreement of inverse dynamics (tau) with Pinocchio: " + "; ".join(
+            f"{r.library} {r.method} {r.precision} {r.rel_err:.1e}" for r in agreement if r.batch == config.big or r.library != "kronjax")]
+    lines += ["", "## Goals (issue 5), as ratios measured in this run (float64)", "",
+              "| goal | measured | target | met |", "| --- | ---: | ---: | --- |"]
+    for g in goal_rows:
+        met = "-" if g["met"] is None else ("yes" if g["met"] else "no")
+        target = "-" if g["target"] is None else (f">= {g['target']:g}" if g["unit"] == "x samples/s" else f"<= {g['target']:g}")
+        lines.append(f"| {g['goal']} | {_num(g['value'], '.3g')} {g['unit']} | {target} | {met} |")
+    sections = [
+        ("Inverse dynamics (Panda)", "inverse_dynamics", "rnea (per call, C++ est.)", f"rneaInParallel({threads})"),
+        ("Forward dynamics (Panda)", "forward_dynamics", "aba (per call, C++ est.)", f"abaInParallel({threads})"),
+        ("Coriolis (Panda): kronjax's C* (n x n^2) and C, Pinocchio's and jaxsim's C", "coriolis",
+         "computeCoriolisMatrix (per call, C++ est.)", None),
+    ]
+    for title, operation, per_call, parallel in sections:
+        table = _operation_table(records, operation, per_call, parallel)
+        if table:
+            lines += ["", f"## {title}", ""] + table
+    if exps:
+        ns = sorted({n for e in exps for n in e["n"]})
+        lines += ["", "## Scaling with the number of joints (random serial D-H arms, float64)", "",
+                  f"Time per sample (us); batch per series in the JSON. Plot: `{plot_name}`.", "",
+                  "| library | method | " + " | ".join(f"n = {n}" for n in ns) + " | fitted exponent | slope of the last two |",
+                  "| --- | --- | " + " | ".join("---:" for _ in ns) + " | ---: | ---: |"]
+        for e in exps:
+            t = dict(zip(e["n"], e["seconds_per_sample"]))
+            lines.append(f"| {e['library']} | {e['method']} | " + " | ".join(_num(t.get(n) and t[n] * 1e6, '.2f') for n in ns)
+                         + f" | {_num(e['exponent'], '.2f')} | {_num(e['last_slope'], '.2f')} |")
+        errors = [r for r in records if r.operation == "scaling" and r.library == "kronjax" and r.rel_err is not None]
+        if errors:
+            lines += ["", f"Largest relative error against Pinocchio over the scaling runs: {max(r.rel_err for r in errors):.1e}."]
+    compile_rows = [r for r in records if r.operation == "compile"]
+    if compile_rows:
+        lines += ["", "## Compile time of `jax.jit` of one sample's inverse dynamics (float64)", "",
+                  "| model | n | method | total s | trace + lower s | XLA compile s | HLO lines | note |",
+                  "| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |"]
+        for r in compile_rows:
+            x = r.extra
+            lines.append(f"| {r.model} | {r.n_dof} | {r.method} | {_num(r.compile_s, '.2f')} | {_num(x.get('trace_lower_s'), '.2f')} | "
+                         f"{_num(x.get('xla_compile_s'), '.2f')} | {x.get('hlo_lines', '-')} | {r.note} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(exps: list[dict], path: Path, title: str) -> bool:
+    try:
+        import matplotlib
+        import matplotlib.ticker
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(7, 5))
+    for e in exps:
+        if not e["n"] or (e["library"] == "pinocchio" and "C++" not in e["method"]):
+            continue
+        style = "-o" if e["library"] == "kronjax" else "--s"
+        label = f"{e['library']} {e['method']}" + (f" (exponent {e['exponent']:.2f})" if e["exponent"] is not None else "")
+        ax.loglog(e["n"], np.array(e["seconds_per_sample"]) * 1e6, style, label=label)
+    ns = sorted({n for e in exps for n in e["n"]})
+    if len(ns) >= 2:
+        ref = np.array(ns, float)
+        anchor = min(min(e["seconds_per_sample"]) for e in exps if e["n"]) * 1e6
+        for power in (1, 3, 4):
+            ax.loglog(ref, anchor * (ref / ref[0]) ** power, ":", color="grey", linewidth=0.8)
+            ax.annotate(f"n^{power}", (ref[-1], anchor * (ref[-1] / ref[0]) ** power), fontsize=8, color="grey")
+    ax.set_xlabel("joints n")
+    ax.set_ylabel("time per sample (us)")
+    ax.set_xticks(ns)
+    ax.set_xticklabels([str(n) for n in ns])
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def write(records: list[Record], meta: dict, peers: dict, config, out_dir: Path = RESULTS) -> dict[str, Path]:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stem = f"{meta['date'][:10]}-{meta['machine']}"
+    exps, goal_rows = exponents(records), goals(records, config)
+    paths = {"md": out_dir / f"{stem}.md", "json": out_dir / f"{stem}.json"}
+    png = out_dir / f"{stem}-scaling.png"
+    if exps and plot(exps, png, f"kronjax scaling, {meta['machine']}, {meta['date'][:10]}"):
+        paths["png"] = png
+    paths["md"].write_text(markdown(records, meta, peers, config, goal_rows, exps, png.name if "png" in paths else "-"))
+    data = {"meta": meta, "config": dataclasses.asdict(config), "peers": peers, "goals": goal_rows,
+            "exponents": exps, "records": [r.as_dict() for r in records]}
+    paths["json"].write_text(json.dumps(data, indent=1, default=str) + "\n")
+    return paths

@@ -1,0 +1,322 @@
+"""The benchmark's sections: inverse dynamics, forward dynamics, Coriolis, scaling with n, compile
+times. Each measurement becomes a :class:`~bench._timing.Record`; every JAX function is
+``jax.jit(jax.vmap(f))`` compiled ahead of time (the compile time is recorded) and timed by
+:func:`~bench._timing.best_time`; every result is compared with Pinocchio on the same samples.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import kronjax as kj
+
+from . import models
+from ._timing import Record, best_time, time_jax
+from .peers import Pinocchio, adam_inverse_dynamics, jaxsim_functions, xla_env
+
+SECTIONS = ("inverse", "forward", "coriolis", "scaling", "compile")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclasses.dataclass
+class Config:
+    batches: tuple[int, ...] = (1, 1_000, 10_000)  # kronjax and Pinocchio inverse dynamics
+    big: int = 10_000  # the batch of the peers, forward dynamics, Coriolis and float32
+    scaling_n: tuple[int, ...] = (6, 12, 24, 48)
+    scaling_rnea_batch: int = 1024  # rnea at every n (O(n) memory a sample)
+    scaling_work: int = 2**22  # C* and kron at n: batch clip(scaling_work // n^3, 16, 1024)
+    chain_n: int = 30  # the long chain of the compile-time section
+    peers: bool = True
+    float32: bool = True
+    sections: tuple[str, ...] = SECTIONS
+    check: int = 64  # leading samples compared with Pinocchio
+    timing: dict = dataclasses.field(default_factory=lambda: {"repeats": 3, "min_seconds": 0.2, "max_seconds": 20.0})
+    mjx_probe: int = 100  # MJX is timed at this batch first; kept when a call at `big` would be slow
+    mjx_max_call_s: float = 20.0
+    threads: int = 2  # Pinocchio's *InParallel
+
+    @classmethod
+    def quick(cls, **changes) -> Config:
+        """A smoke run: small batches, n up to 24, short timing rounds."""
+        base = dict(batches=(1, 100), big=100, scaling_n=(6, 12, 24), scaling_rnea_batch=128, scaling_work=2**18,
+                    check=16, timing={"repeats": 2, "min_seconds": 0.05, "max_seconds": 5.0}, mjx_probe=20,
+                    mjx_max_call_s=5.0)
+        return cls(**{**base, **changes})
+
+    def scaling_batch(self, n: int) -> int:
+        return int(np.clip(self.scaling_work // n**3, 16, 1024))
+
+
+def _kron_rows(a: np.ndarray) -> np.ndarray:
+    """Row-wise ``a ⊗ a``."""
+    return np.einsum("bi,bj->bij", a, a).reshape(a.shape[0], -1)
+
+
+def _fmt(x, spec: str, none: str = "-") -> str:
+    return none if x is None else format(x, spec)
+
+
+class Suite:
+    """Runs the sections of a :class:`Config` and collects their records."""
+
+    def __init__(self, config: Config, peers: dict[str, dict], log: Callable[[str], None] = print):
+        self.config, self.peers, self.log = config, peers, log
+        self.records: list[Record] = []
+        self.timing = config.timing
+        self.urdf = models.panda_urdf()
+        self.panda = {"float64": models.panda(jnp.float64), "float32": models.panda(jnp.float32)}
+        self.n = self.panda["float64"].n_dof
+        size = max(max(config.batches), config.big, config.check)
+        self.samples = models.samples(self.panda["float64"], size, seed=0)
+        self.pin = Pinocchio(self.urdf, config.threads)
+        head = {k: v[: config.check] for k, v in self.samples.items()}
+        self.ref = {  # Pinocchio on the leading samples
+            "tau": self.pin.rnea(head["q"], head["qd"], head["qdd"]),
+            "qdd": self.pin.aba(head["q"], head["qd"], head["tau"]),
+            "C": self.pin.coriolis(head["q"], head["qd"]),
+        }
+        self.ref["Cqd"] = np.einsum("bij,bj->bi", self.ref["C"], head["qd"])
+        self._overhead = None
+
+    def available(self, peer: str) -> bool:
+        return self.config.peers and self.peers.get(peer, {}).get("available", False)
+
+    # ----------------------------------------------------------------------------------------
+    # recording
+    # ----------------------------------------------------------------------------------------
+
+    def add(self, record: Record) -> Record:
+        self.records.append(record)
+        us = record.seconds_per_sample
+        self.log(
+            f"  {record.library:<9} {record.method:<34} {record.model:<8} {record.batch:>7} {record.precision:<7} "
+            f"{_fmt(us and us * 1e6, '>11.3f', '          -')} us/sample {_fmt(record.samples_per_s, '>14,.0f', '             -')}/s "
+            f"compile {_fmt(record.compile_s, '6.2f', '     -')} s  err {_fmt(record.rel_err, '.1e')}"
+            + (f"  [{record.note}]" if record.note else "")
+        )
+        return record
+
+    def failed(self, exc: BaseException, **fields) -> Record:
+        line = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+        self.log("".join(traceback.format_exception(exc, limit=-3)).rstrip())
+        return self.add(Record(**fields, note=line))
+
+    def jax_record(self, operation, library, method, fn, arrays, batch, precision, compare, model="panda", n_dof=None):
+        """Time ``jit(vmap(fn))`` on the first ``batch`` rows of ``arrays``; ``compare(head)`` gives
+        the relative error of the leading outputs against Pinocchio."""
+        fields = dict(operation=operation, library=library, method=method, batch=batch, precision=precision,
+                      model=model, n_dof=n_dof or self.n)
+        try:
+            dtype = jnp.float64 if precision == "float64" else jnp.float32
+            args = tuple(jnp.asarray(a[:batch], dtype) for a in arrays)
+            per_call, compile_s, out = time_jax(jax.vmap(fn), args, self.timing)
+            note = "" if out.dtype == dtype else f"output is {out.dtype}"
+            head = np.asarray(out[: min(batch, self.config.check)], float)
+            return self.add(Record(**fields, seconds_per_call=per_call, compile_s=compile_s, rel_err=compare(head), note=note))
+        except Exception as exc:  # one failing measurement must not stop the suite
+            return self.failed(exc, **fields)
+
+    def pin_records(self, operation, name, arrays, batches, model="panda", n_dof=None, pin=None, parallel=True):
+        """Pinocchio's ``name`` per call from Python (over ``check`` distinct samples), the same less
+        the binding overhead (the C++ estimate), and ``nameInParallel`` at each batch > 1."""
+        pin = pin or self.pin
+        fields = dict(operation=operation, library="pinocchio", precision="float64", model=model, n_dof=n_dof or self.n)
+        if self._overhead is None:
+            self._overhead = best_time(self.pin.binding_overhead(), **self.timing)
+        run, calls = pin.per_call(name, *[a[: self.config.check] for a in arrays])
+        per_call = best_time(run, **self.timing) / calls
+        out = [self.add(Record(**fields, method=f"{name} (per call)", batch=1, seconds_per_call=per_call, rel_err=0.0)),
+               self.add(Record(**fields, method=f"{name} (per call, C++ est.)", batch=1,
+                               seconds_per_call=max(per_call - self._overhead, 1e-12), rel_err=0.0,
+                               note=f"less {self._overhead * 1e6:.2f} us binding overhead"))]
+        if not parallel:
+            return out
+        for batch in [b for b in batches if b > 1]:
+            method = f"{name}InParallel({pin.threads})"
+            fn = pin.in_parallel(name, *[a[:batch] for a in arrays])
+            if fn is None:
+                out.append(self.add(Record(**fields, method=method, batch=batch, note=f"pin.{name}InParallel absent in this Pinocchio")))
+                continue
+            out.append(self.add(Record(**fields, method=method, batch=batch, seconds_per_call=best_time(fn, **self.timing), rel_err=0.0)))
+        return out
+
+    # ----------------------------------------------------------------------------------------
+    # sections
+    # ----------------------------------------------------------------------------------------
+
+    def run(self) -> list[Record]:
+        for section in self.config.sections:
+            start = time.perf_counter()
+            self.log(f"\n== {section} ==")
+            try:
+                getattr(self, f"section_{section}")()
+            except Exception as exc:  # a broken section must not lose the others' results
+                self.failed(exc, operation=section, library="-", method=f"section {section}", batch=0, precision="-")
+            self.log(f"   ({time.perf_counter() - start:.0f} s)")
+        return self.records
+
+    def _tau_error(self, head):
+        return models.relative_error(head, self.ref["tau"][: len(head)])
+
+    def section_inverse(self):
+        c, s = self.config, self.samples
+        arrays = (s["q"], s["qd"], s["qdd"])
+        batches = sorted({*c.batches, c.big})  # kronjax always at the peers' batch too
+        runs = [(b, "float64") for b in batches] + ([(c.big, "float32")] if c.float32 else [])
+        for batch, precision in runs:
+            model = self.panda[precision]
+            for method in ("rnea", "kron"):
+                fn = lambda q, qd, qdd, m=method, model=model: kj.inverse_dynamics(model, q, qd, qdd, method=m)  # noqa: E731
+                self.jax_record("inverse_dynamics", "kronjax", method, fn, arrays, batch, precision, self._tau_error)
+        self.pin_records("inverse_dynamics", "rnea", arrays, batches)
+        if self.available("adam"):
+            for precision in ("float64",) + (("float32",) if c.float32 else ()):
+                try:
+                    fn = adam_inverse_dynamics(self.urdf, self.panda["float64"].joint_names, jnp.dtype(precision))
+                except Exception as exc:
+                    self.failed(exc, operation="inverse_dynamics", library="adam", method="M qdd + h", batch=c.big, precision=precision)
+                    continue
+                self.jax_record("inverse_dynamics", "adam", "M qdd + h", fn, arrays, c.big, precision, self._tau_error)
+        if self.available("jaxsim"):
+            try:
+                fn, _ = jaxsim_functions(self.urdf)
+                self.jax_record("inverse_dynamics", "jaxsim", "inverse_dynamics", fn, arrays, c.big, "float64", self._tau_error)
+            except Exception as exc:
+                self.failed(exc, operation="inverse_dynamics", library="jaxsim", method="inverse_dynamics", batch=c.big, precision="float64")
+        if self.available("mjx"):
+            self.mjx()
+
+    def mjx(self):
+        """MJX in subprocesses: default XLA flags and ``--xla_cpu_use_fusion_emitters=false``."""
+        c = self.config
+        variants = [("default XLA flags", False, "float64"), ("no fusion emitters", True, "float64")]
+        if c.float32:
+            variants.append(("no fusion emitters", True, "float32"))
+        with tempfile.TemporaryDirectory(prefix="kronjax-bench-") as tmp:
+            urdf, samples = Path(tmp, "panda.urdf"), Path(tmp, "samples.npz")
+            urdf.write_text(self.urdf)
+            np.savez(samples, **{k: self.samples[k][: c.big] for k in ("q", "qd", "qdd")})
+            for label, no_fusion, precision in variants:
+                method = f"inverse ({label})"
+                spec = {"urdf": str(urdf), "samples": str(samples), "batch": c.big, "probe": c.mjx_probe,
+                        "max_call_s": c.mjx_max_call_s, "precision": precision, "timing": self.timing,
+                        "check": c.check, "out": str(Path(tmp, "result.json"))}
+                spec_path = Path(tmp, "spec.json")
+                spec_path.write_text(json.dumps(spec))
+                env = xla_env(no_fusion)
+                env["PYTHONPATH"] = str(ROOT) + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+                fields = dict(operation="inverse_dynamics", library="mjx", method=method, batch=c.big, precision=precision)
+                try:
+                    proc = subprocess.run([sys.executable, "-m", "bench._mjx", str(spec_path)], env=env, cwd=ROOT,
+                                          capture_output=True, text=True, timeout=900)
+                    if proc.returncode != 0:
+                        tail = [line for line in proc.stderr.strip().splitlines() if line.strip()][-1:] or ["?"]
+                        raise RuntimeError(f"subprocess exited {proc.returncode}: {tail[0]}")
+                    result = json.loads(Path(spec["out"]).read_text())
+                except Exception as exc:
+                    self.failed(exc, **fields)
+                    continue
+                fields["batch"] = result["batch"]
+                head = np.asarray(result["head"])
+                self.add(Record(**fields, seconds_per_call=result["seconds_per_call"], compile_s=result["compile_s"],
+                                rel_err=self._tau_error(head), note=result["note"],
+                                extra={"xla_flags": result["xla_flags"], "dtype": result["dtype"]}))
+
+    def section_forward(self):
+        c, s = self.config, self.samples
+        arrays = (s["q"], s["qd"], s["tau"])
+        error = lambda head: models.relative_error(head, self.ref["qdd"][: len(head)])  # noqa: E731
+        runs = [(b, "float64") for b in sorted({min(c.batches), c.big})] + ([(c.big, "float32")] if c.float32 else [])
+        for batch, precision in runs:
+            model = self.panda[precision]
+            fn = lambda q, qd, tau, model=model: kj.forward_dynamics(model, q, qd, tau)  # noqa: E731
+            self.jax_record("forward_dynamics", "kronjax", "forward_dynamics", fn, arrays, batch, precision, error)
+        self.pin_records("forward_dynamics", "aba", arrays, (c.big,))
+
+    def section_coriolis(self):
+        c, s = self.config, self.samples
+        qd_head = s["qd"][: c.check]
+
+        def star_error(head):  # C* (qd ⊗ qd) against Pinocchio's C qd
+            return models.relative_error(np.einsum("bij,bj->bi", head, _kron_rows(qd_head[: len(head)])), self.ref["Cqd"][: len(head)])
+
+        def matrix_error(head):  # C against Pinocchio's C (the same matrix, Truc 52)
+            return models.relative_error(head, self.ref["C"][: len(head)])
+
+        def force_error(head):  # C qd: any factorisation of C
+            return models.relative_error(np.einsum("bij,bj->bi", head, qd_head[: len(head)]), self.ref["Cqd"][: len(head)])
+
+        for precision in ("float64",) + (("float32",) if c.float32 else ()):
+            model = self.panda[precision]
+            fn = lambda q, model=model: kj.coriolis_star(model, q)  # noqa: E731
+            self.jax_record("coriolis", "kronjax", "coriolis_star", fn, (s["q"],), c.big, precision, star_error)
+        model = self.panda["float64"]
+        fn = lambda q, qd: kj.coriolis_matrix(model, q, qd)  # noqa: E731
+        self.jax_record("coriolis", "kronjax", "coriolis_matrix", fn, (s["q"], s["qd"]), c.big, "float64", matrix_error)
+        self.pin_records("coriolis", "computeCoriolisMatrix", (s["q"], s["qd"]), (), parallel=False)
+        if self.available("jaxsim"):
+            try:
+                _, fn = jaxsim_functions(self.urdf)
+                record = self.jax_record("coriolis", "jaxsim", "free_floating_coriolis_matrix", fn, (s["q"], s["qd"]), c.big, "float64", force_error)
+                record.note = (record.note + "; " if record.note else "") + "err of C qd (another factorisation of C)"
+            except Exception as exc:
+                self.failed(exc, operation="coriolis", library="jaxsim", method="free_floating_coriolis_matrix", batch=c.big, precision="float64")
+
+    def section_scaling(self):
+        c = self.config
+        for n in c.scaling_n:
+            model, name = models.random_chain(n, seed=n), f"chain{n}"
+            s = models.samples(model, max(c.scaling_rnea_batch, c.scaling_batch(n), c.check), seed=n)
+            pin = Pinocchio(kj.to_urdf(model), c.threads)
+            head = {k: v[: c.check] for k, v in s.items()}
+            tau_ref = pin.rnea(head["q"], head["qd"], head["qdd"])
+            cqd_ref = np.einsum("bij,bj->bi", pin.coriolis(head["q"], head["qd"]), head["qd"])
+            tau_error = lambda h, ref=tau_ref: models.relative_error(h, ref[: len(h)])  # noqa: E731
+
+            def star_error(h, ref=cqd_ref, qd=head["qd"]):
+                return models.relative_error(np.einsum("bij,bj->bi", h, _kron_rows(qd[: len(h)])), ref[: len(h)])
+
+            arrays = (s["q"], s["qd"], s["qdd"])
+            common = dict(precision="float64", model=name, n_dof=n)
+            fn = lambda q, model=model: kj.coriolis_star(model, q)  # noqa: E731
+            self.jax_record("scaling", "kronjax", "coriolis_star", fn, (s["q"],), c.scaling_batch(n), compare=star_error, **common)
+            for method, batch in (("rnea", c.scaling_rnea_batch), ("kron", c.scaling_batch(n))):
+                fn = lambda q, qd, qdd, m=method, model=model: kj.inverse_dynamics(model, q, qd, qdd, method=m)  # noqa: E731
+                self.jax_record("scaling", "kronjax", f"inverse_dynamics {method}", fn, arrays, batch, compare=tau_error, **common)
+            for fname, args in (("rnea", arrays), ("computeCoriolisMatrix", (s["q"], s["qd"]))):
+                self.pin_records("scaling", fname, args, (), model=name, n_dof=n, pin=pin, parallel=False)
+
+    def section_compile(self):
+        """``jax.jit`` of one sample's inverse dynamics (no vmap): tracing and lowering, then XLA's
+        compilation, and the size of the optimised HLO (lines), for the Panda and a long chain."""
+        c = self.config
+        for name, model in (("panda", self.panda["float64"]), (f"chain{c.chain_n}", models.random_chain(c.chain_n, seed=c.chain_n))):
+            x = jnp.asarray(models.samples(model, 1, seed=1)["q"][0])
+            for method in ("rnea", "kron"):
+                fields = dict(operation="compile", library="kronjax", method=f"inverse_dynamics {method}", batch=1,
+                              precision="float64", model=name, n_dof=model.n_dof)
+                try:
+                    fn = jax.jit(lambda q, qd, qdd, m=method, model=model: kj.inverse_dynamics(model, q, qd, qdd, method=m))
+                    start = time.perf_counter()
+                    lowered = fn.lower(x, x, x)
+                    traced = time.perf_counter()
+                    compiled = lowered.compile()
+                    done = time.perf_counter()
+                    jax.block_until_ready(compiled(x, x, x))
+                    self.add(Record(**fields, compile_s=done - start, extra={
+                        "trace_lower_s": traced - start, "xla_compile_s": done - traced,
+                        "hlo_lines": len(compiled.as_text().splitlines())}))
+                except Exception as exc:
+                    self.failed(exc, **fields)
