@@ -1,6 +1,6 @@
 """The benchmark's sections: inverse dynamics, forward dynamics, Coriolis, scaling with n, compile
 times. Each measurement becomes a :class:`~bench._timing.Record`; every JAX function is
-``jax.jit(jax.vmap(f))`` compiled ahead of time (the compile time is recorded) and timed by
+``jax.jit(jax.vmap(f))`` (kronjax: ``jax.jit(kj.chunked_vmap(f))``) compiled ahead of time (the compile time is recorded) and timed by
 :func:`~bench._timing.best_time`; every result is compared with Pinocchio on the same samples.
 """
 
@@ -114,14 +114,16 @@ class Suite:
         return self.add(Record(**fields, note=line))
 
     def jax_record(self, operation, library, method, fn, arrays, batch, precision, compare, model="panda", n_dof=None):
-        """Time ``jit(vmap(fn))`` on the first ``batch`` rows of ``arrays``; ``compare(head)`` gives
+        """Time ``jit(vmap(fn))`` on the first ``batch`` rows of ``arrays`` (for kronjax its batched
+        entry point, ``kj.chunked_vmap``: cache-sized chunks on CPU); ``compare(head)`` gives
         the relative error of the leading outputs against Pinocchio."""
         fields = dict(operation=operation, library=library, method=method, batch=batch, precision=precision,
                       model=model, n_dof=n_dof or self.n)
         try:
             dtype = jnp.float64 if precision == "float64" else jnp.float32
             args = tuple(jnp.asarray(a[:batch], dtype) for a in arrays)
-            per_call, compile_s, out = time_jax(jax.vmap(fn), args, self.timing)
+            batched = kj.chunked_vmap(fn) if library == "kronjax" else jax.vmap(fn)
+            per_call, compile_s, out = time_jax(batched, args, self.timing)
             note = "" if out.dtype == dtype else f"output is {out.dtype}"
             head = np.asarray(out[: min(batch, self.config.check)], float)
             return self.add(Record(**fields, seconds_per_call=per_call, compile_s=compile_s, rel_err=compare(head), note=note))

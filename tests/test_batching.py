@@ -38,9 +38,13 @@ def test_automatic_chunk_size_follows_the_memory_budget(panda):
     # about one sample's intermediates per chunk: many chunks
     tiny = kj.chunked_vmap(tau, chunk_bytes=1)
     np.testing.assert_allclose(jax.jit(tiny)(*qs), expected, rtol=1e-13, atol=1e-12)
-    lowered = jax.jit(tiny).lower(*qs).as_text()
-    assert "while" in lowered  # lax.map over chunks
-    assert "while" not in jax.jit(kj.chunked_vmap(tau)).lower(*qs).as_text()  # one chunk: plain vmap
+    # the plan: lax.map (a while loop) over chunks, or one plain vmap when the batch fits
+    plain = lambda x: jnp.sin(x) * 2.0  # noqa: E731  (no loop of its own)
+    x = jnp.zeros((40, 7))
+    assert "while" in jax.jit(kj.chunked_vmap(plain, chunk_bytes=1)).lower(x).as_text()
+    assert "while" not in jax.jit(kj.chunked_vmap(plain)).lower(x).as_text()
+    big = jnp.zeros((kj.batching.CPU_CHUNK_SIZE + 1, 7))
+    assert "while" in jax.jit(kj.chunked_vmap(plain)).lower(big).as_text()  # on CPU: cache-sized chunks
 
 
 def test_bad_arguments():
