@@ -11,6 +11,8 @@ from . import dynamics as dynamics
 from . import identify as identify
 from . import kinematics as kinematics
 from . import models as models
+from . import simulate as simulate
+from . import trajopt as trajopt
 from . import urdf as urdf
 from .batching import chunked_vmap as chunked_vmap
 from .calculus import block_skew as block_skew

@@ -10,6 +10,27 @@ def test_demo_prints_the_stacker_analysis(capsys):
         assert key in out
 
 
+def test_demo_optimises_a_trajectory_with_a_progress_display(capsys):
+    """The trajectory-optimisation section: progress lines (iterations, cost, violation), a
+    feasible optimum cheaper than Truc's (73) over the same motion, and an open-loop simulation of
+    the optimised torques that tracks the trajectory."""
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out.split("Trajectory optimisation:")[1]
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:3] == ["iter", "cost", "violation"])
+    progress = []
+    for line in lines[header + 1 :]:
+        if not line.split() or not line.split()[0].isdigit():
+            break
+        progress.append([float(x.rstrip("s")) for x in line.split()])
+    assert len(progress) >= 2 and progress[-1][0] > progress[0][0]
+    assert progress[-1][2] <= 1e-6  # feasible at the end
+    optimised = float(out.split("optimised: cost ")[1].split()[0])
+    paper = float(out.split("on [0, 0.5 s]: cost ")[1].split()[0])
+    assert optimised < paper
+    assert float(out.split("max tracking error ")[1].split()[0]) < 1e-6
+
+
 def test_unknown_command_shows_usage(capsys):
     assert main(["fly"]) == 2
     assert "usage: kronjax" in capsys.readouterr().err

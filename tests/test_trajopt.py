@@ -1,0 +1,251 @@
+"""Trajectory optimisation (kronjax.trajopt) against independent oracles.
+
+* B-splines against scipy.interpolate.BSpline (values and derivatives).
+* Closed-form optima: the minimum-jerk motion of Flash and Hogan (1985), the quintic
+  q0 + (q1 - q0)(10 s^3 - 15 s^4 + 6 s^5) with cost 720 (q1 - q0)^2 / T^5 per joint, and the
+  torque-optimal motion of a rotor (tau = I qdd, cost I^2 12 (q1 - q0)^2 / T^3 with free end
+  accelerations: the cubic).
+* Costs evaluated on a polynomial motion against exact polynomial integrals (numpy).
+* A two-link arm with torque and position limits, 20 free spline coefficients: the optimum of
+  the augmented Lagrangian with optax equals that of scipy.optimize.minimize (SLSQP) on the same
+  transcription; limits hold; boundary conditions are exact.
+* A task-space target reached, checked by the planar arm's closed-form forward kinematics.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import scipy.interpolate
+import scipy.optimize
+from numpy.polynomial import Polynomial
+
+import kronjax as kj
+from kronjax import trajopt as to
+
+MIN_JERK = Polynomial([0, 0, 0, 10, -15, 6])  # s -> (q - q0) / (q1 - q0)
+
+
+def rotor():
+    """One revolute joint about the vertical axis: tau = I qdd, I = Izz + m r^2 = 0.05."""
+    return kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=2.0, com=(0.1, 0, 0), inertia=(0.01, 0.01, 0.03))])
+
+
+ROTOR_INERTIA = 0.03 + 2.0 * 0.1**2
+
+
+def two_link(effort=5.75):
+    """A planar arm (links 0.5 m, 1 kg, gravity -y) with position and torque limits."""
+    link = kj.Inertial(mass=1.0, com=(0.25, 0, 0), inertia=(0.001, 0.02, 0.02))
+    joints = [
+        kj.Joint("R", parent=-1, axis=(0, 0, 1), lower=-2.5, upper=2.5, velocity=12.0, effort=effort),
+        kj.Joint("R", parent=0, axis=(0, 0, 1), translation=(0.5, 0, 0), lower=-2.0, upper=2.0, velocity=12.0, effort=effort),
+    ]
+    return kj.from_joints(joints, [link, link], gravity=(0, -9.81, 0))
+
+
+def test_bspline_matches_scipy():
+    rng = np.random.default_rng(0)
+    m, p, duration = 9, 5, 1.7
+    c = rng.normal(size=(m, 2))
+    spline = to.BSpline(jnp.asarray(c), jnp.asarray(duration), p)
+    knots = np.concatenate([np.zeros(p + 1), np.linspace(0, 1, m - p + 1)[1:-1], np.ones(p + 1)]) * duration
+    oracle = scipy.interpolate.BSpline(knots, c, p)
+    for t in [0.0, *rng.uniform(0, duration, 5), duration / (m - p), duration]:
+        for order in range(4):
+            np.testing.assert_allclose(spline.derivative(t, order), oracle.derivative(order)(t) if order else oracle(t),
+                                       rtol=1e-12, atol=1e-10 * 10**order)
+    q, qd, qdd = spline(0.3)
+    np.testing.assert_allclose(qdd, oracle.derivative(2)(0.3), rtol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def min_jerk():
+    """The elbow arm (no limits) minimising the squared jerk from 4 guesses, 3 of them perturbed."""
+    model = kj.models.truc_elbow()
+    q0, q1, duration = jnp.array([0.1, -0.2, 0.3]), jnp.array([0.9, 0.5, -0.4]), 1.5
+    bc = to.BoundaryConditions(q0, q1, duration)
+    result = to.optimize(model, bc, to.Smoothness(), num_control_points=9, num_guesses=4,
+                         key=jax.random.PRNGKey(1), guess_scale=0.5)
+    return result, q0, q1, duration
+
+
+def test_min_jerk_from_many_guesses(min_jerk):
+    """vmap over 4 initial guesses: all reach the Flash-Hogan optimum."""
+    result, q0, q1, duration = min_jerk
+    report = result.report
+    expected = 720 * float(jnp.sum((q1 - q0) ** 2)) / duration**5
+    print(f"\nmin-jerk: costs {report.cost} vs 720 dq^2 / T^5 = {expected:.6f}, iterations {report.iterations}")
+    assert report.cost.shape == (4,) and result.trajectories.control_points.shape[0] == 4
+    np.testing.assert_allclose(report.cost, expected, rtol=1e-8)
+    assert report.converged.all()
+    ts = np.linspace(0, duration, 13)
+    q = np.asarray(result.trajectory.sample(jnp.asarray(ts))[0])
+    np.testing.assert_allclose(q, q0 + (q1 - q0) * MIN_JERK(ts / duration)[:, None], atol=1e-6)
+
+
+def test_cost_decreases_and_boundary_conditions_are_exact(min_jerk):
+    result, q0, q1, duration = min_jerk
+    history = result.report.history_cost  # (iterations, guesses); no constraint: monotone (Armijo)
+    assert history.shape[1] == 4
+    assert np.all(np.diff(history, axis=0) <= 1e-12 * np.abs(history[:-1]))
+    assert np.all(history[-1, 1:] < 0.8 * history[0, 1:])  # the perturbed guesses improve
+    for g in range(4):
+        spline = jax.tree.map(lambda x: x[g], result.trajectories)
+        start, end = spline(0.0), spline(duration)
+        assert np.array_equal(start[0], q0) and np.array_equal(end[0], q1)  # to the last bit
+        for x in (*start[1:], *end[1:]):
+            np.testing.assert_allclose(x, 0.0, atol=1e-12)
+
+
+def test_rotor_torque_effort_with_free_end_accelerations():
+    """tau = I qdd: min int tau^2 with q, qd fixed at both ends is the cubic, I^2 12 dq^2 / T^3."""
+    dq, duration = 1.2, 0.8
+    bc = to.BoundaryConditions([0.3], [0.3 + dq], duration, qdd_start=None, qdd_end=None)
+    result = to.optimize(rotor(), bc, to.TorqueEffort(), num_control_points=8)
+    expected = ROTOR_INERTIA**2 * 12 * dq**2 / duration**3
+    np.testing.assert_allclose(result.report.cost, expected, rtol=1e-9)
+    ts = np.linspace(0, duration, 7)
+    cubic = 0.3 + dq * Polynomial([0, 0, 3, -2])(ts / duration)
+    np.testing.assert_allclose(result.trajectory.sample(jnp.asarray(ts))[0][:, 0], cubic, atol=1e-8)
+
+
+def test_costs_on_a_polynomial_motion():
+    """TorqueEffort, Energy, TimeWeighted, Smoothness and a weighted sum, at the minimum-jerk
+    motion of the rotor, against exact integrals of polynomials."""
+    dq, duration = 1.0, 2.0
+    bc = to.BoundaryConditions([0.0], [dq], duration)
+    effort, energy = to.TorqueEffort(), to.Energy(epsilon=1e-9)
+    late, jerk = to.TimeWeighted(to.TorqueEffort(), weight=lambda s: s**2), to.Smoothness()
+    total = 2.0 * effort + energy
+    costs = {"effort": effort, "energy": energy, "late": late, "jerk": jerk, "total": total}
+    problem = to.transcribe(rotor(), bc, effort, num_control_points=9)  # 4 knot spans: s = 1/2 is a node
+
+    @jax.jit
+    def evaluate(z):
+        trajectory, samples = problem.trajectory(z), problem.samples(z)
+        return {name: cost(problem.model, trajectory, samples) for name, cost in costs.items()}
+
+    values = {name: float(v) for name, v in evaluate(problem.initial_guess()).items()}
+    x, v, a, j = (MIN_JERK.deriv(k) * dq / duration**k for k in range(4))  # in s; dt = T ds
+    qd, qdd, qddd = v, a, j
+    expected = {
+        "effort": ROTOR_INERTIA**2 * (qdd**2).integ()(1) * duration,
+        "energy": ROTOR_INERTIA * 2 * qd(0.5) ** 2 / 2,  # int |I qdd qd| = I [qd^2 / 2] up and down
+        "late": ROTOR_INERTIA**2 * (Polynomial([0, 0, 1]) * qdd**2).integ()(1) * duration,
+        "jerk": (qddd**2).integ()(1) * duration,
+    }
+    expected["total"] = 2 * expected["effort"] + expected["energy"]
+    for name in expected:
+        np.testing.assert_allclose(values[name], expected[name], rtol=1e-6, err_msg=name)
+
+
+def _value_and_jacobian(fn, x):
+    return fn(x), jax.jacfwd(fn)(x)
+
+
+@pytest.fixture(scope="module")
+def two_link_problem():
+    model = two_link()
+    bc = to.BoundaryConditions([-np.pi / 2, 0.0], [0.8, 0.6], 1.0, qdd_start=None, qdd_end=None)
+    return model, bc
+
+
+def test_two_link_matches_scipy_and_respects_limits(two_link_problem):
+    model, bc = two_link_problem
+    result = to.optimize(model, bc, to.TorqueEffort(), num_control_points=14)
+    problem = result.problem
+    assert problem.shape == (10, 2)  # 20 free spline coefficients
+
+    # one compiled function for scipy: cost, gradient, constraints (g >= 0) and their Jacobian
+    evaluate = jax.jit(lambda x: (*jax.value_and_grad(problem.objective)(x.reshape(problem.shape)),
+                                  *(-y for y in _value_and_jacobian(problem.constraints, x.reshape(problem.shape)))))
+    cache = {}
+
+    def at(x, i):
+        key = x.tobytes()
+        if key not in cache:
+            cache.clear()
+            cache[key] = [np.asarray(v, dtype=float) for v in evaluate(jnp.asarray(x))]
+        return cache[key][i]
+
+    x0 = np.asarray(problem.initial_guess()).ravel()
+    reference = scipy.optimize.minimize(
+        lambda x: float(at(x, 0)), x0, jac=lambda x: at(x, 1).ravel(), method="SLSQP",
+        constraints=[{"type": "ineq", "fun": lambda x: at(x, 2), "jac": lambda x: at(x, 3).reshape(len(at(x, 2)), -1)}],
+        options={"maxiter": 500, "ftol": 1e-14},
+    )
+    reference_violation = max(0.0, -float(np.min(at(reference.x, 2))))
+    @jax.jit
+    def check(z):
+        """Violation and torques at the samples; q, qd, tau on a fine grid (between samples)."""
+        trajectory = problem.trajectory(z)
+        q, qd, qdd = trajectory.sample(jnp.linspace(0.0, 1.0, 1001))
+        tau = jax.vmap(lambda q, qd, qdd: kj.inverse_dynamics(model, q, qd, qdd))(q, qd, qdd)
+        return problem.violation(z), problem.samples(z).tau, q, qd, tau
+
+    violation, sample_tau, q, qd, tau = (np.asarray(x) for x in check(result.z[0]))
+    ours = float(result.report.cost[0])
+    print(f"\ntwo-link: optax AL cost {ours:.10g} ({int(result.report.iterations[0])} iterations, "
+          f"violation {violation:.1e}), SLSQP {reference.fun:.10g} ({reference.nit} iterations, "
+          f"violation {reference_violation:.1e})")
+    assert reference_violation < 1e-8
+    assert abs(ours - reference.fun) <= 1e-4 * abs(reference.fun)
+
+    # limits at the samples (to the solver's tolerance) and, a little looser, between them
+    assert violation <= 1e-6
+    limits = model.limits
+    lower, upper, velocity, effort = (np.asarray(x) for x in (limits.lower, limits.upper, limits.velocity, limits.effort))
+    assert np.isclose(np.abs(sample_tau).max(axis=0), effort, rtol=1e-4).any()  # the torque limit is active
+    assert np.all(q <= upper + 1e-3) and np.all(q >= lower - 1e-3)
+    assert np.all(np.abs(qd) <= velocity * (1 + 2e-3))
+    overshoot = float(np.max(np.abs(tau) / effort)) - 1
+    print(f"two-link: largest torque between the samples {overshoot:+.1e} relative to the limit")
+    assert overshoot <= 2e-3
+
+    # exact boundary conditions
+    (q0, qd0, _), (q1, qd1, _) = result.trajectory(0.0), result.trajectory(1.0)
+    assert np.array_equal(q0, bc.q_start) and np.array_equal(q1, bc.q_end)
+    np.testing.assert_allclose(np.concatenate([qd0, qd1]), 0.0, atol=1e-12)
+
+
+def test_task_space_target(two_link_problem):
+    """q_end free: the tip (0.5 m along link 2) reaches a target; closed-form planar kinematics."""
+    model, _ = two_link_problem
+    bc = to.BoundaryConditions([-np.pi / 2, 0.0], None, 1.0)
+    target = jnp.array([0.6, -0.6, 0.0])
+    cost = 1e4 * to.TaskTarget("link2", target, point=(0.5, 0.0, 0.0)) + to.TorqueEffort()
+    result = to.optimize(model, bc, cost, num_control_points=10)
+    q1, qd1, qdd1 = result.trajectory(1.0)
+    tip = 0.5 * np.array([np.cos(q1[0]) + np.cos(q1[0] + q1[1]), np.sin(q1[0]) + np.sin(q1[0] + q1[1])])
+    distance = float(np.linalg.norm(tip - np.asarray(target[:2])))
+    print(f"\ntask target: tip {tip} for target {np.asarray(target[:2])}: {distance * 1e3:.2f} mm")
+    assert distance < 2e-3
+    np.testing.assert_allclose(np.concatenate([qd1, qdd1]), 0.0, atol=1e-12)
+    assert np.array_equal(result.trajectory(0.0)[0], bc.q_start)
+
+
+def test_bad_inputs_raise_clear_errors():
+    model = two_link()
+    bc = to.BoundaryConditions([0.0, 0.0], [0.5, 0.5], 1.0)
+    with pytest.raises(ValueError, match=r"q_end must have shape \(2,\)"):
+        to.BoundaryConditions([0.0, 0.0], [0.5], 1.0)
+    with pytest.raises(ValueError, match="duration must be positive"):
+        to.BoundaryConditions([0.0, 0.0], [0.5, 0.5], 0.0)
+    with pytest.raises(ValueError, match="outside the limits"):
+        to.transcribe(model, to.BoundaryConditions([0.0, 0.0], [0.5, 3.0], 1.0), to.TorqueEffort())
+    with pytest.raises(ValueError, match="boundary conditions for 3 joints"):
+        to.transcribe(model, to.BoundaryConditions([0.0] * 3, [0.1] * 3, 1.0), to.TorqueEffort())
+    with pytest.raises(ValueError, match="num_control_points must be at least 7"):
+        to.transcribe(model, bc, to.TorqueEffort(), num_control_points=6)
+    with pytest.raises(TypeError, match="cost must be"):
+        to.transcribe(model, bc, lambda *a: 0.0)
+    with pytest.raises(ValueError, match="unknown inverse-dynamics method"):
+        to.transcribe(model, bc, to.TorqueEffort(), method="fast")
+    with pytest.raises(ValueError, match="Smoothness order"):
+        to.Smoothness(order=4)
+    problem = to.transcribe(model, bc, to.TorqueEffort())
+    with pytest.raises(ValueError, match=r"z must have shape \(4, 2\)"):
+        problem.objective(jnp.zeros((4, 3)))
+    with pytest.raises(ValueError, match="init must have shape"):
+        to.optimize(model, bc, to.TorqueEffort(), init=jnp.zeros((5, 2)))
