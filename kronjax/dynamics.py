@@ -488,11 +488,24 @@ def _cross(a: Array, b: Array) -> Array:
     return jnp.stack([a2 * b3 - a3 * b2, a3 * b1 - a1 * b3, a1 * b2 - a2 * b1], axis=-1)
 
 
+def _is_chain(parents: tuple[int, ...]) -> bool:
+    return all(parent == i - 1 for i, parent in enumerate(parents))
+
+
 def _down_tree(parents: tuple[int, ...], x: Array, base: Array, local: Array) -> Array:
     """``y_i = X_i y_parent(i) + local_i`` from the base (``y = base``) outwards, for all bodies.
 
-    A ``lax.scan`` over the bodies that reads each parent's value from a buffer (slot 0: the
-    base): compile time does not grow with the number of bodies, and trees work like chains."""
+    A ``lax.scan`` over the bodies, so compile time does not grow with their number. A chain
+    carries the previous body's value; a tree reads each parent's value from a buffer (slot 0:
+    the base)."""
+    if _is_chain(parents):
+
+        def link(previous, inputs):
+            x_i, local_i = inputs
+            y = x_i @ previous + local_i
+            return y, y
+
+        return jax.lax.scan(link, base, (x, local))[1]
     nb = len(parents)
     buffer = jnp.zeros((nb + 1, *base.shape), base.dtype).at[0].set(base)
 
@@ -507,6 +520,14 @@ def _down_tree(parents: tuple[int, ...], x: Array, base: Array, local: Array) ->
 
 def _up_tree(parents: tuple[int, ...], x: Array, f: Array) -> Array:
     """``F_i = f_i + sum over children c of X_c^T F_c``, from the leaves inwards (``lax.scan``)."""
+    if _is_chain(parents):
+        # F_i = f_i + X_{i+1}^T F_{i+1}; the carry is X_{i+1}^T F_{i+1}
+        def link(from_child, inputs):
+            x_i, f_i = inputs
+            total = f_i + from_child
+            return x_i.T @ total, total
+
+        return jax.lax.scan(link, jnp.zeros_like(f[0]), (x, f), reverse=True)[1]
     nb = len(parents)
 
     def step(buffer, inputs):
