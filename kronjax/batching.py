@@ -76,6 +76,7 @@ def chunked_vmap(fn: Callable, chunk_size: int | None = None, *, chunk_bytes: in
             chunk = max(1, chunk_bytes // _per_sample_bytes(fn, args))
             if jax.default_backend() == "cpu":
                 chunk = min(chunk, CPU_CHUNK_SIZE)
+            chunk = -(-batch // -(-batch // chunk))  # as many chunks, evened out: least padding
         if chunk >= batch:
             return jax.vmap(fn)(*args)
         steps = -(-batch // chunk)
