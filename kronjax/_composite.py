@@ -111,13 +111,15 @@ def mass_matrix(model: Model, q: Float[Array, " n"]) -> Float[Array, "n n"]:
 def mass_matrix_derivative(model: Model, q: Float[Array, " n"]) -> Float[Array, "n n n"]:
     """``D[i, j, k] = dM[i, j]/dq_k``."""
     s, composite, (_, upto, strict, _) = _spatial(model, q)
-    f = jnp.einsum("jxy,jy->jx", composite, s)  # F_j = Ic_j S_j
+    n = s.shape[0]
     g = jnp.einsum("kxy,jy->kjx", composite, s)  # G[k, j] = Ic_k S_j
+    f = g[np.arange(n), np.arange(n)]  # F_j = G[j, j] = Ic_j S_j
     x = _cross_motion(s[:, None, :], s[None, :, :])  # X[k, i] = S_k x S_i
     between = upto[:, :, None] & strict[:, None, :] & upto.T[None, :, :]  # i ⪯ j, i ≺ k, k ⪯ j
     under = upto[:, :, None] & strict[None, :, :]  # i ⪯ j, j ≺ k
     first = -jnp.einsum("kix,jx->ijk", x, f)
-    second = -jnp.einsum("kix,kjx->ijk", x, g) - jnp.einsum("kix,kjx->ijk", g, x)
+    p = jnp.einsum("kix,kjx->kij", x, g)  # (S_k x S_i) . Ic_k S_j
+    second = -jnp.transpose(p + jnp.swapaxes(p, 1, 2), (1, 2, 0))
     upper = jnp.where(between, first, 0) + jnp.where(under, second, 0)
     return _symmetric_from_upto(upper, upto)
 
