@@ -31,8 +31,8 @@ whole batch at once and get only the memory bound."""
 
 
 def _per_sample_bytes(fn: Callable, args) -> int:
-    """An estimate of one sample's memory: its inputs, outputs and the largest intermediate of
-    the traced computation (from ``jax.make_jaxpr``; no computation is run)."""
+    """An upper estimate of one sample's memory: the sizes of every value in ``fn``'s traced
+    program summed (``jax.make_jaxpr``; nothing is run; XLA fuses most of them away)."""
     sample = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), args)
     jaxpr = jax.make_jaxpr(fn)(*sample)
     sizes = [

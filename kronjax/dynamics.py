@@ -160,9 +160,9 @@ def _matrix_method(model: Model, method: str) -> str:
 
 
 def _mass_matrix(model: Model, q: Array, method: str = "auto") -> Array:
+    ine = _inertials(model)
     if _matrix_method(model, method) == "composite":
         return _composite.mass_matrix(model, q)
-    ine = _inertials(model)
     jt, jr = _com_jacobians(model, q)
     m = jnp.einsum("b,bpi,bpj->ij", ine.mass, jt, jt) + jnp.einsum("bpi,bpr,brj->ij", jr, ine.inertia, jr)
     return 0.5 * (m + m.T)
@@ -182,7 +182,6 @@ def mass_matrix(model: Model, q: Float[ArrayLike, " n"], method: str = "auto") -
             from composite rigid bodies (:mod:`kronjax._composite`, ``O(n^2)``, Tree models
             only, exactly symmetric); ``"auto"`` (default): ``"composite"`` for Tree models.
     """
-    _inertials(model)
     return _mass_matrix(model, model.check_q(q), method)
 
 
@@ -207,8 +206,8 @@ def mass_matrix_derivative(
 ) -> Float[Array, "n n*n"]:
     """``dM/dq`` in Khang's layout, ``n x n^2``: entry ``(i, j n + k) = d M[i, j] / d q_k``.
 
-    With ``method="jacobians"``, assembled the papers' way from the bodies' Jacobians and Hessians with Khang's product rule
-    (Tuan eq. 9)::
+    With ``method="jacobians"``, assembled the papers' way from the bodies' Jacobians and
+    Hessians with Khang's product rule (Tuan eq. 9)::
 
         d(J^T A J)/dq = d(J^T)/dq (A J ⊗ E_n) + J^T A H,      H = dJ/dq,
 
@@ -220,7 +219,6 @@ def mass_matrix_derivative(
     With ``method="composite"`` (the default for Tree models, ``"auto"``), from composite rigid
     bodies in ``O(n^3)``: each entry is a few spatial dot products (:mod:`kronjax._composite`).
     """
-    _inertials(model)
     return _mass_matrix_derivative(model, model.check_q(q), method)
 
 
@@ -244,7 +242,6 @@ def coriolis_star(model: Model, q: Float[ArrayLike, " n"], method: str = "auto")
     ``method`` chooses how ``dM/dq`` is computed (:func:`mass_matrix_derivative`): ``"composite"``
     in ``O(n^3)`` (Tree models; the default), ``"jacobians"`` by the papers' product rule.
     """
-    _inertials(model)
     return _coriolis_star_from(_mass_matrix_derivative(model, model.check_q(q), method))
 
 

@@ -415,7 +415,7 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
                     ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"), ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
                 )},
             )
-        lower = upper = -np.inf
+        lower, upper = -np.inf, np.inf
         if k >= 0 and limits is not None:
             lower, upper = float(limits.lower[k]), float(limits.upper[k])
         urdf_kind = {"P": "prismatic", "F": "fixed"}.get(kind, "revolute")

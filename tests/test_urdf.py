@@ -382,14 +382,14 @@ def test_round_trip_of_builtin_models(name):
 def test_round_trip_of_a_branched_tree_keeps_names_and_permutes_coordinates():
     """load_urdf orders the bodies depth first (as Pinocchio does); a tree written in another
     order comes back permuted, matched by joint name."""
-    merged = kj.load_urdf(TREE, merge_fixed=False)
-    back = kj.load_urdf(kj.to_urdf(merged), merge_fixed=False)
-    assert sorted(back.joint_names) == sorted(merged.joint_names)
-    perm = [merged.joint_names.index(name) for name in back.joint_names if name in merged.joint_names]
-    coords = [merged.kinematics.q_index[i] for i in perm if merged.kinematics.q_index[i] >= 0]
-    for q in _states(merged.n_dof):
+    framed = kj.load_urdf(TREE, merge_fixed=False)
+    back = kj.load_urdf(kj.to_urdf(framed), merge_fixed=False)
+    assert sorted(back.joint_names) == sorted(framed.joint_names)
+    perm = [framed.joint_names.index(name) for name in back.joint_names]
+    coords = [framed.kinematics.q_index[i] for i in perm if framed.kinematics.q_index[i] >= 0]
+    for q in _states(framed.n_dof):
         m_back, _, g_back = _dynamics(back, q[coords])
-        m, _, g = _dynamics(merged, q)
+        m, _, g = _dynamics(framed, q)
         assert relative_error(m_back, np.asarray(m)[np.ix_(coords, coords)]) < 1e-12
         assert relative_error(g_back, np.asarray(g)[coords]) < 1e-12
 
