@@ -7,6 +7,7 @@ kronjax never changes JAX's global configuration: enable float64 yourself with
 from . import batching as batching
 from . import calculus as calculus
 from . import chain as chain
+from . import constrained as constrained
 from . import dynamics as dynamics
 from . import identify as identify
 from . import kinematics as kinematics

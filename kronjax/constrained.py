@@ -1,0 +1,902 @@
+"""Constrained multibody systems: closed chains and Pfaffian constraints.
+
+A tree :class:`~kronjax.chain.Model` (a closed chain cut open at some joints) is subject to ``m``
+constraint equations written in Pfaffian form (Parsa eqs. 5-6)::
+
+    A(q) qd = b(q)             with, for holonomic rows, A = Phi_q and b = 0 (Phi(q) = 0)
+
+Differentiated once more in time, ``A qdd = gamma`` with (Huang eq. 1, Khang's layout)::
+
+    gamma = -(A qd)_q qd + b_q qd = -Phi_qq (qd ⊗ qd)      (holonomic rows)
+
+``Phi_q`` is the Khang Jacobian of the residual and ``Phi_qq`` its Khang derivative, ``m x n^2``
+(:meth:`Constraints.hessian`); ``gamma`` is computed as a second directional derivative
+(``jax.jvp`` of ``jax.jvp``), which equals ``-Phi_qq (qd ⊗ qd)`` without forming ``Phi_qq``.
+
+Three solvers return the accelerations and the constraint forces (:func:`solve`):
+
+* ``"lagrange"``: Lagrange multipliers, the KKT system
+  ``[[M, A^T], [A, 0]] [qdd; -lambda] = [tau - C qd - g; gamma]`` (Huang eq. 1), solved through its
+  Schur complement ``A M^-1 A^T`` (a Cholesky factor of ``M`` and an SVD), optionally with
+  Baumgarte stabilisation. The generalized constraint force is ``A^T lambda``.
+* ``"nullspace"``: Kane's equations by projection onto the admissible motions (Parsa eqs. 8-11,
+  39-46): ``qd = B u`` with ``A B = 0``, ``B^T (M qdd + C qd + g - tau) = 0``. ``B`` is an
+  orthonormal null-space basis from the SVD of ``A``, or the coordinate-partitioning basis of a
+  user's choice of independent coordinates (``independent=``).
+* ``"huang"``: Huang et al.'s formulation over a time step ``dt`` (eqs. 2-4, appendix A): the
+  reactions ``Q`` are found from the second-order Taylor expansion of the constraints over the
+  step, ``Phi(q + dq(Q)) = 0`` with ``dq = qd dt + M^-1 (tau - C qd - g + Z^T Q) dt^2 / 2``,
+  linearised in ``Q`` (the ``Q^2`` terms are ``O(dt^4)``, A8-A10)::
+
+      Phi_Q Q = -Psi,   Phi_Q = (Phi_q + Phi_qq (E ⊗ kappa)) M^-1 Z^T dt^2 / 2,
+      Psi = Phi(q) + Phi_q kappa + 1/2 Phi_qq (kappa ⊗ kappa),  kappa = qd dt + M^-1 f dt^2 / 2
+
+  ``Z = Phi_q(q)``: the reactions are the forces conjugate to the constraint rows (for
+  :func:`loop_closure` rows of positions, the reaction force in the base frame), so
+  ``Z^T Q`` plays the role of ``Phi_q^T lambda``. ``Phi_Q`` is solved in the least-squares sense
+  (minimum norm), so a step stays defined where ``Phi_q`` loses rank (see :func:`solve`).
+
+Where ``Phi_q`` loses rank (a kinematic singularity such as the change point of a four-bar, or
+redundant equations) the Lagrange and null-space systems are singular: :func:`solve` raises a
+runtime error through ``equinox.error_if`` (under ``jit`` and ``vmap`` too) that names the
+rank; :func:`check_state` reports it eagerly. Equinox's ``EQX_ON_ERROR=nan`` turns the error into
+NaNs instead.
+
+:func:`simulate` integrates with a fixed step (a diffrax Runge-Kutta step, or Huang's Taylor
+step), optionally projecting ``q`` and ``qd`` back onto the constraints after each step
+(:func:`project`), and reports the constraint drift.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float, Int
+
+from .calculus import khang_jacobian
+from .chain import Model, PosesFunction, Tree
+from .dynamics import Wrench, inverse_dynamics, mass_matrix
+
+__all__ = [
+    "Constraint",
+    "Constraints",
+    "Mechanism",
+    "Solution",
+    "HuangSystem",
+    "ConstrainedRollout",
+    "LOOP_CLOSURE_KINDS",
+    "SOLVE_METHODS",
+    "holonomic",
+    "pfaffian",
+    "loop_closure",
+    "solve",
+    "huang_system",
+    "check_state",
+    "project",
+    "simulate",
+]
+
+LOOP_CLOSURE_KINDS: dict[str, int] = {
+    "spherical": 3,
+    "revolute": 5,
+    "cylindrical": 4,
+    "prismatic": 5,
+    "planar_point": 2,
+}
+"""Loop-closure joints of :func:`loop_closure` and their numbers of equations (Huang secs. 5-8)."""
+
+SOLVE_METHODS = ("lagrange", "nullspace", "huang")
+
+
+# --------------------------------------------------------------------------------------------
+# Constraints
+# --------------------------------------------------------------------------------------------
+
+
+class Constraint(eqx.Module):
+    """``m`` constraint equations on the ``n`` joint coordinates of a model.
+
+    Holonomic: ``residual(q) = Phi(q)``, and ``A = Phi_q``, ``b = 0``. Pfaffian (velocity level):
+    ``A(q) qd = b(q)``. Build one with :func:`holonomic`, :func:`pfaffian` or
+    :func:`loop_closure`.
+
+    Attributes:
+        phi: ``q (n,) -> Phi (m,)`` for a holonomic constraint, else ``None``.
+        a: ``q -> A (m, n)`` for a Pfaffian constraint, else ``None``.
+        b: ``q -> b (m,)`` for a Pfaffian constraint (``None``: ``b = 0``).
+        n_equations: ``m``.
+        n_dof: ``n``.
+        description: what the constraint is, for error messages.
+    """
+
+    phi: Callable | None
+    a: Callable | None
+    b: Callable | None
+    n_equations: int = eqx.field(static=True)
+    n_dof: int = eqx.field(static=True)
+    description: str = eqx.field(static=True)
+
+    @property
+    def is_holonomic(self) -> bool:
+        return self.phi is not None
+
+
+def _probe(fn: Callable, n: int, what: str):
+    try:
+        return jax.eval_shape(fn, jax.ShapeDtypeStruct((n,), jnp.result_type(float)))
+    except Exception as err:  # any failure to trace the user's function is reported with context
+        raise TypeError(f"{what} must be a pure JAX function of q (shape ({n},)): {err}") from err
+
+
+def holonomic(phi_fn: Callable, n_dof: int, *, description: str = "holonomic constraint") -> Constraint:
+    """Wrap a user's ``Phi(q) = 0`` (``q (n,) -> (m,)``, traceable by JAX) as a constraint.
+
+    ``Phi_q`` and ``gamma`` come from automatic differentiation of ``phi_fn``.
+    """
+    if not callable(phi_fn):
+        raise TypeError(f"phi_fn must be callable, got {phi_fn!r}")
+    n = _count(n_dof, "n_dof")
+    out = _probe(phi_fn, n, "phi_fn")
+    if getattr(out, "ndim", None) != 1 or out.shape[0] < 1:
+        raise ValueError(f"phi_fn must return a vector (m,) with m >= 1, got shape {getattr(out, 'shape', None)}")
+    return Constraint(phi_fn, None, None, int(out.shape[0]), n, description)
+
+
+def pfaffian(
+    a_fn: Callable, n_dof: int, b_fn: Callable | None = None, *, description: str = "Pfaffian constraint"
+) -> Constraint:
+    """A velocity constraint ``A(q) qd = b(q)`` (Parsa eq. 6); ``b_fn=None`` means ``b = 0``.
+
+    ``a_fn``: ``q (n,) -> (m, n)``; ``b_fn``: ``q -> (m,)``. Pfaffian rows are not projected at
+    position level (there is no ``Phi``) and are not supported by ``method="huang"``.
+    """
+    if not callable(a_fn) or (b_fn is not None and not callable(b_fn)):
+        raise TypeError("a_fn (and b_fn, when given) must be callables of q")
+    n = _count(n_dof, "n_dof")
+    out = _probe(a_fn, n, "a_fn")
+    if getattr(out, "ndim", None) != 2 or out.shape[1] != n or out.shape[0] < 1:
+        raise ValueError(f"a_fn must return a matrix (m, {n}), got shape {getattr(out, 'shape', None)}")
+    m = int(out.shape[0])
+    if b_fn is not None:
+        bout = _probe(b_fn, n, "b_fn")
+        if getattr(bout, "shape", None) != (m,):
+            raise ValueError(f"b_fn must return a vector ({m},), got shape {getattr(bout, 'shape', None)}")
+    return Constraint(None, a_fn, b_fn, m, n, description)
+
+
+def _count(n, what: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"{what} must be a positive integer, got {n!r}")
+    return int(n)
+
+
+class _LoopClosure(eqx.Module):
+    """Residual of a loop-closure joint between two bodies (or a body and the base)."""
+
+    kinematics: Tree | PosesFunction
+    body_a: int = eqx.field(static=True)
+    body_b: int = eqx.field(static=True)
+    kind: str = eqx.field(static=True)
+    point_a: Float[Array, "3"]
+    point_b: Float[Array, "3"]
+    axis_a: Float[Array, "3"]
+    axis_b: Float[Array, "3"]
+    normals_a: Float[Array, "2 3"]
+    normals_b: Float[Array, "2 3"]
+
+    def __call__(self, q: Float[Array, " n"]) -> Float[Array, " m"]:
+        rotations, origins = self.kinematics.poses(q)
+
+        def frame(body):
+            if body < 0:
+                return jnp.eye(3, dtype=q.dtype), jnp.zeros(3, q.dtype)
+            return rotations[body], origins[body]
+
+        ra, oa = frame(self.body_a)
+        rb, ob = frame(self.body_b)
+        d = (oa + ra @ self.point_a) - (ob + rb @ self.point_b)
+        if self.kind == "spherical":
+            return d
+        if self.kind == "planar_point":
+            return self.normals_a @ d
+        ha = self.normals_a @ ra.T  # rows: the two directions normal to the axis, in the base frame
+        aligned = ha @ (rb @ self.axis_b)
+        if self.kind == "revolute":
+            return jnp.concatenate([d, aligned])
+        offset = ha @ d
+        if self.kind == "cylindrical":
+            return jnp.concatenate([aligned, offset])
+        twist = ha[:1] @ (rb @ self.normals_b[1])
+        return jnp.concatenate([aligned, offset, twist])
+
+
+def _normals(axis: np.ndarray) -> np.ndarray:
+    """Two unit vectors that complete ``axis`` to a right-handed orthonormal basis."""
+    helper = np.eye(3)[int(np.argmin(np.abs(axis)))]
+    h1 = np.cross(axis, helper)
+    h1 /= np.linalg.norm(h1)
+    return np.stack([h1, np.cross(axis, h1)])
+
+
+def _vector(x, what: str, dtype) -> np.ndarray:
+    try:
+        v = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{what} must be a 3-vector of numbers, got {x!r}") from err
+    if v.shape != (3,) or not np.all(np.isfinite(v)):
+        raise ValueError(f"{what} must be a finite 3-vector, got {x!r}")
+    return v
+
+
+def _unit(x, what: str) -> np.ndarray:
+    v = _vector(x, what, float)
+    norm = np.linalg.norm(v)
+    if norm < 1e-12:
+        raise ValueError(f"{what} must be non-zero, got {x!r}")
+    return v / norm
+
+
+def _body(model: Model, body) -> int:
+    """Index of a body, ``-1`` for the base (``None``, ``"base"``, ``"world"`` or ``-1``)."""
+    if body is None or (isinstance(body, str) and body in ("base", "world") and body not in model.body_names):
+        return -1
+    if isinstance(body, (int, np.integer)) and not isinstance(body, bool) and body == -1:
+        return -1
+    return model.body_index(body)
+
+
+def loop_closure(
+    model: Model,
+    body_a,
+    point_a: ArrayLike,
+    body_b,
+    point_b: ArrayLike,
+    kind: str = "spherical",
+    axis: ArrayLike | None = None,
+    *,
+    axis_b: ArrayLike | None = None,
+) -> Constraint:
+    """A joint that closes a kinematic loop between two bodies of a tree model (Huang secs. 5-8).
+
+    Args:
+        model: the tree (or poses-function) model; only its kinematics is used.
+        body_a, body_b: body indices or names; ``None``, ``"base"``/``"world"`` or ``-1`` for the
+            fixed base.
+        point_a, point_b: the joint's point in the frame of ``body_a`` / ``body_b`` (base frame
+            for the base). The equations say that the two points coincide.
+        kind: the joint and its equations, all in the base frame (``d = p_a - p_b``; ``h1, h2``
+            the two unit normals of ``axis`` carried by body a; ``u_b`` the axis carried by body
+            b):
+
+            * ``"spherical"`` (3): ``d = 0`` (eqs. 21-23).
+            * ``"revolute"`` (5): ``d = 0`` and ``h1 . u_b = h2 . u_b = 0`` (the axes stay
+              parallel; eqs. 25-27).
+            * ``"cylindrical"`` (4): the axes stay parallel and ``h1 . d = h2 . d = 0`` (the
+              points stay on the common axis; eqs. 28-31).
+            * ``"prismatic"`` (5): cylindrical, and ``h1 . k_b = 0`` with ``k_b`` the second
+              normal of ``axis_b`` carried by body b (no rotation about the axis; eqs. 32-33).
+            * ``"planar_point"`` (2): the components of ``d`` in the plane normal to ``axis``
+              (given in the base frame, default ``z``): a pin joint of a planar mechanism.
+
+        axis: the joint axis in the frame of ``body_a`` (required for revolute, cylindrical and
+            prismatic); for ``"planar_point"`` the normal of the plane, in the base frame.
+        axis_b: the same axis in the frame of ``body_b`` (default: the same components as
+            ``axis``, i.e. the two body frames are aligned when the joint is assembled).
+
+    Returns:
+        A holonomic :class:`Constraint` of ``LOOP_CLOSURE_KINDS[kind]`` equations.
+    """
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a kronjax Model, got {type(model).__name__}")
+    if kind not in LOOP_CLOSURE_KINDS:
+        raise ValueError(f"unknown loop-closure kind {kind!r}; expected one of {list(LOOP_CLOSURE_KINDS)}")
+    a, b = _body(model, body_a), _body(model, body_b)
+    if a == b:
+        raise ValueError(f"a loop closure needs two different bodies, got {body_a!r} and {body_b!r}")
+    pa, pb = _vector(point_a, "point_a", float), _vector(point_b, "point_b", float)
+    if axis is None:
+        if kind != "planar_point":
+            raise ValueError(f"a {kind} loop closure needs its axis (in the frame of body_a)")
+        axis = (0.0, 0.0, 1.0)
+    ua = _unit(axis, "axis")
+    ub = ua if axis_b is None else _unit(axis_b, "axis_b")
+    if kind == "planar_point" and axis_b is not None:
+        raise ValueError("axis_b has no meaning for a planar_point closure (the plane is fixed in the base frame)")
+    dtype = model.gravity.dtype
+    residual = _LoopClosure(
+        model.kinematics,
+        a,
+        b,
+        kind,
+        *(jnp.asarray(x, dtype) for x in (pa, pb, ua, ub, _normals(ua), _normals(ub))),
+    )
+    names = ["base" if i < 0 else model.body_names[i] for i in (a, b)]
+    return Constraint(
+        residual, None, None, LOOP_CLOSURE_KINDS[kind], model.n_dof, f"{kind} loop closure {names[0]}-{names[1]}"
+    )
+
+
+class Constraints(eqx.Module):
+    """Several constraints stacked into one system of ``m`` equations (rows in the given order)."""
+
+    parts: tuple[Constraint, ...]
+
+    def __check_init__(self):
+        if not self.parts:
+            raise ValueError("need at least one constraint")
+        sizes = {c.n_dof for c in self.parts}
+        if len(sizes) != 1:
+            raise ValueError(f"constraints for different numbers of coordinates: {sorted(sizes)}")
+
+    @property
+    def n_equations(self) -> int:
+        return sum(c.n_equations for c in self.parts)
+
+    @property
+    def n_dof(self) -> int:
+        return self.parts[0].n_dof
+
+    @property
+    def is_holonomic(self) -> bool:
+        return all(c.is_holonomic for c in self.parts)
+
+    def residual(self, q: Float[Array, " n"]) -> Float[Array, " m"]:
+        """``Phi(q)`` of the holonomic rows (zero on Pfaffian rows, which have no position level)."""
+        return jnp.concatenate(
+            [c.phi(q) if c.is_holonomic else jnp.zeros(c.n_equations, q.dtype) for c in self.parts]
+        )
+
+    def jacobian(self, q: Float[Array, " n"]) -> Float[Array, "m n"]:
+        """``A(q)`` (``Phi_q`` for holonomic rows; Khang's Jacobian, Tuan eq. 5)."""
+        return jnp.concatenate([khang_jacobian(c.phi)(q) if c.is_holonomic else c.a(q) for c in self.parts])
+
+    def hessian(self, q: Float[Array, " n"]) -> Float[Array, "m n*n"]:
+        """``dA/dq`` in Khang's layout, ``m x n^2`` (``Phi_qq`` for holonomic rows):
+        ``gamma = -Phi_qq (qd ⊗ qd)`` for holonomic rows."""
+        return khang_jacobian(self.jacobian)(q)
+
+    def velocity_residual(self, q: Float[Array, " n"], qd: Float[Array, " n"]) -> Float[Array, " m"]:
+        """``A(q) qd - b(q)``."""
+        return self._velocity(q, qd)
+
+    def _velocity(self, q, qd):
+        rows = []
+        for c in self.parts:
+            if c.is_holonomic:
+                rows.append(jax.jvp(c.phi, (q,), (qd,))[1])
+            else:
+                rows.append(c.a(q) @ qd - (0.0 if c.b is None else c.b(q)))
+        return jnp.concatenate(rows)
+
+    def bias(self, q: Float[Array, " n"], qd: Float[Array, " n"]) -> Float[Array, " m"]:
+        """``gamma`` of ``A qdd = gamma``: ``-(A qd - b)_q qd`` (Huang eq. 1)."""
+        return -jax.jvp(lambda x: self._velocity(x, qd), (q,), (qd,))[1]
+
+
+def _stack(constraints) -> Constraints:
+    if isinstance(constraints, Constraints):
+        return constraints
+    if isinstance(constraints, Constraint):
+        return Constraints((constraints,))
+    if isinstance(constraints, (list, tuple)) and all(isinstance(c, (Constraint, Constraints)) for c in constraints):
+        parts = []
+        for c in constraints:
+            parts.extend(c.parts if isinstance(c, Constraints) else [c])
+        return Constraints(tuple(parts))
+    raise TypeError(
+        "constraints must be a Constraint (from loop_closure, holonomic, pfaffian), a Constraints, or a "
+        f"sequence of them; got {type(constraints).__name__}"
+    )
+
+
+class Mechanism(eqx.Module):
+    """A closed-chain mechanism: a tree model, its constraints and an assembled configuration.
+
+    Attributes:
+        model: the tree (the mechanism cut open at its loop-closing joints).
+        constraints: the loop closures.
+        q0: ``(n,)`` a configuration that satisfies the constraints.
+    """
+
+    model: Model
+    constraints: Constraints
+    q0: Float[Array, " n"]
+
+    def __check_init__(self):
+        if self.constraints.n_dof != self.model.n_dof:
+            raise ValueError(
+                f"constraints on {self.constraints.n_dof} coordinates for a model with {self.model.n_dof}"
+            )
+
+    @property
+    def n_dof(self) -> int:
+        """Degrees of freedom of the closed mechanism, ``n - m`` (independent constraints)."""
+        return self.model.n_dof - self.constraints.n_equations
+
+
+# --------------------------------------------------------------------------------------------
+# Solvers
+# --------------------------------------------------------------------------------------------
+
+
+class Solution(NamedTuple):
+    """The result of :func:`solve`.
+
+    Attributes:
+        qdd: ``(n,)`` joint accelerations.
+        forces: ``(m,)`` constraint forces: the Lagrange multipliers ``lambda`` (``"lagrange"``,
+            ``"nullspace"``) or Huang's reactions ``Q`` (``"huang"``). For a
+            :func:`loop_closure` the rows of positions carry the force on body a in the base
+            frame (body b receives the opposite).
+        generalized_force: ``(n,)`` the constraint forces in joint space: ``A^T lambda`` or
+            ``Z^T Q``; ``M qdd + C qd + g = tau + generalized_force``.
+        rank: the numerical rank of the system that was solved (``A`` for ``"lagrange"`` and
+            ``"nullspace"``, ``Phi_Q`` for ``"huang"``).
+    """
+
+    qdd: Float[Array, " n"]
+    forces: Float[Array, " m"]
+    generalized_force: Float[Array, " n"]
+    rank: Int[Array, ""]
+
+
+def _default_rtol(dtype) -> float:
+    return float(jnp.finfo(dtype).eps) ** 0.75
+
+
+def _rank(s: Array, rtol) -> Array:
+    return jnp.sum(s > rtol * s[0])
+
+
+def _raise_if_deficient(x, rank, m: int, method: str):
+    messages = [
+        f"solve(method={method!r}): the constraint Jacobian has rank {r} < {m} equations at this "
+        "configuration (a kinematic singularity, or redundant constraints), so the system is "
+        "singular. Use method='huang' to step through a singular configuration, or remove "
+        "redundant equations (check_state reports them)."
+        for r in range(m)
+    ]
+    return eqx.branched_error_if(x, rank < m, jnp.minimum(rank, m - 1), messages)
+
+
+def _pinv_solve(u, s, vt, rhs, rtol):
+    """Minimum-norm least-squares solution of ``U diag(s) V^T x = rhs`` (singular values below
+    ``rtol * s_max`` dropped)."""
+    keep = s > rtol * s[0]
+    inv = jnp.where(keep, 1.0 / jnp.where(keep, s, 1.0), 0.0)
+    return vt.T @ (inv * (u.T @ rhs))
+
+
+def _forces(model, q, qd, tau, wrenches):
+    """``M``, its Cholesky factor and the free generalized force ``f = tau - C qd - g + f_ext``."""
+    m_q = mass_matrix(model, q)
+    bias = inverse_dynamics(model, q, qd, jnp.zeros_like(qd), wrenches=wrenches)
+    factor = jsl.cho_factor(m_q, lower=True)
+    return m_q, factor, tau - bias
+
+
+def _baumgarte(cons: Constraints, q, qd, gamma, baumgarte):
+    if baumgarte is None:
+        return gamma
+    alpha, beta = baumgarte
+    return gamma - 2.0 * alpha * cons.velocity_residual(q, qd) - beta**2 * cons.residual(q)
+
+
+def _lagrange(cons, q, factor, f, gamma, rtol):
+    a = cons.jacobian(q)
+    y = jsl.solve_triangular(factor[0], a.T, lower=True)  # L^-1 A^T: S = A M^-1 A^T = Y^T Y
+    _, s, vt = jnp.linalg.svd(y, full_matrices=False)
+    rank = _rank(s, rtol)
+    a0 = jsl.cho_solve(factor, f)
+    rhs = gamma - a @ a0
+    lam = vt.T @ ((vt @ rhs) / jnp.where(s > 0, s, 1.0) ** 2)
+    lam = _raise_if_deficient(lam, rank, a.shape[0], "lagrange")
+    gen = a.T @ lam
+    return Solution(a0 + jsl.cho_solve(factor, gen), lam, gen, rank)
+
+
+def _nullspace(cons, q, m_q, f, gamma, rtol, independent):
+    a = cons.jacobian(q)
+    m, n = a.shape
+    if independent is None:
+        u, s, vt = jnp.linalg.svd(a, full_matrices=True)
+        rank = _rank(s, rtol)
+        basis = vt[m:].T  # n x (n - m), orthonormal, A B = 0
+        particular = _pinv_solve(u, s, vt[:m], gamma, rtol)
+        ainv_t = lambda r: u @ ((vt[:m] @ r) / jnp.where(s > 0, s, 1.0))  # (A^+)^T r
+    else:
+        dep = tuple(i for i in range(n) if i not in independent)
+        a_d = a[:, dep]
+        s = jnp.linalg.svd(a_d, compute_uv=False)
+        rank = _rank(s, rtol)
+        lu = jsl.lu_factor(a_d)
+        basis = jnp.zeros((n, n - m), a.dtype)
+        basis = basis.at[jnp.asarray(independent), jnp.arange(n - m)].set(1.0)
+        basis = basis.at[jnp.asarray(dep)].set(-jsl.lu_solve(lu, a[:, list(independent)]))
+        particular = jnp.zeros(n, a.dtype).at[jnp.asarray(dep)].set(jsl.lu_solve(lu, gamma))
+        ainv_t = lambda r: jsl.lu_solve(lu, r[jnp.asarray(dep)], trans=1)
+    reduced = basis.T @ m_q @ basis  # Kane's generalized mass (Parsa 43-46)
+    ud = jnp.linalg.solve(reduced, basis.T @ (f - m_q @ particular))
+    qdd = particular + basis @ ud
+    lam = ainv_t(m_q @ qdd - f)
+    lam = _raise_if_deficient(lam, rank, m, "nullspace")
+    return Solution(qdd, lam, a.T @ lam, rank)
+
+
+class HuangSystem(NamedTuple):
+    """Huang's linear system for the reactions over one step, ``Phi_Q Q = -Psi`` (eqs. 4, 36, A9-A10).
+
+    Attributes:
+        phi_q: ``(m, m)`` ``Phi_Q = (Phi_q + Phi_qq (E ⊗ kappa)) M^-1 Z^T dt^2 / 2`` (the
+            ``df/dQ`` of eqs. 36-39).
+        psi: ``(m,)`` ``Psi = Phi(q) + Phi_q kappa + 1/2 Phi_qq (kappa ⊗ kappa)``, the
+            constraint residual at ``t + dt`` without reactions.
+        z: ``(m, n)`` ``Z``: the generalized force of the reactions is ``Z^T Q``.
+        free_qdd: ``(n,)`` ``M^-1 f``, the acceleration without reactions.
+    """
+
+    phi_q: Float[Array, "m m"]
+    psi: Float[Array, " m"]
+    z: Float[Array, "m n"]
+    free_qdd: Float[Array, " n"]
+
+
+def _huang_system(cons, q, qd, factor, f, dt) -> HuangSystem:
+    a0 = jsl.cho_solve(factor, f)
+    kappa = qd * dt + 0.5 * dt**2 * a0
+    z = cons.jacobian(q)
+    a_kappa = z + jax.jvp(cons.jacobian, (q,), (kappa,))[1]  # Phi_q + Phi_qq (E ⊗ kappa)
+    phi_q = a_kappa @ (0.5 * dt**2 * jsl.cho_solve(factor, z.T))
+    first = lambda x: jax.jvp(cons.residual, (x,), (kappa,))[1]
+    first_value, second = jax.jvp(first, (q,), (kappa,))
+    return HuangSystem(phi_q, cons.residual(q) + first_value + 0.5 * second, z, a0)
+
+
+def huang_system(
+    model: Model,
+    constraints,
+    q: Float[ArrayLike, " n"],
+    qd: Float[ArrayLike, " n"],
+    tau: Float[ArrayLike, " n"],
+    dt: float,
+    *,
+    wrenches: Wrench | Sequence[Wrench] | None = None,
+) -> HuangSystem:
+    """The matrix ``Phi_Q`` and right-hand side ``Psi`` of Huang's formulation at ``(q, qd)``
+    for a step ``dt`` (see the module docstring); :func:`solve` with ``method="huang"`` solves it.
+    Useful to inspect ``det Phi_Q`` or its conditioning at a singular configuration."""
+    cons = _huang_constraints(constraints, dt)
+    q, qd, tau = _state(model, cons, q=q, qd=qd, tau=tau)
+    _, factor, f = _forces(model, q, qd, tau, wrenches)
+    return _huang_system(cons, q, qd, factor, f, dt)
+
+
+def _huang_constraints(constraints, dt) -> Constraints:
+    cons = _stack(constraints)
+    if dt is None:
+        raise ValueError("method='huang' steps over a time interval: give dt > 0")
+    if not isinstance(dt, jax.core.Tracer) and not float(dt) > 0:
+        raise ValueError(f"dt must be positive, got {dt!r}")
+    if not cons.is_holonomic:
+        raise ValueError(
+            "method='huang' expands Phi(q) to second order and needs holonomic constraints; "
+            "use 'lagrange' or 'nullspace' with Pfaffian constraints"
+        )
+    return cons
+
+
+def _huang(cons, q, qd, factor, f, dt, rtol):
+    system = _huang_system(cons, q, qd, factor, f, dt)
+    u, s, vt = jnp.linalg.svd(system.phi_q)
+    reactions = _pinv_solve(u, s, vt, -system.psi, rtol)
+    gen = system.z.T @ reactions
+    return Solution(system.free_qdd + jsl.cho_solve(factor, gen), reactions, gen, _rank(s, rtol))
+
+
+def _check_independent(independent, n: int, m: int):
+    if independent is None:
+        return None
+    try:
+        idx = tuple(int(i) for i in independent)
+    except TypeError as err:
+        raise TypeError(f"independent must be a sequence of coordinate indices, got {independent!r}") from err
+    if len(idx) != n - m or len(set(idx)) != len(idx) or not all(0 <= i < n for i in idx):
+        raise ValueError(
+            f"independent must name {n - m} distinct coordinates in 0..{n - 1} (n - m for {m} equations), "
+            f"got {independent!r}"
+        )
+    return tuple(sorted(idx))
+
+
+def _state(model: Model, cons: Constraints, **arrays):
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a kronjax Model, got {type(model).__name__}")
+    if cons.n_dof != model.n_dof:
+        raise ValueError(f"constraints on {cons.n_dof} coordinates for a {model.n_dof}-DOF model")
+    if cons.n_equations >= model.n_dof + 1:
+        raise ValueError(
+            f"{cons.n_equations} constraint equations on {model.n_dof} coordinates: at most "
+            f"{model.n_dof} independent equations are possible (remove redundant ones)"
+        )
+    return [model.check_q(x, name) for name, x in arrays.items()]
+
+
+def solve(
+    model: Model,
+    constraints,
+    q: Float[ArrayLike, " n"],
+    qd: Float[ArrayLike, " n"],
+    tau: Float[ArrayLike, " n"],
+    method: str = "lagrange",
+    *,
+    dt: float | None = None,
+    baumgarte: tuple[float, float] | None = None,
+    independent: Sequence[int] | None = None,
+    wrenches: Wrench | Sequence[Wrench] | None = None,
+    rtol: float | None = None,
+) -> Solution:
+    """Accelerations and constraint forces of a constrained system at ``(q, qd)`` under ``tau``.
+
+    Args:
+        model: the (tree) model.
+        constraints: a :class:`Constraint`, :class:`Constraints` or a sequence of them.
+        method: ``"lagrange"``, ``"nullspace"`` or ``"huang"`` (see the module docstring).
+        dt: the step of Huang's formulation (required for ``"huang"``). Its ``qdd`` is the
+            constant acceleration over ``[t, t + dt]`` that satisfies the constraints at
+            ``t + dt`` to second order, correcting the position and velocity errors at ``t``
+            too; it differs from the instantaneous ``qdd`` by ``O(dt)`` (on a consistent state
+            it equals Lagrange's with Baumgarte gains ``alpha = 1/dt``,
+            ``beta = sqrt(2)/dt`` up to ``O(dt)``).
+        baumgarte: ``(alpha, beta)``: stabilisation ``A qdd = gamma - 2 alpha (A qd - b) -
+            beta^2 Phi`` (``"lagrange"``, ``"nullspace"``).
+        independent: for ``"nullspace"``, indices of ``n - m`` independent coordinates
+            (coordinate partitioning, ``B = [E; -A_d^-1 A_i]``); default: an orthonormal
+            null-space basis from the SVD of ``A``.
+        wrenches: external loads, as in :func:`kronjax.inverse_dynamics`.
+        rtol: singular values below ``rtol`` times the largest count as zero (default
+            ``eps ** 0.75``: ``1.8e-12`` in float64, ``6.4e-6`` in float32).
+
+    Returns:
+        A :class:`Solution` with ``qdd``, the constraint forces, ``A^T lambda`` (or ``Z^T Q``)
+        and the rank.
+
+    Raises:
+        ValueError, TypeError: for bad shapes or options (eagerly).
+        equinox's runtime error: ``"lagrange"``/``"nullspace"`` where the constraint Jacobian is
+        rank-deficient (the message names the rank; also under ``jit``/``vmap``).
+    """
+    cons = _stack(constraints)
+    if method not in SOLVE_METHODS:
+        raise ValueError(f"unknown method {method!r}; expected one of {SOLVE_METHODS}")
+    q, qd, tau = _state(model, cons, q=q, qd=qd, tau=tau)
+    rtol = _default_rtol(q.dtype) if rtol is None else rtol
+    m_q, factor, f = _forces(model, q, qd, tau, wrenches)
+    if method == "huang":
+        _huang_constraints(cons, dt)
+        if baumgarte is not None or independent is not None:
+            raise ValueError("baumgarte and independent apply to 'lagrange' and 'nullspace', not 'huang'")
+        return _huang(cons, q, qd, factor, f, dt, rtol)
+    gamma = _baumgarte(cons, q, qd, cons.bias(q, qd), baumgarte)
+    if method == "lagrange":
+        if independent is not None:
+            raise ValueError("independent applies to method='nullspace'")
+        return _lagrange(cons, q, factor, f, gamma, rtol)
+    independent = _check_independent(independent, model.n_dof, cons.n_equations)
+    return _nullspace(cons, q, m_q, f, gamma, rtol, independent)
+
+
+# --------------------------------------------------------------------------------------------
+# States on the constraint manifold
+# --------------------------------------------------------------------------------------------
+
+
+def check_state(
+    model: Model,
+    constraints,
+    q: Float[ArrayLike, " n"],
+    qd: Float[ArrayLike, " n"] | None = None,
+    *,
+    tol: float = 1e-8,
+    rtol: float | None = None,
+) -> None:
+    """Raise a clear ``ValueError`` if ``(q, qd)`` violates the constraints by more than ``tol``
+    (suggesting :func:`project`), or if the constraint Jacobian is rank-deficient there (naming
+    the rank: redundant constraints or a singular configuration). Eager: not for use under ``jit``.
+    """
+    cons = _stack(constraints)
+    q = _state(model, cons, q=q)[0]
+    rtol = _default_rtol(q.dtype) if rtol is None else rtol
+    a = np.asarray(cons.jacobian(q))
+    s = np.linalg.svd(a, compute_uv=False)
+    rank = int(np.sum(s > rtol * s[0])) if s[0] > 0 else 0
+    m = cons.n_equations
+    if rank < m:
+        raise ValueError(
+            f"the {m} constraint equations have rank {rank} at this configuration: "
+            f"{m - rank} of them are redundant here (or the configuration is singular). Remove "
+            "redundant equations (e.g. use 'planar_point' instead of 'revolute' for a planar loop)."
+        )
+    phi = float(np.max(np.abs(np.asarray(cons.residual(q)))))
+    if phi > tol:
+        raise ValueError(
+            f"q violates the constraints by {phi:.3g} (> tol = {tol:g}); move it onto them first with "
+            "kronjax.constrained.project(model, constraints, q, qd)"
+        )
+    if qd is not None:
+        qd = model.check_q(qd, "qd")
+        v = float(np.max(np.abs(np.asarray(cons.velocity_residual(q, qd)))))
+        if v > tol:
+            raise ValueError(
+                f"qd violates the velocity constraints by {v:.3g} (> tol = {tol:g}); make it admissible "
+                "with kronjax.constrained.project(model, constraints, q, qd)"
+            )
+
+
+def _project(model, cons: Constraints, q, qd, iterations: int, rtol):
+    def newton(_, x):
+        u, s, vt = jnp.linalg.svd(cons.jacobian(x), full_matrices=False)
+        return x - _pinv_solve(u, s, vt, cons.residual(x), rtol)
+
+    q = jax.lax.fori_loop(0, iterations, newton, q)
+    if qd is None:
+        return q, None
+    # The velocity correction that is smallest in kinetic energy: M-orthogonal to the admissible motions.
+    factor = jsl.cho_factor(mass_matrix(model, q), lower=True)
+    y = jsl.solve_triangular(factor[0], cons.jacobian(q).T, lower=True)
+    u, s, vt = jnp.linalg.svd(y.T, full_matrices=False)
+    mu = _pinv_solve(u, s**2, u.T, cons.velocity_residual(q, qd), rtol**2)
+    qd = qd - jsl.cho_solve(factor, cons.jacobian(q).T @ mu)
+    return q, qd
+
+
+def project(
+    model: Model,
+    constraints,
+    q: Float[ArrayLike, " n"],
+    qd: Float[ArrayLike, " n"] | None = None,
+    *,
+    iterations: int = 8,
+    rtol: float | None = None,
+) -> tuple[Float[Array, " n"], Float[Array, " n"] | None]:
+    """Move ``q`` onto ``Phi(q) = 0`` and ``qd`` onto ``A qd = b``.
+
+    Positions: ``iterations`` Gauss-Newton steps ``q -= Phi_q^+ Phi`` (minimum-norm corrections;
+    the pseudo-inverse keeps them defined at singular configurations). Velocities: the correction
+    smallest in kinetic energy, ``qd -= M^-1 A^T (A M^-1 A^T)^+ (A qd - b)``. Pure and jit-able.
+
+    Returns:
+        ``(q, qd)`` (``qd`` is ``None`` when not given).
+    """
+    cons = _stack(constraints)
+    q = _state(model, cons, q=q)[0]
+    qd = None if qd is None else model.check_q(qd, "qd")
+    rtol = _default_rtol(q.dtype) if rtol is None else rtol
+    return _project(model, cons, q, qd, int(iterations), rtol)
+
+
+# --------------------------------------------------------------------------------------------
+# Simulation
+# --------------------------------------------------------------------------------------------
+
+
+class ConstrainedRollout(NamedTuple):
+    """The result of :func:`simulate`: ``K = steps + 1`` states at ``ts``.
+
+    Attributes:
+        ts: ``(K,)`` times.
+        q, qd: ``(K, n)`` states (after projection when it is on).
+        forces: ``(K - 1, m)`` the constraint forces of each step's first stage.
+        residual: ``(K,)`` ``max |Phi(q)|`` (the position drift).
+        velocity_residual: ``(K,)`` ``max |A qd - b|``.
+        rank: ``(K - 1,)`` the rank reported by :func:`solve` at each step.
+    """
+
+    ts: Float[Array, " K"]
+    q: Float[Array, "K n"]
+    qd: Float[Array, "K n"]
+    forces: Float[Array, "K-1 m"]
+    residual: Float[Array, " K"]
+    velocity_residual: Float[Array, " K"]
+    rank: Int[Array, " K-1"]
+
+
+def _zero_torque(t, q, qd):
+    return jnp.zeros_like(q)
+
+
+def simulate(
+    model: Model,
+    constraints,
+    q0: Float[ArrayLike, " n"],
+    qd0: Float[ArrayLike, " n"],
+    torque: Callable | None = None,
+    *,
+    dt: float,
+    steps: int,
+    method: str = "lagrange",
+    solver: diffrax.AbstractSolver | None = None,
+    projection: bool = True,
+    baumgarte: tuple[float, float] | None = None,
+    wrenches: Wrench | Sequence[Wrench] | None = None,
+    tol: float = 1e-8,
+    rtol: float | None = None,
+) -> ConstrainedRollout:
+    """Simulate a constrained system with a fixed step ``dt`` for ``steps`` steps.
+
+    ``"lagrange"`` and ``"nullspace"``: the index-1 ODE ``(qd, qdd(q, qd))`` advanced by one step
+    of a diffrax Runge-Kutta ``solver`` (default ``diffrax.Tsit5()``). ``"huang"``: Huang's Taylor
+    step, ``qd += qdd dt``, ``q += qd dt + qdd dt^2 / 2`` with ``qdd`` from :func:`solve`.
+    With ``projection=True`` every step ends with :func:`project` (two Gauss-Newton iterations),
+    which keeps the drift at round-off level.
+
+    Args:
+        torque: ``torque(t, q, qd) -> tau`` (``(n,)``), e.g. a controller from
+            :mod:`kronjax.simulate`; ``None`` for no actuation.
+        tol: the initial state must satisfy the constraints to ``tol``
+            (:func:`check_state` raises otherwise; :func:`project` it first).
+
+    Returns:
+        A :class:`ConstrainedRollout`, with the drift at every step.
+    """
+    cons = _stack(constraints)
+    if method not in SOLVE_METHODS:
+        raise ValueError(f"unknown method {method!r}; expected one of {SOLVE_METHODS}")
+    q0, qd0 = _state(model, cons, q0=q0, qd0=qd0)
+    steps = _count(steps, "steps")
+    if isinstance(dt, jax.core.Tracer) or not float(dt) > 0:
+        raise ValueError(f"dt must be a positive number, got {dt!r}")
+    if not isinstance(q0, jax.core.Tracer) and not isinstance(qd0, jax.core.Tracer):
+        check_state(model, cons, q0, qd0, tol=tol, rtol=rtol)
+    torque = _zero_torque if torque is None else torque
+    if not callable(torque):
+        raise TypeError(f"torque must be a callable torque(t, q, qd) -> tau, got {torque!r}")
+    rtol_ = _default_rtol(q0.dtype) if rtol is None else rtol
+    dt = jnp.asarray(dt, q0.dtype)
+
+    def solution(t, q, qd):
+        tau = jnp.asarray(torque(t, q, qd), q.dtype)
+        return solve(
+            model, cons, q, qd, tau, method, dt=dt if method == "huang" else None,
+            baumgarte=baumgarte, wrenches=wrenches, rtol=rtol_,
+        )
+
+    if method == "huang":
+
+        def advance(t, q, qd, _):
+            sol = solution(t, q, qd)
+            return q + qd * dt + 0.5 * dt**2 * sol.qdd, qd + dt * sol.qdd, sol, None
+
+        solver_state = None
+    else:
+        solver = diffrax.Tsit5() if solver is None else solver
+        if not isinstance(solver, diffrax.AbstractSolver):
+            raise TypeError(f"solver must be a diffrax solver, got {solver!r}")
+        term = diffrax.ODETerm(lambda t, y, args: (y[1], solution(t, *y).qdd))
+        solver_state = solver.init(term, 0.0, dt, (q0, qd0), None)
+
+        def advance(t, q, qd, state):
+            sol = solution(t, q, qd)
+            (q1, qd1), _, _, state, _ = solver.step(term, t, t + dt, (q, qd), None, state, made_jump=projection)
+            return q1, qd1, sol, state
+
+    def step(carry, k):
+        q, qd, state = carry
+        t = k * dt
+        q1, qd1, sol, state = advance(t, q, qd, state)
+        if projection:
+            q1, qd1 = _project(model, cons, q1, qd1, 2, rtol_)
+        return (q1, qd1, state), (q1, qd1, sol.forces, sol.rank)
+
+    _, (qs, qds, forces, ranks) = jax.lax.scan(step, (q0, qd0, solver_state), jnp.arange(steps, dtype=q0.dtype))
+    qs = jnp.concatenate([q0[None], qs])
+    qds = jnp.concatenate([qd0[None], qds])
+    residual = jax.vmap(lambda q: jnp.max(jnp.abs(cons.residual(q))))(qs)
+    velocity = jax.vmap(lambda q, qd: jnp.max(jnp.abs(cons.velocity_residual(q, qd))))(qs, qds)
+    return ConstrainedRollout(jnp.arange(steps + 1, dtype=q0.dtype) * dt, qs, qds, forces, residual, velocity, ranks)
