@@ -144,6 +144,9 @@ def info(argv: list[str] | None = None) -> int:
         except (FileNotFoundError, kj.urdf.URDFError) as err:
             print(f"kronjax info: {err}", file=sys.stderr)
             return 1
+    mechanism = None
+    if isinstance(model, kj.constrained.Mechanism):
+        mechanism, model = model, model.model
     tree = model.kinematics
     print(f"{args.model}: {model.n_dof} joint coordinates, {model.n_bodies} bodies, gravity {np.asarray(model.gravity)}")
     kinds = {"R": "revolute", "P": "prismatic", "F": "fixed"}
@@ -163,9 +166,17 @@ def info(argv: list[str] | None = None) -> int:
             + " ".join(f"{x:>9}" for x in limits)
             + f" {mass:>9}"
         )
+    q = jnp.zeros(model.n_dof)
+    if mechanism is not None:
+        q = mechanism.q0
+        for part in mechanism.constraints.parts:
+            print(f"constraint: {part.description} ({part.n_equations} equations)")
+        residual = float(jnp.max(jnp.abs(mechanism.constraints.residual(q))))
+        dof = mechanism.n_dof
+        print(f"closed chain: {dof} degree{'s' if dof != 1 else ''} of freedom; assembled q0 = {np.asarray(q).round(6)} (residual {residual:.1e})")
     if model.inertials is not None:
         print(f"total mass {float(jnp.sum(model.inertials.mass)):.6g}")
-        print(_matrix("M(q = 0)", kj.mass_matrix(model, jnp.zeros(model.n_dof))))
+        print(_matrix("M(q0)" if mechanism is not None else "M(q = 0)", kj.mass_matrix(model, q)))
     else:
         print("no inertials (kinematics only)")
     return 0

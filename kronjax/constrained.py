@@ -283,7 +283,9 @@ def loop_closure(
             * ``"prismatic"`` (5): cylindrical, and ``h1 . k_b = 0`` with ``k_b`` the second
               normal of ``axis_b`` carried by body b (no rotation about the axis; eqs. 32-33).
             * ``"planar_point"`` (2): the components of ``d`` in the plane normal to ``axis``
-              (given in the base frame, default ``z``): a pin joint of a planar mechanism.
+              (given in the base frame, default ``z``), along ``e1, e2`` with
+              ``e1 x e2 = axis`` (the base ``x`` and ``y`` for the default axis): a pin joint of
+              a planar mechanism.
 
         axis: the joint axis in the frame of ``body_a`` (required for revolute, cylindrical and
             prismatic); for ``"planar_point"`` the normal of the plane, in the base frame.
@@ -302,20 +304,24 @@ def loop_closure(
         raise ValueError(f"a loop closure needs two different bodies, got {body_a!r} and {body_b!r}")
     pa, pb = _vector(point_a, "point_a", float), _vector(point_b, "point_b", float)
     if axis is None:
-        if kind != "planar_point":
+        if kind in ("revolute", "cylindrical", "prismatic"):
             raise ValueError(f"a {kind} loop closure needs its axis (in the frame of body_a)")
-        axis = (0.0, 0.0, 1.0)
+        axis = (0.0, 0.0, 1.0)  # planar_point: the plane z = const; spherical: unused
     ua = _unit(axis, "axis")
     ub = ua if axis_b is None else _unit(axis_b, "axis_b")
     if kind == "planar_point" and axis_b is not None:
         raise ValueError("axis_b has no meaning for a planar_point closure (the plane is fixed in the base frame)")
     dtype = model.gravity.dtype
+    normals_a = _normals(ua)
+    if kind == "planar_point":
+        # in-plane basis (e1, e2) with e1 x e2 = axis: the base x and y for the default z axis
+        normals_a = np.stack([-normals_a[1], normals_a[0]])
     residual = _LoopClosure(
         model.kinematics,
         a,
         b,
         kind,
-        *(jnp.asarray(x, dtype) for x in (pa, pb, ua, ub, _normals(ua), _normals(ub))),
+        *(jnp.asarray(x, dtype) for x in (pa, pb, ua, ub, normals_a, _normals(ub))),
     )
     names = ["base" if i < 0 else model.body_names[i] for i in (a, b)]
     return Constraint(
@@ -677,18 +683,22 @@ def solve(
         raise ValueError(f"unknown method {method!r}; expected one of {SOLVE_METHODS}")
     q, qd, tau = _state(model, cons, q=q, qd=qd, tau=tau)
     rtol = _default_rtol(q.dtype) if rtol is None else rtol
-    m_q, factor, f = _forces(model, q, qd, tau, wrenches)
+    # all option checks before any computation (eagerly, a failing call costs nothing)
     if method == "huang":
         _huang_constraints(cons, dt)
         if baumgarte is not None or independent is not None:
             raise ValueError("baumgarte and independent apply to 'lagrange' and 'nullspace', not 'huang'")
+    elif method == "lagrange":
+        if independent is not None:
+            raise ValueError("independent applies to method='nullspace'")
+    else:
+        independent = _check_independent(independent, model.n_dof, cons.n_equations)
+    m_q, factor, f = _forces(model, q, qd, tau, wrenches)
+    if method == "huang":
         return _huang(cons, q, qd, factor, f, dt, rtol)
     gamma = _baumgarte(cons, q, qd, cons.bias(q, qd), baumgarte)
     if method == "lagrange":
-        if independent is not None:
-            raise ValueError("independent applies to method='nullspace'")
         return _lagrange(cons, q, factor, f, gamma, rtol)
-    independent = _check_independent(independent, model.n_dof, cons.n_equations)
     return _nullspace(cons, q, m_q, f, gamma, rtol, independent)
 
 
@@ -705,10 +715,12 @@ def check_state(
     *,
     tol: float = 1e-8,
     rtol: float | None = None,
+    check_rank: bool = True,
 ) -> None:
     """Raise a clear ``ValueError`` if ``(q, qd)`` violates the constraints by more than ``tol``
-    (suggesting :func:`project`), or if the constraint Jacobian is rank-deficient there (naming
-    the rank: redundant constraints or a singular configuration). Eager: not for use under ``jit``.
+    (suggesting :func:`project`), or, with ``check_rank``, if the constraint Jacobian is
+    rank-deficient there (naming the rank: redundant constraints or a singular configuration).
+    Eager: not for use under ``jit``.
     """
     cons = _stack(constraints)
     q = _state(model, cons, q=q)[0]
@@ -717,10 +729,10 @@ def check_state(
     s = np.linalg.svd(a, compute_uv=False)
     rank = int(np.sum(s > rtol * s[0])) if s[0] > 0 else 0
     m = cons.n_equations
-    if rank < m:
+    if check_rank and rank < m:
         raise ValueError(
             f"the {m} constraint equations have rank {rank} at this configuration: "
-            f"{m - rank} of them are redundant here (or the configuration is singular). Remove "
+            f"{m - rank} of them {'is' if m - rank == 1 else 'are'} redundant here (or the configuration is singular). Remove "
             "redundant equations (e.g. use 'planar_point' instead of 'revolute' for a planar loop)."
         )
     phi = float(np.max(np.abs(np.asarray(cons.residual(q)))))
@@ -853,7 +865,8 @@ def simulate(
     if isinstance(dt, jax.core.Tracer) or not float(dt) > 0:
         raise ValueError(f"dt must be a positive number, got {dt!r}")
     if not isinstance(q0, jax.core.Tracer) and not isinstance(qd0, jax.core.Tracer):
-        check_state(model, cons, q0, qd0, tol=tol, rtol=rtol)
+        # Huang's step is defined where Phi_q loses rank; the other methods are not.
+        check_state(model, cons, q0, qd0, tol=tol, rtol=rtol, check_rank=method != "huang")
     torque = _zero_torque if torque is None else torque
     if not callable(torque):
         raise TypeError(f"torque must be a callable torque(t, q, qd) -> tau, got {torque!r}")

@@ -58,3 +58,10 @@ def test_info_of_a_builtin_model_and_of_a_missing_file(capsys):
     assert "travel" in capsys.readouterr().out
     assert main(["info", "no/such/robot.urdf"]) == 1
     assert "no URDF file at" in capsys.readouterr().err
+
+
+def test_info_of_a_closed_chain_names_its_constraints_and_degrees_of_freedom(capsys):
+    assert main(["info", "four_bar"]) == 0
+    out = capsys.readouterr().out
+    assert "planar_point loop closure coupler-rocker (2 equations)" in out
+    assert "closed chain: 1 degree of freedom" in out
