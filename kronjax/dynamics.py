@@ -485,18 +485,6 @@ def _cross(a: Array, b: Array) -> Array:
     return jnp.stack([a2 * b3 - a3 * b2, a3 * b1 - a1 * b3, a1 * b2 - a2 * b1], axis=-1)
 
 
-def _matvec(e: Array, w: Array) -> Array:
-    """``e @ w`` for (stacks of) 3 x 3 matrices as multiply-and-add: XLA:CPU (jaxlib 0.10) aborts on the
-    batched 3 x 3 dots of ``jit(vmap(rnea))`` for some small trees (a layout check in its dot
-    emitter), and elementwise code fuses better anyway."""
-    return jnp.sum(e * w[..., None, :], axis=-1)
-
-
-def _matmul(a: Array, b: Array) -> Array:
-    """``a @ b`` for stacks of 3 x 3 matrices, as multiply-and-add (see :func:`_matvec`)."""
-    return jnp.sum(a[..., :, :, None] * b[..., None, :, :], axis=-2)
-
-
 def _is_chain(parents: tuple[int, ...]) -> bool:
     return all(parent == i - 1 for i, parent in enumerate(parents))
 
@@ -507,14 +495,14 @@ def _motion_transform(x: tuple[Array, Array], y: Array) -> Array:
     ``[[E, 0], [-E [r x], E]] y`` in 24 instead of 36 multiplications)."""
     e, r = x
     w, v = y[:3], y[3:]
-    return jnp.concatenate([_matvec(e, w), _matvec(e, v + _cross(w, r))])
+    return jnp.concatenate([e @ w, e @ (v + _cross(w, r))])
 
 
 def _force_transform_back(x: tuple[Array, Array], f: Array) -> Array:
     """Child -> parent force transform, the transpose: ``(n, f) -> (E^T n + r x E^T f, E^T f)``."""
     e, r = x
-    linear = _matvec(e.T, f[3:])
-    return jnp.concatenate([_matvec(e.T, f[:3]) + _cross(r, linear), linear])
+    linear = e.T @ f[3:]
+    return jnp.concatenate([e.T @ f[:3] + _cross(r, linear), linear])
 
 
 def _down_tree(parents: tuple[int, ...], x: tuple[Array, Array], base: Array, local: Array) -> Array:
@@ -591,13 +579,13 @@ def _rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     angle = jnp.where(revolute, q[index], zero)
     joint_r = jax.vmap(axis_angle)(axes, angle)  # identity for prismatic and fixed joints
     joint_p = axes * jnp.where(prismatic, q[index], zero)[:, None]
-    local_r = _matmul(_matmul(pre_r, joint_r), post_r)  # body frame in the parent's frame
-    local_p = pre_p + _matvec(pre_r, joint_p + _matvec(joint_r, post_p))
+    local_r = pre_r @ joint_r @ post_r  # body frame in the parent's frame
+    local_p = pre_p + jnp.einsum("bij,bj->bi", pre_r, joint_p + jnp.einsum("bij,bj->bi", joint_r, post_p))
     x = (jnp.swapaxes(local_r, 1, 2), local_p)  # child-from-parent rotation, child origin
     # motion subspaces in body coordinates: revolute (R^T a, R^T (a x p)), prismatic (0, R^T a)
     post_rt = jnp.swapaxes(post_r, 1, 2)
-    axis_body = _matvec(post_rt, axes)
-    s_revolute = jnp.concatenate([axis_body, _matvec(post_rt, _cross(axes, post_p))], axis=1)
+    axis_body = jnp.einsum("bij,bj->bi", post_rt, axes)
+    s_revolute = jnp.concatenate([axis_body, jnp.einsum("bij,bj->bi", post_rt, _cross(axes, post_p))], axis=1)
     s_prismatic = jnp.concatenate([jnp.zeros_like(axis_body), axis_body], axis=1)
     s = jnp.where(revolute[:, None], s_revolute, jnp.where(prismatic[:, None], s_prismatic, zero))
     v_joint = s * jnp.where(moving, qd[index], zero)[:, None]
@@ -616,13 +604,13 @@ def _rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     # body forces f = I a + v x* (I v) about the frame origins, for all bodies at once
     mass, c, inertia = ine.mass.astype(dtype)[:, None], ine.com.astype(dtype), ine.inertia.astype(dtype)
     h_lin = mass * (vo + _cross(w, c))
-    h_ang = _matvec(inertia, w) + _cross(c, h_lin)
+    h_ang = jnp.einsum("bij,bj->bi", inertia, w) + _cross(c, h_lin)
     f_lin = mass * (av + _cross(aw, c))
-    f_ang = _matvec(inertia, aw) + _cross(c, f_lin)
+    f_ang = jnp.einsum("bij,bj->bi", inertia, aw) + _cross(c, f_lin)
     f = jnp.concatenate(
         [f_ang + _cross(w, h_ang) + _cross(vo, h_lin), f_lin + _cross(w, h_lin)], axis=1
     )
-    torques = jnp.sum(s * _up_tree(tree.parents, x, f), axis=-1)
+    torques = jnp.einsum("bi,bi->b", s, _up_tree(tree.parents, x, f))
     return torques[np.flatnonzero(moving)]
 
 

@@ -121,17 +121,3 @@ def test_compiled_inverse_dynamics_does_not_grow_with_chain_depth():
         sizes.append(len(fn.lower(jnp.zeros((4, n))).compile().as_text()))
     assert sizes[1] < 1.2 * sizes[0], sizes
 
-
-def test_jit_vmap_of_small_trees_with_a_prismatic_joint_compiles_and_agrees():
-    """XLA:CPU (jaxlib 0.10) aborted the process on the batched 3 x 3 dots of rnea for a P-R tree;
-    rnea now uses multiply-and-add. Checked against the per-sample closed form of a cart with a
-    pendulum-like link: tau = [(m1 + m2) x'' , I2zz th'']."""
-    m = kj.from_joints(
-        [kj.Joint("P", -1, (1.0, 0.0, 0.0)), kj.Joint("R", 0, (0.0, 0.0, 1.0))],
-        [kj.Inertial(1.0, inertia=(0.1, 0.2, 0.25))] * 2,
-        gravity=(0.0, 0.0, -9.81),
-    )
-    q = jnp.stack([jnp.array([0.3, 0.7]), jnp.array([-1.0, 2.0])])
-    qdd = jnp.array([[1.5, -2.0], [0.5, 3.0]])
-    tau = jax.jit(jax.vmap(lambda q, qdd: kj.inverse_dynamics(m, q, jnp.zeros(2), qdd)))(q, qdd)
-    np.testing.assert_allclose(tau, jnp.stack([2.0 * qdd[:, 0], 0.25 * qdd[:, 1]], axis=1), rtol=1e-12, atol=1e-12)

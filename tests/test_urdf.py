@@ -362,7 +362,8 @@ def test_chain_to_a_tip_equals_the_tree_with_the_other_branch_removed():
 # Round trips through to_urdf
 # --------------------------------------------------------------------------------------------
 
-BUILTIN = sorted(kj.models.__all__)
+# the closed-chain mechanisms (four_bar, slider_crank, stewart3) are Mechanisms, not Models
+BUILTIN = sorted(set(kj.models.__all__) - {"four_bar", "slider_crank", "stewart3"})
 
 
 @pytest.mark.parametrize("name", BUILTIN)
