@@ -128,3 +128,35 @@ def symmetric_from_upper(m: np.ndarray) -> np.ndarray:
 def relative_error(got, expected) -> float:
     got, expected = np.asarray(got), np.asarray(expected)
     return float(np.max(np.abs(got - expected)) / max(float(np.max(np.abs(expected))), 1e-300))
+
+
+# A spatial tree closed by a loop joint between bodies b3 and b6 (tests of kronjax.constrained)
+SPATIAL_CLOSURE_SPEC = [("R", -1), ("R", 0), ("P", 1), ("R", 2), ("R", -1), ("R", 4), ("R", 5)]
+SPATIAL_CLOSURE_BODIES = (3, 6)
+
+
+def spatial_joints(frame=None) -> tuple[list, list]:
+    """Two branches from the base, R-R-P-R (bodies b0-b3) and R-R-R (b4-b6), random axes,
+    placements and full inertias; with ``frame=(R, p)`` a massless fixed body ``b6_frame`` on b6."""
+    rng = np.random.default_rng(3)
+    joints, inertials = [], []
+    for i, (kind, parent) in enumerate(SPATIAL_CLOSURE_SPEC):
+        axis = rng.normal(size=3)
+        offset = np.array([0.8, 0.0, 0.0]) if i == 4 else 0.0
+        joints.append(
+            kj.Joint(
+                kind=kind,
+                parent=parent,
+                axis=axis / np.linalg.norm(axis),
+                rotation=random_rotation(rng),
+                translation=rng.uniform(-0.4, 0.4, 3) + offset,
+                body_name=f"b{i}",
+            )
+        )
+        inertials.append(
+            kj.Inertial(mass=rng.uniform(0.5, 3.0), com=rng.uniform(-0.15, 0.15, 3), inertia=random_inertia(rng))
+        )
+    if frame is not None:
+        joints.append(kj.Joint(kind="F", parent=SPATIAL_CLOSURE_BODIES[1], rotation=frame[0], translation=frame[1], body_name="b6_frame"))
+        inertials.append(kj.Inertial(mass=0.0))
+    return joints, inertials

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from oracles import random_inertia, random_rotation
+from oracles import SPATIAL_CLOSURE_BODIES, SPATIAL_CLOSURE_SPEC, spatial_joints
 
 import kronjax as kj
 from kronjax import constrained as kc
@@ -38,8 +38,7 @@ DATA = pathlib.Path(__file__).parent / "data"
 DFDQ = json.loads((DATA / "huang_double_pendulum_dfdq.json").read_text())
 PENDULUM = json.loads((DATA / "huang_double_pendulum.json").read_text())
 
-SPEC = [("R", -1), ("R", 0), ("P", 1), ("R", 2), ("R", -1), ("R", 4), ("R", 5)]
-A_BODY, B_BODY = 3, 6
+A_BODY, B_BODY = SPATIAL_CLOSURE_BODIES
 
 
 def relerr(got, expected) -> float:
@@ -50,33 +49,6 @@ def relerr(got, expected) -> float:
 # --------------------------------------------------------------------------------------------
 # A spatial closed chain and an independent numpy forward kinematics
 # --------------------------------------------------------------------------------------------
-
-
-def spatial_joints(frame=None) -> tuple[list, list]:
-    """Two branches from the base, R-R-P-R (bodies b0-b3) and R-R-R (b4-b6), random axes,
-    placements and full inertias; with ``frame=(R, p)`` a massless fixed body ``b6_frame`` on b6."""
-    rng = np.random.default_rng(3)
-    joints, inertials = [], []
-    for i, (kind, parent) in enumerate(SPEC):
-        axis = rng.normal(size=3)
-        offset = np.array([0.8, 0.0, 0.0]) if i == 4 else 0.0
-        joints.append(
-            kj.Joint(
-                kind=kind,
-                parent=parent,
-                axis=axis / np.linalg.norm(axis),
-                rotation=random_rotation(rng),
-                translation=rng.uniform(-0.4, 0.4, 3) + offset,
-                body_name=f"b{i}",
-            )
-        )
-        inertials.append(
-            kj.Inertial(mass=rng.uniform(0.5, 3.0), com=rng.uniform(-0.15, 0.15, 3), inertia=random_inertia(rng))
-        )
-    if frame is not None:
-        joints.append(kj.Joint(kind="F", parent=B_BODY, rotation=frame[0], translation=frame[1], body_name="b6_frame"))
-        inertials.append(kj.Inertial(mass=0.0))
-    return joints, inertials
 
 
 def numpy_fk(joints, q) -> tuple[list, list]:
@@ -109,7 +81,7 @@ def spatial():
     ``q_star``, so a closure between b3 and b6_frame uses the same point and axis coordinates on
     both sides (the default ``axis_b``)."""
     rng = np.random.default_rng(7)
-    q_star = rng.uniform(-1.0, 1.0, len(SPEC))
+    q_star = rng.uniform(-1.0, 1.0, len(SPATIAL_CLOSURE_SPEC))
     rots, orgs = numpy_fk(spatial_joints()[0], q_star)
     frame = (rots[B_BODY].T @ rots[A_BODY], rots[B_BODY].T @ (orgs[A_BODY] - orgs[B_BODY]))
     joints, inertials = spatial_joints(frame)
@@ -119,8 +91,8 @@ def spatial():
     axis /= np.linalg.norm(axis)
     return dict(
         model=model, joints=joints, q_star=q_star, point=point, axis=axis,
-        plane_normal=rots[A_BODY] @ axis, guesses=q_star + rng.normal(size=(3, len(SPEC))) * 0.15,
-        qd_guesses=rng.normal(size=(3, len(SPEC))),
+        plane_normal=rots[A_BODY] @ axis, guesses=q_star + rng.normal(size=(3, len(SPATIAL_CLOSURE_SPEC))) * 0.15,
+        qd_guesses=rng.normal(size=(3, len(SPATIAL_CLOSURE_SPEC))),
     )
 
 

@@ -38,46 +38,24 @@ from kronjax import constrained as kc
 
 pin = pytest.importorskip("pinocchio")
 
-from oracles import random_inertia, random_rotation, symmetric_from_upper, to_pinocchio
+from oracles import SPATIAL_CLOSURE_BODIES, SPATIAL_CLOSURE_SPEC, spatial_joints, symmetric_from_upper, to_pinocchio
 
 N_STATES = 4
 TOL = 1e-8
-SPEC = [("R", -1), ("R", 0), ("P", 1), ("R", 2), ("R", -1), ("R", 4), ("R", 5)]
-A_BODY, B_BODY = 3, 6  # kronjax bodies closed by the joint (Pinocchio joints 4 and 7)
+A_BODY, B_BODY = SPATIAL_CLOSURE_BODIES  # kronjax bodies closed by the joint (Pinocchio joints 4 and 7)
 
 
 def spatial_chain(frame=None) -> kj.Model:
-    """The open tree; with ``frame=(R, p)`` a massless fixed body ``b6_frame`` on ``b6`` at that
-    placement (used to carry a copy of ``b3``'s frame at the assembled configuration)."""
-    rng = np.random.default_rng(3)
-    joints, inertials = [], []
-    for i, (kind, parent) in enumerate(SPEC):
-        axis = rng.normal(size=3)
-        offset = np.array([0.8, 0.0, 0.0]) if i == 4 else 0.0
-        joints.append(
-            kj.Joint(
-                kind=kind,
-                parent=parent,
-                axis=axis / np.linalg.norm(axis),
-                rotation=random_rotation(rng),
-                translation=rng.uniform(-0.4, 0.4, 3) + offset,
-                body_name=f"b{i}",
-            )
-        )
-        inertials.append(
-            kj.Inertial(mass=rng.uniform(0.5, 3.0), com=rng.uniform(-0.15, 0.15, 3), inertia=random_inertia(rng))
-        )
-    if frame is not None:
-        joints.append(kj.Joint(kind="F", parent=B_BODY, rotation=frame[0], translation=frame[1], body_name="b6_frame"))
-        inertials.append(kj.Inertial(mass=0.0))
-    return kj.from_joints(joints, inertials, gravity=(0.3, -0.2, -9.81))
+    """The open tree of :func:`oracles.spatial_joints`; with ``frame=(R, p)`` a massless fixed
+    body ``b6_frame`` on ``b6`` (a copy of ``b3``'s frame at the assembled configuration)."""
+    return kj.from_joints(*spatial_joints(frame), gravity=(0.3, -0.2, -9.81))
 
 
 @pytest.fixture(scope="module")
 def setup():
     """The model, an assembled configuration ``q_star`` and the joint's point/axis there."""
     rng = np.random.default_rng(7)
-    q_star = rng.uniform(-1.0, 1.0, len(SPEC))
+    q_star = rng.uniform(-1.0, 1.0, len(SPATIAL_CLOSURE_SPEC))
     rot, org = (np.asarray(x) for x in spatial_chain().poses(jnp.asarray(q_star)))
     frame = (rot[B_BODY].T @ rot[A_BODY], rot[B_BODY].T @ (org[A_BODY] - org[B_BODY]))
     model = spatial_chain(frame)
@@ -86,9 +64,9 @@ def setup():
     axis_a = rng.normal(size=3)
     axis_a /= np.linalg.norm(axis_a)
     axis_b = frame[0] @ axis_a
-    guesses = q_star + rng.normal(size=(N_STATES, len(SPEC))) * 0.2
-    qd_guesses = rng.normal(size=(N_STATES, len(SPEC)))
-    taus = rng.normal(size=(N_STATES, len(SPEC))) * 3.0
+    guesses = q_star + rng.normal(size=(N_STATES, len(SPATIAL_CLOSURE_SPEC))) * 0.2
+    qd_guesses = rng.normal(size=(N_STATES, len(SPATIAL_CLOSURE_SPEC)))
+    taus = rng.normal(size=(N_STATES, len(SPATIAL_CLOSURE_SPEC))) * 3.0
     return dict(
         model=model, frame=frame, point_a=point_a, point_b=point_b, axis_a=axis_a, axis_b=axis_b,
         guesses=guesses, qd_guesses=qd_guesses, taus=taus,
