@@ -580,7 +580,8 @@ def _rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     joint_r = jax.vmap(axis_angle)(axes, angle)  # identity for prismatic and fixed joints
     joint_p = axes * jnp.where(prismatic, q[index], zero)[:, None]
     local_r = pre_r @ joint_r @ post_r  # body frame in the parent's frame
-    local_p = pre_p + jnp.einsum("bij,bj->bi", pre_r, joint_p + jnp.einsum("bij,bj->bi", joint_r, post_p))
+    offset = joint_p + jnp.einsum("bij,bj->bi", joint_r, post_p)
+    local_p = pre_p + sum(pre_r[:, :, j] * offset[:, j, None] for j in range(3))
     x = (jnp.swapaxes(local_r, 1, 2), local_p)  # child-from-parent rotation, child origin
     # motion subspaces in body coordinates: revolute (R^T a, R^T (a x p)), prismatic (0, R^T a)
     post_rt = jnp.swapaxes(post_r, 1, 2)

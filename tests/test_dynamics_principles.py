@@ -200,6 +200,27 @@ def test_euler_lagrange_residual_branched_tree():
         assert rel_err(tau, expected, axis=0) <= TOL, method
 
 
+@pytest.mark.parametrize("kinds", ["P", "PR", "RP", "PP", "PRP"])
+@pytest.mark.parametrize("batch", [1, 2, 5])
+def test_small_trees_with_prismatic_joints_under_jit_vmap(kinds, batch):
+    """Regression: XLA:CPU (jaxlib 0.10) aborted the process compiling ``jit(vmap(rnea))`` of small
+    trees with a prismatic joint (a batched dot with a non-major-to-minor output layout). RNEA
+    against the Euler-Lagrange oracle, float64 and float32, on chains and a branched tree."""
+    rng = np.random.default_rng(len(kinds) * 10 + batch)
+    parents = [(-1, *range(len(kinds) - 1))] + ([(-1, 0, 0)] if len(kinds) == 3 else [])
+    for parent in parents:
+        joints = [kj.Joint(k, p, tuple(rng.normal(size=3))) for k, p in zip(kinds, parent)]
+        inertials = [kj.Inertial(1.0 + i, com=tuple(0.1 * rng.normal(size=3)), inertia=(0.1, 0.2, 0.25)) for i in range(len(kinds))]
+        model = kj.from_joints(joints, inertials)
+        q, qd, qdd, _ = states(model, batch, seed=batch)
+        expected = jax.jit(jax.vmap(lambda *s: oracle_tau(model, *s)))(q, qd, qdd)
+        for dtype, tol in ((jnp.float64, TOL), (jnp.float32, 1e-5)):
+            cast, typed = [x.astype(dtype) for x in (q, qd, qdd)], model.astype(dtype)
+            tau = jax.jit(jax.vmap(lambda *s: kj.inverse_dynamics(typed, *s)))(*cast)
+            assert tau.dtype == dtype
+            assert rel_err(tau, expected, axis=0) <= tol, (parent, dtype)
+
+
 def test_coriolis_forms_give_C_star_products(results):
     """C qd = C*(q) (qd ⊗ qd) for all three forms (Tuan 97/101, Truc 51, Parsa 37)."""
     name, _, (_, qd, _, _), out = results
