@@ -581,6 +581,9 @@ def _rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     joint_p = axes * jnp.where(prismatic, q[index], zero)[:, None]
     local_r = pre_r @ joint_r @ post_r  # body frame in the parent's frame
     offset = joint_p + jnp.einsum("bij,bj->bi", joint_r, post_p)
+    # not an einsum: XLA:CPU (jaxlib 0.10) aborts compiling that batched dot under jit(vmap) for
+    # small trees with a prismatic joint; a jnp.sum reduction instead miscomputed float32 batches
+    # past 3640 samples (tests/test_dynamics_principles.py has both regressions)
     local_p = pre_p + sum(pre_r[:, :, j] * offset[:, j, None] for j in range(3))
     x = (jnp.swapaxes(local_r, 1, 2), local_p)  # child-from-parent rotation, child origin
     # motion subspaces in body coordinates: revolute (R^T a, R^T (a x p)), prismatic (0, R^T a)
