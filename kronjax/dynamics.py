@@ -38,11 +38,9 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
-import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from . import _composite
-from ._rotations import axis_angle
+from . import _composite, _rnea
 from .calculus import product_rule, skew
 from .chain import Model, Tree
 from .kinematics import _points_jacobians
@@ -485,139 +483,6 @@ def _cross(a: Array, b: Array) -> Array:
     return jnp.stack([a2 * b3 - a3 * b2, a3 * b1 - a1 * b3, a1 * b2 - a2 * b1], axis=-1)
 
 
-def _is_chain(parents: tuple[int, ...]) -> bool:
-    return all(parent == i - 1 for i, parent in enumerate(parents))
-
-
-def _motion_transform(x: tuple[Array, Array], y: Array) -> Array:
-    """Parent -> child motion transform ``(w, v) -> (E w, E (v + w x r))`` of a 6-vector, for the
-    child-from-parent rotation ``E`` and the child's origin ``r`` in the parent frame (this is
-    ``[[E, 0], [-E [r x], E]] y`` in 24 instead of 36 multiplications)."""
-    e, r = x
-    w, v = y[:3], y[3:]
-    return jnp.concatenate([e @ w, e @ (v + _cross(w, r))])
-
-
-def _force_transform_back(x: tuple[Array, Array], f: Array) -> Array:
-    """Child -> parent force transform, the transpose: ``(n, f) -> (E^T n + r x E^T f, E^T f)``."""
-    e, r = x
-    linear = e.T @ f[3:]
-    return jnp.concatenate([e.T @ f[:3] + _cross(r, linear), linear])
-
-
-def _down_tree(parents: tuple[int, ...], x: tuple[Array, Array], base: Array, local: Array) -> Array:
-    """``y_i = X_i y_parent(i) + local_i`` from the base (``y = base``) outwards, for all bodies.
-
-    A ``lax.scan`` over the bodies, so compile time does not grow with their number. A chain
-    carries the previous body's value; a tree reads each parent's value from a buffer (slot 0:
-    the base)."""
-    if _is_chain(parents):
-
-        def link(previous, inputs):
-            x_i, local_i = inputs
-            y = _motion_transform(x_i, previous) + local_i
-            return y, y
-
-        return jax.lax.scan(link, base, (x, local))[1]
-    nb = len(parents)
-    buffer = jnp.zeros((nb + 1, *base.shape), base.dtype).at[0].set(base)
-
-    def step(buffer, inputs):
-        i, parent, x_i, local_i = inputs
-        y = _motion_transform(x_i, buffer[parent]) + local_i
-        return buffer.at[i + 1].set(y), y
-
-    inputs = (jnp.arange(nb), jnp.asarray(np.array(parents) + 1), x, local)
-    return jax.lax.scan(step, buffer, inputs)[1]
-
-
-def _up_tree(parents: tuple[int, ...], x: tuple[Array, Array], f: Array) -> Array:
-    """``F_i = f_i + sum over children c of X_c^T F_c``, from the leaves inwards (``lax.scan``)."""
-    if _is_chain(parents):
-        # F_i = f_i + X_{i+1}^T F_{i+1}; the carry is X_{i+1}^T F_{i+1}
-        def link(from_child, inputs):
-            x_i, f_i = inputs
-            total = f_i + from_child
-            return _force_transform_back(x_i, total), total
-
-        return jax.lax.scan(link, jnp.zeros_like(f[0]), (x, f), reverse=True)[1]
-    nb = len(parents)
-
-    def step(buffer, inputs):
-        i, parent, x_i = inputs
-        total = buffer[i + 1]
-        return buffer.at[parent].add(_force_transform_back(x_i, total)), total
-
-    buffer = jnp.concatenate([jnp.zeros_like(f[:1]), f])
-    inputs = (jnp.arange(nb), jnp.asarray(np.array(parents) + 1), x)
-    return jax.lax.scan(step, buffer, inputs, reverse=True)[1]
-
-
-def _rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
-    """Recursive Newton-Euler for a :class:`Tree` (Featherstone's spatial vectors, body coordinates).
-
-    Spatial motion ``(w, v)``: angular velocity and velocity of the body point at the frame origin;
-    spatial force ``(n, f)``: moment about the origin and force. Gravity enters as the base's
-    acceleration ``(0, -g0)``. Everything that does not depend on the recursion (joint transforms,
-    motion subspaces, spatial inertias, velocity-product and force terms) is computed for all
-    bodies at once; the recursions over the (static) tree are one 6 x 6 matrix-vector product per
-    body and pass. ``O(nb)`` work, no ``n x n^2`` tensor.
-    """
-    tree: Tree = model.kinematics
-    ine = _inertials(model)
-    dtype = jnp.result_type(q, qd, qdd, tree.axes, ine.mass, model.gravity)
-    q, qd, qdd = q.astype(dtype), qd.astype(dtype), qdd.astype(dtype)
-    index = np.array([max(k, 0) for k in tree.q_index])
-    revolute = np.array([kind == "R" for kind in tree.kinds])
-    prismatic = np.array([kind == "P" for kind in tree.kinds])
-    moving = revolute | prismatic
-    zero = jnp.zeros((), dtype)
-
-    axes = tree.axes.astype(dtype)
-    pre_r, pre_p = tree.pre_rotation.astype(dtype), tree.pre_translation.astype(dtype)
-    post_r, post_p = tree.post_rotation.astype(dtype), tree.post_translation.astype(dtype)
-    angle = jnp.where(revolute, q[index], zero)
-    joint_r = jax.vmap(axis_angle)(axes, angle)  # identity for prismatic and fixed joints
-    joint_p = axes * jnp.where(prismatic, q[index], zero)[:, None]
-    local_r = pre_r @ joint_r @ post_r  # body frame in the parent's frame
-    offset = joint_p + jnp.einsum("bij,bj->bi", joint_r, post_p)
-    # not an einsum: XLA:CPU (jaxlib 0.10) aborts compiling that batched dot under jit(vmap) for
-    # small trees with a prismatic joint; a jnp.sum reduction instead miscomputed float32 batches
-    # past 3640 samples (tests/test_dynamics_principles.py has both regressions)
-    local_p = pre_p + sum(pre_r[:, :, j] * offset[:, j, None] for j in range(3))
-    x = (jnp.swapaxes(local_r, 1, 2), local_p)  # child-from-parent rotation, child origin
-    # motion subspaces in body coordinates: revolute (R^T a, R^T (a x p)), prismatic (0, R^T a)
-    post_rt = jnp.swapaxes(post_r, 1, 2)
-    axis_body = jnp.einsum("bij,bj->bi", post_rt, axes)
-    s_revolute = jnp.concatenate([axis_body, jnp.einsum("bij,bj->bi", post_rt, _cross(axes, post_p))], axis=1)
-    s_prismatic = jnp.concatenate([jnp.zeros_like(axis_body), axis_body], axis=1)
-    s = jnp.where(revolute[:, None], s_revolute, jnp.where(prismatic[:, None], s_prismatic, zero))
-    v_joint = s * jnp.where(moving, qd[index], zero)[:, None]
-    a_joint = s * jnp.where(moving, qdd[index], zero)[:, None]
-
-    # velocities (forward pass)
-    v = _down_tree(tree.parents, x, jnp.zeros(6, dtype), v_joint)
-    w, vo = v[:, :3], v[:, 3:]
-    # velocity-product terms v x (S qd), for all bodies at once
-    sw, sv = v_joint[:, :3], v_joint[:, 3:]
-    bias = jnp.concatenate([_cross(w, sw), _cross(w, sv) + _cross(vo, sw)], axis=1) + a_joint
-    # accelerations (forward pass); the base accelerates with -g0
-    base = jnp.concatenate([jnp.zeros(3, dtype), -model.gravity.astype(dtype)])
-    a = _down_tree(tree.parents, x, base, bias)
-    aw, av = a[:, :3], a[:, 3:]
-    # body forces f = I a + v x* (I v) about the frame origins, for all bodies at once
-    mass, c, inertia = ine.mass.astype(dtype)[:, None], ine.com.astype(dtype), ine.inertia.astype(dtype)
-    h_lin = mass * (vo + _cross(w, c))
-    h_ang = jnp.einsum("bij,bj->bi", inertia, w) + _cross(c, h_lin)
-    f_lin = mass * (av + _cross(aw, c))
-    f_ang = jnp.einsum("bij,bj->bi", inertia, aw) + _cross(c, f_lin)
-    f = jnp.concatenate(
-        [f_ang + _cross(w, h_ang) + _cross(vo, h_lin), f_lin + _cross(w, h_lin)], axis=1
-    )
-    torques = jnp.einsum("bi,bi->b", s, _up_tree(tree.parents, x, f))
-    return torques[np.flatnonzero(moving)]
-
-
 def _lagrangian(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     """Euler-Lagrange (Truc 16): ``d/dt (dL/dqd) - dL/dq`` with ``L = T - P``, by autodiff:
     ``d/dt (dL/dqd)`` is a forward-mode derivative of the reverse-mode gradient along ``(qd, qdd)``."""
@@ -682,7 +547,7 @@ def inverse_dynamics(
     method = _resolve_method(model, method)
     q, qd, qdd = _check_state(model, q=q, qd=qd, qdd=qdd)
     _inertials(model)
-    tau = {"rnea": _rnea, "lagrangian": _lagrangian, "kron": _kron_id}[method](model, q, qd, qdd)
+    tau = {"rnea": _rnea.rnea, "lagrangian": _lagrangian, "kron": _kron_id}[method](model, q, qd, qdd)
     wrenches = _as_wrenches(wrenches)
     if wrenches:
         tau = tau - _generalized_forces(model, q, wrenches)
