@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 from jaxtyping import Array, ArrayLike, Float
 
-from . import _composite, _rnea
+from . import _aba, _composite, _rnea
 from .calculus import product_rule, skew
 from .chain import Model, Tree
 from .kinematics import _points_jacobians
@@ -568,27 +568,36 @@ def forward_dynamics(
 ) -> Float[Array, " n"]:
     """Joint accelerations ``qdd`` (``(n,)``) from ``M qdd = tau + f_ext - C qd - g`` (Tuan 100).
 
-    ``M`` is :func:`mass_matrix`; the bias ``C qd + g - f_ext`` is :func:`inverse_dynamics` with
-    ``qdd = 0`` (``method="auto"``, so no ``n x n^2`` tensor is formed). The system is solved by a
-    Cholesky factorisation (``jax.scipy.linalg.cho_factor`` / ``cho_solve``).
+    :class:`~kronjax.chain.Tree` models use the articulated-body algorithm (Featherstone's ABA,
+    ``O(n)``, no ``M`` formed); other models solve with :func:`mass_matrix` by a Cholesky
+    factorisation (``jax.scipy.linalg.cho_factor`` / ``cho_solve``), the bias ``C qd + g`` being
+    :func:`inverse_dynamics` with ``qdd = 0`` (no ``n x n^2`` tensor either way). External
+    wrenches enter as ``f_ext = generalized_forces(model, q, wrenches)``.
 
     Mass matrices that are not positive definite (a joint that moves no mass or inertia, or
-    inertials edited to a negative mass): the Cholesky factor then has non-finite or non-positive
-    diagonal entries, and the result goes through ``equinox.error_if``: the call raises a runtime
-    error saying that ``M`` is not positive definite (also under ``jit`` and ``vmap``, where any
-    failing batch element raises) instead of returning a silent wrong number. Equinox's
-    ``EQX_ON_ERROR`` environment variable selects other behaviours (``"nan"`` returns NaNs,
-    ``"breakpoint"`` stops in a debugger).
+    inertials edited to a negative mass): the articulated-body pivots (which are the pivots of a
+    factorisation of ``M``) or the Cholesky factor then have non-finite or non-positive entries,
+    and the result goes through ``equinox.error_if``: the call raises a runtime error saying that
+    ``M`` is not positive definite (also under ``jit`` and ``vmap``, where any failing batch
+    element raises) instead of returning a silent wrong number. Equinox's ``EQX_ON_ERROR``
+    environment variable selects other behaviours (``"nan"`` returns NaNs, ``"breakpoint"`` stops
+    in a debugger).
     """
     q, qd, tau = _check_state(model, q=q, qd=qd, tau=tau)
-    bias = inverse_dynamics(model, q, qd, jnp.zeros_like(qd), method="auto", wrenches=wrenches)
-    factor = jsl.cho_factor(_mass_matrix(model, q), lower=True)
-    qdd = jsl.cho_solve(factor, tau - bias)
-    diagonal = jnp.diagonal(factor[0])
+    _inertials(model)
+    wrenches = _as_wrenches(wrenches)
+    if wrenches:
+        tau = tau + _generalized_forces(model, q, wrenches)
+    if isinstance(model.kinematics, Tree):
+        qdd, pivots = _aba.aba(model, q, qd, tau)
+    else:
+        bias = inverse_dynamics(model, q, qd, jnp.zeros_like(qd))
+        factor = jsl.cho_factor(_mass_matrix(model, q), lower=True)
+        qdd = jsl.cho_solve(factor, tau - bias)
+        pivots = jnp.where(jnp.all(jnp.isfinite(factor[0])), jnp.diagonal(factor[0]), jnp.nan)
     return eqx.error_if(
         qdd,
-        ~(jnp.all(jnp.isfinite(factor[0])) & jnp.all(diagonal > 0)),
-        "forward_dynamics: the mass matrix is not positive definite (its Cholesky factorisation "
-        "failed); check the model's masses and inertia tensors",
+        ~jnp.all(pivots > 0),
+        "forward_dynamics: the mass matrix is not positive definite (its factorisation failed); "
+        "check the model's masses and inertia tensors",
     )
-

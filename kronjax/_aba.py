@@ -1,0 +1,91 @@
+"""Articulated-body algorithm for a joint tree (private; Featherstone's ABA in body coordinates).
+
+Forward dynamics in ``O(nb)`` without forming or factorising ``M``: the backward pass is a sparse
+``L^T D L`` factorisation of ``M`` along the tree, whose pivots ``D_i = S_i . IA_i S_i`` are all
+positive exactly when ``M`` is positive definite. Written in the scalar components of
+:mod:`kronjax._spatial` so that batches vectorise.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array
+
+from . import _spatial as sp
+from .chain import Model
+
+
+def aba(model: Model, q: Array, qd: Array, tau: Array) -> tuple[Array, Array]:
+    """``(qdd, pivots)``: joint accelerations of a :class:`~kronjax.chain.Tree` model, and the
+    pivots ``D`` of the moving joints (all positive iff ``M(q)`` is positive definite)."""
+    tree = model.kinematics
+    ine = model.inertials
+    dtype = jnp.result_type(q, qd, tau, tree.axes, ine.mass, model.gravity)
+    inputs, moving = sp.bodies(model, q, dtype)
+    inputs["qd"] = sp.per_body(model, qd, moving, dtype)
+    inputs["tau"] = sp.per_body(model, tau, moving, dtype)
+    inertia = sp.spatial_inertia(inputs["mass"], inputs["com"], inputs["inertia"])
+    one = jnp.ones((), dtype)
+
+    def velocities(parent, b):
+        """Velocity of one body, its velocity-product acceleration ``c`` and bias force ``pA``."""
+        e, r = sp.joint_transform(b)
+        jw, jv = sp.scale(b["s_w"], b["qd"]), sp.scale(b["s_v"], b["qd"])
+        w, v = sp.add(sp.transform_motion(e, r, *parent), (jw, jv))
+        c = (sp.cross(w, jw), sp.add(sp.cross(w, jv), sp.cross(v, jw)))
+        m, com = b["mass"], b["com"]
+        momentum = sp.scale(sp.add(v, sp.cross(w, com)), m)
+        angular = sp.add(sp.mul(b["inertia"], w), sp.cross(com, momentum))
+        bias = (sp.add(sp.cross(w, angular), sp.cross(v, momentum)), sp.cross(w, momentum))
+        return (w, v), ((w, v), e, r, c, bias)
+
+    def articulated(from_children, b):
+        """Articulated inertia and bias force of one body, and what its joint passes to the parent."""
+        (ia, pa), (ia_children, pa_children) = b["load"], from_children
+        ia, pa = sp.add(ia, ia_children), sp.add(pa, pa_children)
+        s = (b["s_w"], b["s_v"])
+        u_w, u_v = sp.inertia_times(ia, *s)
+        # fixed joints: S = 0, so U = 0 and u = 0; a unit pivot keeps them out of the algebra
+        pivot = jnp.where(b["moving"], sp.dot(s[0], u_w) + sp.dot(s[1], u_v), one)
+        u = b["tau"] - sp.dot(s[0], pa[0]) - sp.dot(s[1], pa[1])
+        a, bb, cc = ia
+        ia = (
+            sp.add(a, sp.scale(sp.outer(u_w, u_w), -1 / pivot)),
+            sp.add(bb, sp.scale(sp.outer(u_w, u_v), -1 / pivot)),
+            sp.add(cc, sp.scale(sp.outer(u_v, u_v), -1 / pivot)),
+        )
+        pa = sp.add(pa, sp.inertia_times(ia, *b["c"]), sp.scale((u_w, u_v), u / pivot))
+        to_parent = (sp.transform_inertia_back(b["e"], b["r"], ia), sp.transform_force_back(b["e"], b["r"], *pa))
+        return to_parent, ((u_w, u_v), pivot, u)
+
+    def accelerations(parent, b):
+        """Joint and body acceleration of one body from its parent's."""
+        a = sp.add(sp.transform_motion(b["e"], b["r"], *parent), b["c"])
+        u_w, u_v = b["big_u"]
+        qdd = (b["u"] - sp.dot(u_w, a[0]) - sp.dot(u_v, a[1])) / b["pivot"]
+        a = sp.add(a, (sp.scale(b["s_w"], qdd), sp.scale(b["s_v"], qdd)))
+        return a, (a, qdd)
+
+    zero = jnp.zeros((), dtype)
+    z3 = (zero, zero, zero)
+    z33 = (z3, z3, z3)
+    parents = tree.parents
+    motion = sp.down(parents, velocities, (z3, z3), sp.split(parents, inputs))
+    per_run = sp.split(parents, dict(s_w=inputs["s_w"], s_v=inputs["s_v"], tau=inputs["tau"], ia=inertia))
+    masks = np.split(moving, [start for start, _ in sp.runs(parents)[1:]])
+    up_inputs = [
+        dict(e=e, r=r, c=c, load=(x["ia"], bias), s_w=x["s_w"], s_v=x["s_v"], tau=x["tau"], moving=mask)
+        for (_, e, r, c, bias), x, mask in zip(motion, per_run, masks)
+    ]
+    factor = sp.up(parents, articulated, ((z33, z33, z33), (z3, z3)), up_inputs)
+    down_inputs = [
+        dict(e=x["e"], r=x["r"], c=x["c"], s_w=x["s_w"], s_v=x["s_v"], big_u=big_u, pivot=pivot, u=u)
+        for x, (big_u, pivot, u) in zip(up_inputs, factor)
+    ]
+    g = model.gravity.astype(dtype)
+    out = sp.down(parents, accelerations, (z3, (-g[0], -g[1], -g[2])), down_inputs)
+    keep = np.flatnonzero(moving)
+    qdd = jnp.concatenate([qdd for _, qdd in out])[keep]
+    pivots = jnp.concatenate([pivot for _, pivot, _ in factor])[keep]
+    return qdd, pivots
