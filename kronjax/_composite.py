@@ -21,7 +21,7 @@ and, as a rigid motion of joint ``k`` moves ``S_j`` by ``S_k x S_j`` and a spati
 The first case is the whole subtree of ``j`` (with ``S_j``) turning about ``S_k``; the second,
 the part of ``Ic_j`` below ``k`` turning inside it; ``M[i, j]`` is invariant when everything
 turns (``k ⪯ i``). Each of the ``n^3`` entries is a few 6-vector dot products: ``O(n^3)``,
-computed as three tensor contractions over static ancestry masks. Gravity: ``g_j = -S_j .
+computed from ``n x n`` factors broadcast over static ancestry masks. Gravity: ``g_j = -S_j .
 Ic_j (0, g0)``, the power of the subtree's weight.
 """
 
@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import functools
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .calculus import skew
+from . import _spatial as sp
 from .chain import Model, Tree
 
 
@@ -53,78 +54,139 @@ def _ancestry(parents: tuple[int, ...], kinds: tuple[str, ...]) -> tuple[np.ndar
     return below, upto, strict, np.flatnonzero(moving)
 
 
-def _cross_motion(s: Array, t: Array) -> Array:
-    """Spatial motion cross product ``s x t`` of ``(..., 6)`` vectors (angular part first)."""
-    sw, sv, tw, tv = s[..., :3], s[..., 3:], t[..., :3], t[..., 3:]
-    return jnp.concatenate([jnp.cross(sw, tw), jnp.cross(sw, tv) + jnp.cross(sv, tw)], axis=-1)
+def _base_frame(model: Model, q: Array):
+    """Motion axes ``S = (S_w, S_v)`` of the moving joints and the bodies' inertias in the base
+    frame, about the base origin, in the scalar components of :mod:`kronjax._spatial` (tuples of
+    ``(nb,)`` arrays, so that batches vectorise).
 
-
-def _spatial(model: Model, q: Array) -> tuple[Array, Array, tuple[np.ndarray, ...]]:
-    """Motion axes ``S`` (``(n, 6)``) and composite inertias ``Ic`` (``(n, 6, 6)``) in the base frame."""
+    Body ``b``'s spatial inertia ``[[a, [h]], [-[h], m]]`` is kept as ``(a, h, m)``: rotational
+    block ``a = R I R^T - m [c][c]``, first moment ``h = m c`` (``c``: the centre of mass) and mass
+    ``m``; all are additive over bodies.
+    """
     tree: Tree = model.kinematics
     ine = model.inertials
-    masks = _ancestry(tree.parents, tree.kinds)
-    below, _, _, moving = masks
-    rotations, origins = model.poses(q)
-    dtype = rotations.dtype
-    # joint frame = body frame · Post^-1; a joint's axis and point do not move with its own q
-    joint_r = rotations @ jnp.swapaxes(tree.post_rotation.astype(dtype), 1, 2)
-    joint_p = origins - jnp.einsum("bij,bj->bi", joint_r, tree.post_translation.astype(dtype))
-    axis = jnp.einsum("bij,bj->bi", joint_r, tree.axes.astype(dtype))[moving]
-    revolute = np.array([tree.kinds[b] == "R" for b in moving])[:, None]
-    s = jnp.where(
-        revolute,
-        jnp.concatenate([axis, jnp.cross(joint_p[moving], axis)], axis=1),
-        jnp.concatenate([jnp.zeros_like(axis), axis], axis=1),
-    )
-    mass = ine.mass.astype(dtype)
-    centre = origins + jnp.einsum("bij,bj->bi", rotations, ine.com.astype(dtype))
-    inertia = rotations @ ine.inertia.astype(dtype) @ jnp.swapaxes(rotations, 1, 2)
-    cx = mass[:, None, None] * skew(centre)
-    body = jnp.concatenate(
-        [
-            jnp.concatenate([inertia - cx @ skew(centre), cx], axis=2),
-            jnp.concatenate([-cx, mass[:, None, None] * jnp.eye(3, dtype=dtype)], axis=2),
-        ],
-        axis=1,
-    )
-    composite = jnp.einsum("jb,bxy->jxy", below.astype(dtype), body)
-    return s, composite, masks
+    dtype = jnp.result_type(q, tree.axes, ine.mass)
+    inputs, _ = sp.bodies(model, q, dtype)
+
+    def pose(parent, b):
+        """Rotation and origin of a body in the base frame: ``R_p E^T``, ``p_p + R_p r``."""
+        rotation, origin = parent
+        e, r = sp.joint_transform(b)
+        pose = sp.matmul(rotation, sp.transpose(e)), sp.add(origin, sp.mul(rotation, r))
+        return pose, (pose,)
+
+    zero, one = jnp.zeros((), dtype), jnp.ones((), dtype)
+    eye = tuple(tuple(one if i == j else zero for j in range(3)) for i in range(3))
+    runs = sp.down(tree.parents, pose, (eye, (zero, zero, zero)), sp.split(tree.parents, inputs))
+    rotation, origin = jax.tree.map(lambda *x: jnp.concatenate(x), *[pose for (pose,) in runs])
+    # S in the base frame: (R s_w, R s_v + p x R s_w) from the body-frame subspace (s_w, s_v)
+    s_w = sp.mul(rotation, inputs["s_w"])
+    s_v = sp.add(sp.mul(rotation, inputs["s_v"]), sp.cross(origin, s_w))
+    mass = inputs["mass"]
+    centre = sp.add(origin, sp.mul(rotation, inputs["com"]))
+    first_moment = sp.scale(centre, mass)
+    inertia = sp.matmul(sp.matmul(rotation, inputs["inertia"]), sp.transpose(rotation))
+    rotational = sp.add(inertia, sp.scale(sp.matrix_cross(sp.cross_matrix(first_moment, eye), centre), -1))
+    return (s_w, s_v), (rotational, first_moment, mass)
+
+
+def _composite(model: Model, q: Array):
+    """``S`` of the moving joints and the composite inertias ``Ic_j = (a, h, m)`` of their subtrees."""
+    tree: Tree = model.kinematics
+    below, upto, strict, moving = _ancestry(tree.parents, tree.kinds)
+    s, body = _base_frame(model, q)
+    s = jax.tree.map(lambda x: x[moving], s)
+    composite = jax.tree.map(lambda x: below.astype(x.dtype) @ x, body)
+    return s, composite, (upto, strict)
+
+
+def _inertia_times(inertia, s):
+    """``Ic S = (a S_w + h x S_v, m S_v + S_w x h)`` (broadcasting over leading axes)."""
+    a, h, m = inertia
+    s_w, s_v = s
+    return sp.add(sp.mul(a, s_w), sp.cross(h, s_v)), sp.add(sp.scale(s_v, m), sp.cross(s_w, h))
+
+
+def _cross_motion(s, t):
+    """Spatial motion cross product ``s x t`` (broadcasting)."""
+    return sp.cross(s[0], t[0]), sp.add(sp.cross(s[0], t[1]), sp.cross(s[1], t[0]))
+
+
+def _spatial_dot(x, y):
+    return sp.dot(x[0], y[0]) + sp.dot(x[1], y[1])
+
+
+def _expand(x, axes):
+    return jax.tree.map(lambda a: jnp.expand_dims(a, axes), x)
 
 
 def _symmetric_from_upto(upper: Array, upto: np.ndarray) -> Array:
-    """``X[i, j]`` from the ``i ⪯ j`` entries of ``upper`` and ``X[j, i] = X[i, j]`` (leading axes)."""
-    n = upto.shape[0]
-    mirrored = upto.T & ~np.eye(n, dtype=bool)
-    trailing = (1,) * (upper.ndim - 2)
-    return jnp.where(upto.reshape(n, n, *trailing), upper, 0) + jnp.where(
-        mirrored.reshape(n, n, *trailing), jnp.swapaxes(upper, 0, 1), 0
-    )
+    """``X[i, j]`` from the ``i ⪯ j`` entries of ``upper`` and ``X[j, i] = X[i, j]``."""
+    mirrored = upto.T & ~np.eye(upto.shape[0], dtype=bool)
+    return jnp.where(upto, upper, 0) + jnp.where(mirrored, upper.T, 0)
 
 
 def mass_matrix(model: Model, q: Float[Array, " n"]) -> Float[Array, "n n"]:
-    s, composite, (_, upto, _, _) = _spatial(model, q)
-    f = jnp.einsum("jxy,jy->jx", composite, s)
-    return _symmetric_from_upto(s @ f.T, upto)
+    s, composite, (upto, _) = _composite(model, q)
+    f = _inertia_times(composite, s)  # F_j
+    return _symmetric_from_upto(_spatial_dot(_expand(s, 1), _expand(f, 0)), upto)
 
 
-def mass_matrix_derivative(model: Model, q: Float[Array, " n"]) -> Float[Array, "n n n"]:
-    """``D[i, j, k] = dM[i, j]/dq_k``."""
-    s, composite, (_, upto, strict, _) = _spatial(model, q)
-    n = s.shape[0]
-    g = jnp.einsum("kxy,jy->kjx", composite, s)  # G[k, j] = Ic_k S_j
-    f = g[np.arange(n), np.arange(n)]  # F_j = G[j, j] = Ic_j S_j
-    x = _cross_motion(s[:, None, :], s[None, :, :])  # X[k, i] = S_k x S_i
-    between = upto[:, :, None] & strict[:, None, :] & upto.T[None, :, :]  # i ⪯ j, i ≺ k, k ⪯ j
-    under = upto[:, :, None] & strict[None, :, :]  # i ⪯ j, j ≺ k
-    first = -jnp.einsum("kix,jx->ijk", x, f)
-    p = jnp.einsum("kix,kjx->kij", x, g)  # (S_k x S_i) . Ic_k S_j
-    second = -jnp.transpose(p + jnp.swapaxes(p, 1, 2), (1, 2, 0))
-    upper = jnp.where(between, first, 0) + jnp.where(under, second, 0)
-    return _symmetric_from_upto(upper, upto)
+# Up to this many joints dM/dq and C* are assembled from unrolled per-column slabs; beyond, from
+# a loop over the columns, whose compile time does not grow with n.
+UNROLLED_COLUMNS = 16
+
+
+def _columns(model: Model, q: Array, combine) -> Array:
+    """``[combine(D_0), ..., combine(D_{n-1})]`` side by side (``n x n^2``), where ``D_j[i, k] =
+    dM[i, j]/dq_k``.
+
+    Symmetrised, the three cases of the module doc are disjoint in ``k`` (``X[k, i] = S_k x S_i``,
+    ``G[k, j] = Ic_k S_j``, ``F_j = G[j, j]``)::
+
+        dM[i, j]/dq_k = -X[k, i] . F_j                          (i ≺ k ⪯ j)
+                      = -X[k, j] . F_i                          (j ≺ k ⪯ i)
+                      = -X[k, i] . G[k, j] - X[k, j] . G[k, i]  (i ≺ k and j ≺ k)
+
+    Each ``D_j`` is formed from ``n x n`` factors and ``combine`` sees it whole, so ``C*`` needs
+    only ``D_j - D_j^T / 2`` per column: no ``n^3`` array is transposed or reshaped, which XLA:CPU
+    does with slow per-element index arithmetic.
+    """
+    s, composite, (upto, strict) = _composite(model, q)
+    x = jax.tree.leaves(_cross_motion(_expand(s, 1), _expand(s, 0)))
+    g = jax.tree.leaves(_inertia_times(_expand(composite, 1), _expand(s, 0)))
+    f = jax.tree.leaves(_inertia_times(composite, s))
+    n = upto.shape[0]
+    upto_rows, strict_rows = jnp.asarray(upto.T), jnp.asarray(strict)  # row j: upto[:, j], strict[j]
+
+    def column(j):
+        x_j = [a[:, j][None, :] for a in x]  # X[k, j] along k
+        between = strict & upto_rows[j][None, :]  # i ≺ k ⪯ j
+        beyond = strict_rows[j][None, :] & upto.T  # j ≺ k ⪯ i
+        below = strict & strict_rows[j][None, :]  # i ≺ k, j ≺ k
+        return combine(-(
+            jnp.where(between, sum(a.T * b[j] for a, b in zip(x, f)), 0)
+            + jnp.where(beyond, sum(a * b[:, None] for a, b in zip(x_j, f)), 0)
+            + jnp.where(below, sum(a.T * b[:, j][None, :] + a_j * b.T for a, a_j, b in zip(x, x_j, g)), 0)
+        ))
+
+    if n <= UNROLLED_COLUMNS:
+        return jnp.concatenate([column(j) for j in range(n)], axis=1)
+    return jnp.transpose(jax.lax.map(column, jnp.arange(n)), (1, 0, 2)).reshape(n, n * n)
+
+
+def mass_matrix_derivative(model: Model, q: Float[Array, " n"]) -> Float[Array, "n n*n"]:
+    """``dM/dq`` in Khang's layout: entry ``(i, j n + k) = dM[i, j]/dq_k``."""
+    return _columns(model, q, lambda d: d)
+
+
+def coriolis_star(model: Model, q: Float[Array, " n"]) -> Float[Array, "n n*n"]:
+    """``C*``, entry ``(i, j n + k) = dM[i, j]/dq_k - 1/2 dM[k, j]/dq_i`` (Tuan 101)."""
+    return _columns(model, q, lambda d: d - 0.5 * d.T)
 
 
 def gravity(model: Model, q: Float[Array, " n"]) -> Float[Array, " n"]:
-    s, composite, _ = _spatial(model, q)
-    weight = jnp.concatenate([jnp.zeros(3, s.dtype), model.gravity.astype(s.dtype)])
-    return -jnp.einsum("jx,jxy,y->j", s, composite, weight)
+    """``g_j = -S_j . Ic_j (0, g0) = -(S_w . h x g0 + S_v . m g0)``."""
+    s, (_, h, m), _ = _composite(model, q)
+    g0 = tuple(model.gravity.astype(m.dtype))
+    return -(sp.dot(s[0], sp.cross(h, g0)) + sp.dot(s[1], sp.scale(g0, m)))

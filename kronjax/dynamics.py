@@ -187,7 +187,7 @@ def _mass_matrix_derivative(model: Model, q: Array, method: str = "auto") -> Arr
     ine = _inertials(model)
     n = q.shape[0]
     if _matrix_method(model, method) == "composite":
-        return _composite.mass_matrix_derivative(model, q).reshape(n, n * n)
+        return _composite.mass_matrix_derivative(model, q)
     jt, jr, ht, hr = _com_hessians(model, q)
 
     def body(mass, inertia, jt, jr, ht, hr):
@@ -227,6 +227,13 @@ def _coriolis_star_from(dm: Array) -> Array:
     return dm - 0.5 * dvec_t
 
 
+def _coriolis_star(model: Model, q: Array, method: str = "auto") -> Array:
+    if _matrix_method(model, method) == "composite":
+        _inertials(model)
+        return _composite.coriolis_star(model, q)
+    return _coriolis_star_from(_mass_matrix_derivative(model, q, method))
+
+
 def coriolis_star(model: Model, q: Float[ArrayLike, " n"], method: str = "auto") -> Float[Array, "n n*n"]:
     """Velocity-free Coriolis/centrifugal matrix ``C*(q)`` (``n x n^2``), Tuan eq. (101)::
 
@@ -240,7 +247,7 @@ def coriolis_star(model: Model, q: Float[ArrayLike, " n"], method: str = "auto")
     ``method`` chooses how ``dM/dq`` is computed (:func:`mass_matrix_derivative`): ``"composite"``
     in ``O(n^3)`` (Tree models; the default), ``"jacobians"`` by the papers' product rule.
     """
-    return _coriolis_star_from(_mass_matrix_derivative(model, model.check_q(q), method))
+    return _coriolis_star(model, model.check_q(q), method)
 
 
 def coriolis_matrix(
@@ -499,7 +506,7 @@ def _lagrangian(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
 
 
 def _kron_id(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
-    c_star = _coriolis_star_from(_mass_matrix_derivative(model, q))
+    c_star = _coriolis_star(model, q)
     return _mass_matrix(model, q) @ qdd + c_star @ jnp.kron(qd, qd) + gravity(model, q)
 
 
