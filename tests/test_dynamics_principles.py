@@ -24,7 +24,7 @@ import pytest
 
 import kronjax as kj
 from kronjax import dynamics as dy
-from oracles import random_arm
+from oracles import random_arm, random_rotation
 
 TOL = 1e-10
 FORMS = ("truc", "tuan", "kane")
@@ -198,6 +198,37 @@ def test_euler_lagrange_residual_branched_tree():
     expected, taus = jax.jit(jax.vmap(f))(q, qd, qdd)
     for method, tau in zip(METHODS, taus):
         assert rel_err(tau, expected, axis=0) <= TOL, method
+
+
+@pytest.mark.parametrize("parents", [(-1, 0, -1, 2, 0), (-1, 0, 0, 0, 1, 1), (-1, 0, 1, 1, 3, 2, 5, 0)])
+def test_trees_with_fixed_joints_against_the_lagrangian(parents):
+    """Trees with several runs of bodies (children attached mid-run, several children at one body,
+    more than one body on the base), revolute, prismatic and fixed joints and rotated joint frames:
+    RNEA, the articulated-body algorithm, M and C* (composite bodies) against the Euler-Lagrange
+    oracle: tau, tau(q, qd, forward_dynamics(q, qd, tau)) = tau, M = d^2 L / d qd^2 and
+    C* (qd ⊗ qd) = tau(q, qd, 0) - dP/dq."""
+    rng = np.random.default_rng(len(parents))
+    kinds = ["R"] + [str(k) for k in rng.choice(["R", "P", "F"], size=len(parents) - 1, p=[0.5, 0.25, 0.25])]
+    joints = [
+        kj.Joint(k, p, tuple(rng.normal(size=3)), rotation=random_rotation(rng), translation=tuple(rng.normal(size=3)))
+        for k, p in zip(kinds, parents)
+    ]
+    model = kj.from_joints(joints, [kj.Inertial(1.0 + i, com=tuple(0.1 * rng.normal(size=3)), inertia=(0.1, 0.2, 0.25)) for i in range(len(parents))])
+    q, qd, qdd, tau = states(model, 10, seed=3)
+
+    def f(q, qd, qdd, tau):
+        fd = dy.forward_dynamics(model, q, qd, tau)
+        mass = jax.hessian(oracle_lagrangian, argnums=2)(model, q, qd)
+        coriolis = oracle_tau(model, q, qd, jnp.zeros_like(qd)) - jax.grad(oracle_potential, argnums=1)(model, q)
+        return dict(
+            tau=(dy.inverse_dynamics(model, q, qd, qdd), oracle_tau(model, q, qd, qdd)),
+            fd=(oracle_tau(model, q, qd, fd), tau),
+            M=(dy.mass_matrix(model, q), mass),
+            C=(dy.coriolis_star(model, q) @ jnp.kron(qd, qd), coriolis),
+        )
+
+    for key, (got, expected) in jax.jit(jax.vmap(f))(q, qd, qdd, tau).items():
+        assert rel_err(got, expected, axis=0) <= TOL, key
 
 
 @pytest.mark.parametrize("kinds", ["P", "PR", "RP", "PP", "PRP"])
