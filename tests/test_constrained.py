@@ -418,8 +418,9 @@ def test_huang_tends_to_lagrange(states):
                       f"err ~ {coefficient:.2g} dt^{order}; best "
                       + ", ".join(f"{name} {e:.1e} (dt {d:.0e})" for name, (e, d) in zip(("qdd", "Z^T Q", "Q"), best)))
         # the O(dt) term meets round-off near 1e-8 for a moving state (the reactions solve a system
-        # scaled by dt^2, a little less accurate)
-        limits = (1e-7, 3e-7, 3e-7) if moving else (1e-12, 1e-12, 1e-12)
+        # scaled by dt^2, a little less accurate); where depends on the last bits of M: observed
+        # 2e-8 ... 1.1e-7 for qdd, 2.7e-7 for Q with two implementations of M agreeing to 2e-15
+        limits = (3e-7, 5e-7, 5e-7) if moving else (1e-12, 1e-12, 1e-12)
         assert all(e < limit for (e, _), limit in zip(best, limits)), (k, best)
     print("\nhuang vs lagrange + baumgarte(1/dt, sqrt(2)/dt), relative errors:")
     for row in report:
