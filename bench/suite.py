@@ -115,7 +115,7 @@ class Suite:
 
     def jax_record(self, operation, library, method, fn, arrays, batch, precision, compare, model="panda", n_dof=None):
         """Time ``jit(vmap(fn))`` on the first ``batch`` rows of ``arrays`` (for kronjax its batched
-        entry point, ``kj.chunked_vmap``: cache-sized chunks on CPU); ``compare(head)`` gives
+        entry point, ``kj.chunked_vmap``, which is one ``vmap`` at these batches); ``compare(head)`` gives
         the relative error of the leading outputs against Pinocchio."""
         fields = dict(operation=operation, library=library, method=method, batch=batch, precision=precision,
                       model=model, n_dof=n_dof or self.n)

@@ -43,8 +43,9 @@ def test_automatic_chunk_size_follows_the_memory_budget(panda):
     x = jnp.zeros((40, 7))
     assert "while" in jax.jit(kj.chunked_vmap(plain, chunk_bytes=1)).lower(x).as_text()
     assert "while" not in jax.jit(kj.chunked_vmap(plain)).lower(x).as_text()
-    big = jnp.zeros((kj.batching.CPU_CHUNK_SIZE + 1, 7))
-    assert "while" in jax.jit(kj.chunked_vmap(plain)).lower(big).as_text()  # on CPU: cache-sized chunks
+    # 10^6 samples of C* (2.7 KB each) exceed the default 256 MiB: chunks
+    c_star = lambda q: kj.coriolis_star(panda, q)  # noqa: E731
+    assert "while" in jax.jit(kj.chunked_vmap(c_star)).lower(jax.ShapeDtypeStruct((10**6, 7), jnp.float64)).as_text()
 
 
 def test_bad_arguments():
