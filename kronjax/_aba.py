@@ -50,10 +50,11 @@ def aba(model: Model, q: Array, qd: Array, tau: Array) -> tuple[Array, Array]:
         pivot = jnp.where(b["moving"], sp.dot(s[0], u_w) + sp.dot(s[1], u_v), one)
         u = b["tau"] - sp.dot(s[0], pa[0]) - sp.dot(s[1], pa[1])
         a, bb, cc = ia
+        inverse = 1 / pivot
         ia = (
-            sp.add(a, sp.scale(sp.outer(u_w, u_w), -1 / pivot)),
-            sp.add(bb, sp.scale(sp.outer(u_w, u_v), -1 / pivot)),
-            sp.add(cc, sp.scale(sp.outer(u_v, u_v), -1 / pivot)),
+            sp.symmetric(lambda i, j: a[i][j] - u_w[i] * u_w[j] * inverse),
+            sp.add(bb, sp.scale(sp.outer(u_w, u_v), -inverse)),
+            sp.symmetric(lambda i, j: cc[i][j] - u_v[i] * u_v[j] * inverse),
         )
         pa = sp.add(pa, sp.inertia_times(ia, *b["c"]), sp.scale((u_w, u_v), u / pivot))
         to_parent = (sp.transform_inertia_back(b["e"], b["r"], ia), sp.transform_force_back(b["e"], b["r"], *pa))

@@ -103,14 +103,29 @@ def transform_force_back(e, r, n, f):
     return add(mul_transposed(e, n), cross(r, f_parent)), f_parent
 
 
+def symmetric(entry):
+    """The symmetric 3 x 3 matrix with upper entries ``entry(i, j)`` (``i <= j``): six are
+    computed, the lower ones are the same arrays."""
+    upper = {(i, j): entry(i, j) for i in range(3) for j in range(i, 3)}
+    return tuple(tuple(upper[min(i, j), max(i, j)] for j in range(3)) for i in range(3))
+
+
 def transform_inertia_back(e, r, inertia):
-    """``X^T I X`` of a spatial inertia ``I = [[a, b], [b^T, c]]`` given as ``(a, b, c)``."""
+    """``X^T I X`` of a spatial inertia ``I = [[a, b], [b^T, c]]`` given as ``(a, b, c)``, ``a``
+    and ``c`` symmetric (only their upper entries are computed)."""
     a, b, c = inertia
     et = transpose(e)
-    a, b, c = (matmul(matmul(et, m), e) for m in (a, b, c))
+
+    def rotated(m, sym):  # E^T m E
+        me = matmul(m, e)
+        return symmetric(lambda i, j: dot(et[i], transpose(me)[j])) if sym else matmul(et, me)
+
+    a, b, c = rotated(a, True), rotated(b, False), rotated(c, True)
     rc = cross_matrix(r, c)
+    rb = cross_matrix(r, transpose(b))  # [r] b^T, and -b [r] is its transpose
+    rcr = matrix_cross(rc, r)
     # with T = [[1, [r]], [0, 1]]: T I T^T = [[a + [r] b^T - b [r] - [r] c [r], b + [r] c], [., c]]
-    a = add(a, cross_matrix(r, transpose(b)), scale(matrix_cross(b, r), -1), scale(matrix_cross(rc, r), -1))
+    a = symmetric(lambda i, j: a[i][j] + rb[i][j] + rb[j][i] - rcr[i][j])
     return a, add(b, rc), c
 
 
