@@ -21,8 +21,11 @@ import jax.numpy as jnp
 
 __all__ = ["chunked_vmap", "DEFAULT_CHUNK_BYTES"]
 
-DEFAULT_CHUNK_BYTES = 2**28
-"""Memory aimed at per chunk by the automatic chunk size (256 MiB)."""
+DEFAULT_CHUNK_BYTES = 2**32
+"""Estimated memory aimed at per chunk by the automatic chunk size (4 GiB). The estimate (every
+value of the traced program summed) exceeds what XLA allocates: for the Panda at batch 10^4,
+``coriolis_star`` 304 KB per sample estimated, 8.3 KB allocated (temporaries and output);
+``inverse_dynamics`` 27 KB and 1.5 KB; ``translational_hessian`` 831 KB and 115 KB."""
 
 def _per_sample_bytes(fn: Callable, args) -> int:
     """An upper estimate of one sample's memory: the sizes of every value in ``fn``'s traced

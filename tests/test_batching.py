@@ -43,7 +43,7 @@ def test_automatic_chunk_size_follows_the_memory_budget(panda):
     x = jnp.zeros((40, 7))
     assert "while" in jax.jit(kj.chunked_vmap(plain, chunk_bytes=1)).lower(x).as_text()
     assert "while" not in jax.jit(kj.chunked_vmap(plain)).lower(x).as_text()
-    # 10^6 samples of C* (2.7 KB each) exceed the default 256 MiB: chunks
+    # 10^6 samples of C* (an estimated 300 KB each) exceed the default 4 GiB: chunks
     c_star = lambda q: kj.coriolis_star(panda, q)  # noqa: E731
     assert "while" in jax.jit(kj.chunked_vmap(c_star)).lower(jax.ShapeDtypeStruct((10**6, 7), jnp.float64)).as_text()
 
