@@ -49,14 +49,23 @@ def test_composite_equals_the_papers_assembly(name):
             assert relative_error(got, expected) < 1e-12
 
 
+@pytest.mark.parametrize("unrolled", [True, False])
 @pytest.mark.parametrize("name", sorted(MODELS))
-def test_composite_mass_matrix_derivative_equals_autodiff_of_mass_matrix(name):
+def test_composite_mass_matrix_derivative_equals_autodiff_of_mass_matrix(name, unrolled, monkeypatch):
+    """Both assemblies of dM/dq and C*: unrolled columns (n <= UNROLLED_COLUMNS) and the loop."""
+    if not unrolled:
+        monkeypatch.setattr(kj._composite, "UNROLLED_COLUMNS", 1)
     model = MODELS[name]()
     n = model.n_dof
     derivative = jax.jit(lambda q: kj.mass_matrix_derivative(model, q))
     autodiff = jax.jit(lambda q: jax.jacfwd(lambda q: kj.mass_matrix(model, q, method="jacobians"))(q).reshape(n, n * n))
+    c_star = jax.jit(lambda q: kj.coriolis_star(model, q))
     for q in np.random.default_rng(1).uniform(-1.5, 1.5, (3, model.n_dof)):
-        assert relative_error(derivative(q), autodiff(q)) < 1e-12
+        d = autodiff(q)
+        assert relative_error(derivative(q), d) < 1e-12
+        # C* (Tuan 101): dM[i, j]/dq_k - dM[k, j]/dq_i / 2
+        d3 = np.asarray(d).reshape(n, n, n)
+        assert relative_error(c_star(q), (d3 - 0.5 * d3.transpose(2, 1, 0)).reshape(n, n * n)) < 1e-12
 
 
 def test_composite_in_float32():
