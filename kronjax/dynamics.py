@@ -296,11 +296,12 @@ def coriolis_matrix(
             + jnp.einsum("bpr,brs,bsi->bpi", inertia, wx, jr)
         )
         return jnp.einsum("b,bpi,bpj->ij", ine.mass, jt, jtd) + jnp.einsum("bpi,bpj->ij", jr, inner)
-    dm = _mass_matrix_derivative(model, q)
-    eye = jnp.eye(n, dtype=dm.dtype)
-    col = qd.reshape(n, 1).astype(dm.dtype)
-    u = dm @ jnp.kron(eye, col)  # Mdot = dM/dq (E_n ⊗ qd)
-    v = dm @ jnp.kron(col, eye)  # dM/dq (qd ⊗ E_n)
+    dm = _mass_matrix_derivative(model, q).reshape(n, n, n)  # [i, j, k] = dM[i, j]/dq_k
+    qd = qd.astype(dm.dtype)
+    # the products with E_n ⊗ qd and qd ⊗ E_n as sums of n slices: under vmap, matrix products
+    # with them are batches of tiny matrix products, which XLA:CPU runs slowly
+    u = sum(dm[:, :, k] * qd[k] for k in range(n))  # Mdot = dM/dq (E_n ⊗ qd)
+    v = sum(dm[:, j, :] * qd[j] for j in range(n))  # dM/dq (qd ⊗ E_n)
     if form == "tuan":
         return u - 0.5 * v.T
     return 0.5 * (u + v - v.T)
