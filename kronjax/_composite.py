@@ -84,10 +84,9 @@ def _base_frame(model: Model, q: Array):
     s_v = sp.add(sp.mul(rotation, inputs["s_v"]), sp.cross(origin, s_w))
     mass = inputs["mass"]
     centre = sp.add(origin, sp.mul(rotation, inputs["com"]))
-    first_moment = sp.scale(centre, mass)
     inertia = sp.matmul(sp.matmul(rotation, inputs["inertia"]), sp.transpose(rotation))
-    rotational = sp.add(inertia, sp.scale(sp.matrix_cross(sp.cross_matrix(first_moment, eye), centre), -1))
-    return (s_w, s_v), (rotational, first_moment, mass)
+    rotational, _, _ = sp.spatial_inertia(mass, centre, inertia)
+    return (s_w, s_v), (rotational, sp.scale(centre, mass), mass)
 
 
 def _composite(model: Model, q: Array):

@@ -198,14 +198,12 @@ def bodies(model: Model, q: Array, dtype) -> tuple[dict, np.ndarray]:
     ine = model.inertials
     kinds = np.array(tree.kinds)
     revolute, prismatic = kinds == "R", kinds == "P"
-    q_body = q.astype(dtype)[np.array([max(k, 0) for k in tree.q_index])]
-    zero = jnp.zeros((), dtype)
-    angle = jnp.where(revolute, q_body, zero)
+    angle = per_body(model, q, revolute, dtype)
     values = dict(
         joint_coefficients(tree, dtype),
         cos=jnp.cos(angle),
         sin=jnp.sin(angle),
-        d=jnp.where(prismatic, q_body, zero),
+        d=per_body(model, q, prismatic, dtype),
         mass=ine.mass.astype(dtype),
         com=components(ine.com.astype(dtype)),
         inertia=components(ine.inertia.astype(dtype)),
@@ -213,10 +211,11 @@ def bodies(model: Model, q: Array, dtype) -> tuple[dict, np.ndarray]:
     return values, revolute | prismatic
 
 
-def per_body(model: Model, x: Array, moving: np.ndarray, dtype) -> Array:
-    """A joint-coordinate vector ``(n,)`` spread over the bodies (zero at fixed joints)."""
+def per_body(model: Model, x: Array, mask: np.ndarray, dtype) -> Array:
+    """A joint-coordinate vector ``(n,)`` spread over the bodies, zero where ``mask`` is false
+    (at least at fixed joints, which have no coordinate)."""
     index = np.array([max(k, 0) for k in model.kinematics.q_index])
-    return jnp.where(moving, x.astype(dtype)[index], jnp.zeros((), dtype))
+    return jnp.where(mask, x.astype(dtype)[index], jnp.zeros((), dtype))
 
 
 def joint_transform(b: dict):
