@@ -22,7 +22,7 @@ chain is one run), so compile time does not grow with the number of bodies.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -30,7 +30,9 @@ import numpy as np
 from jaxtyping import Array
 
 from .calculus import skew
-from .chain import Model, Tree
+
+if TYPE_CHECKING:  # chain builds on this module (Tree.poses): no import at run time
+    from .chain import Model, Tree
 
 # --------------------------------------------------------------------------------------------
 # 3-vectors (tuples of 3 arrays) and 3 x 3 matrices (tuples of 3 rows)
@@ -191,30 +193,41 @@ def joint_coefficients(tree: Tree, dtype) -> dict:
     )
 
 
-def bodies(model: Model, q: Array, dtype) -> tuple[dict, np.ndarray]:
-    """Per-body inputs of the recursions (joint coefficients, ``cos t``, ``sin t``, ``d``,
-    inertials) and the mask of bodies whose joint moves."""
-    tree: Tree = model.kinematics
-    ine = model.inertials
+def joint_inputs(tree: Tree, q: Array, dtype) -> tuple[dict, np.ndarray]:
+    """Per-body inputs of the kinematic recursions (joint coefficients, ``cos t``, ``sin t``,
+    ``d``) and the mask of bodies whose joint moves."""
     kinds = np.array(tree.kinds)
     revolute, prismatic = kinds == "R", kinds == "P"
-    angle = per_body(model, q, revolute, dtype)
+    angle = _spread(tree.q_index, q, revolute, dtype)
     values = dict(
         joint_coefficients(tree, dtype),
         cos=jnp.cos(angle),
         sin=jnp.sin(angle),
-        d=per_body(model, q, prismatic, dtype),
+        d=_spread(tree.q_index, q, prismatic, dtype),
+    )
+    return values, revolute | prismatic
+
+
+def bodies(model: Model, q: Array, dtype) -> tuple[dict, np.ndarray]:
+    """:func:`joint_inputs` and the bodies' inertials."""
+    values, moving = joint_inputs(model.kinematics, q, dtype)
+    ine = model.inertials
+    values.update(
         mass=ine.mass.astype(dtype),
         com=components(ine.com.astype(dtype)),
         inertia=components(ine.inertia.astype(dtype)),
     )
-    return values, revolute | prismatic
+    return values, moving
 
 
 def per_body(model: Model, x: Array, mask: np.ndarray, dtype) -> Array:
     """A joint-coordinate vector ``(n,)`` spread over the bodies, zero where ``mask`` is false
     (at least at fixed joints, which have no coordinate)."""
-    index = np.array([max(k, 0) for k in model.kinematics.q_index])
+    return _spread(model.kinematics.q_index, x, mask, dtype)
+
+
+def _spread(q_index: tuple[int, ...], x: Array, mask: np.ndarray, dtype) -> Array:
+    index = np.array([max(k, 0) for k in q_index], dtype=int)
     return jnp.where(mask, x.astype(dtype)[index], jnp.zeros((), dtype))
 
 
@@ -277,3 +290,27 @@ def up(parents: tuple[int, ...], step: Callable, zero: Any, inputs: list[dict]) 
 def split(parents: tuple[int, ...], stack) -> list:
     """A per-body stack cut into the runs' rows."""
     return [_rows(stack, start, end) for start, end in runs(parents)]
+
+
+def frames(tree: Tree, q: Array, dtype) -> dict:
+    """Forward kinematics of a tree in the base frame, per body (components of ``(nb,)`` arrays).
+
+    Returns ``R`` (rows of ``A_i^(0)``, base from body), ``p`` (the body origin ``^0 d_i``),
+    ``w`` and ``t`` (the joint's motion subspace in base axes: ``R s_w``, ``R s_v``; zero at fixed
+    joints), and ``moving`` (numpy mask of the bodies whose joint has a coordinate). Child from
+    parent: ``R_i = R_parent E^T``, ``p_i = p_parent + R_parent r`` (:func:`joint_transform`).
+    """
+    inputs, moving = joint_inputs(tree, q, dtype)
+
+    def step(parent, b):
+        r0, p0 = parent
+        e, r = joint_transform(b)
+        rot = matmul(r0, transpose(e))
+        origin = add(p0, mul(r0, r))
+        return (rot, origin), ((rot, origin), mul(rot, b["s_w"]), mul(rot, b["s_v"]))
+
+    one, zero = jnp.ones((), dtype), jnp.zeros((), dtype)
+    eye = ((one, zero, zero), (zero, one, zero), (zero, zero, one))
+    out = down(tree.parents, step, (eye, (zero, zero, zero)), split(tree.parents, inputs))
+    (rot, origin), w, t = jax.tree.map(lambda *x: jnp.concatenate(x), *out)
+    return dict(R=rot, p=origin, w=w, t=t, moving=moving)
