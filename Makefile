@@ -1,5 +1,5 @@
 # Two commands on a fresh machine with Python 3.11+ and make: `make demo`, `make test`.
-# `make bench`: the benchmark suite against Pinocchio, adam, jaxsim and MJX (bench/, results in bench/results/).
+# `make bench`: the benchmark suite against Pinocchio, adam, jaxsim, MJX and frax (bench/, results in bench/results/).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -22,7 +22,7 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[bench]" || { \
 	  echo "make bench: the bench extra did not install in full; trying its parts one by one"; \
 	  $(PY) -m pip install --quiet pin matplotlib; \
-	  for peer in adam-robotics jaxsim mujoco mujoco-mjx; do \
+	  for peer in adam-robotics jaxsim mujoco mujoco-mjx frax; do \
 	    $(PY) -m pip install --quiet $$peer || echo "make bench: $$peer did not install; the benchmark skips it"; \
 	  done; }
 	touch $@

@@ -1,4 +1,4 @@
-"""kronjax's benchmark suite against Pinocchio, adam, jaxsim and MuJoCo MJX, in one run:
+"""kronjax's benchmark suite against Pinocchio, adam, jaxsim, MuJoCo MJX and frax, in one run:
 
     python -m bench            # the full suite (about 10 minutes on 2 cores)
     python -m bench --quick    # a smoke run: small batches, n up to 24
@@ -6,11 +6,14 @@
 
 Inverse dynamics, forward dynamics and the Coriolis terms of the Panda (float64, and float32
 where cheap), the growth of C* and inverse dynamics with the number of joints (n = 6 ... 48,
-fitted exponents, a plot), and compile times. Every library gets the same arm, written by
-``kj.to_urdf``; every result is compared with Pinocchio's on the same samples. A peer that is
-not installed (or does not import) is skipped with a note. Writes
+fitted exponents, a plot), and compile times; then (issue 14, sections ``derivatives`` and
+``derivatives_scaling``) the Jacobians, Hessians and Jacobian time derivatives of all bodies, the
+derivatives of inverse and forward dynamics (and ``jax.jacfwd`` of both), and the growth of J and H
+with n. Every library gets the same arm, written by ``kj.to_urdf``; every result is compared with
+Pinocchio's on the same samples. A peer that is not installed (or does not import), or a kronjax
+function that this kronjax lacks, is skipped with a note. Writes
 ``bench/results/<date>-<machine>.md``, ``.json`` and ``-scaling.png``; asserts nothing (the
-targets are in issue 5 and in the Goals table of the report).
+targets are in issues 5 and 14 and in the Goals table of the report).
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--no-float32", action="store_true", help="float64 only")
     parser.add_argument("--sections", nargs="+", choices=SECTIONS, help=f"a subset of {', '.join(SECTIONS)}")
     parser.add_argument("--batches", type=int, nargs="+", help="inverse-dynamics batches of kronjax and Pinocchio")
-    parser.add_argument("--big", type=int, help="the batch of the peers, forward dynamics, Coriolis, float32")
-    parser.add_argument("--scaling-n", type=int, nargs="+", help="joint counts of the scaling section")
+    parser.add_argument("--big", type=int, help="the batch of the peers, forward dynamics, Coriolis, derivatives, float32")
+    parser.add_argument("--scaling-n", type=int, nargs="+", help="joint counts of the scaling sections")
     parser.add_argument("--chain-n", type=int, help="joints of the long chain of the compile-time section")
     parser.add_argument("--threads", type=int, help="threads of Pinocchio's *InParallel (default 2)")
     parser.add_argument("--out", type=Path, help="results folder (default bench/results)")
@@ -78,7 +81,7 @@ def main(argv=None) -> dict:
     meta["duration_s"] = time.perf_counter() - start
     paths = report.write(records, meta, peers, config, args.out or report.RESULTS)
 
-    print("\n== goals (issue 5) ==")
+    print("\n== goals (issues 5 and 14) ==")
     for g in report.goals(records, config):
         value = "-" if g["value"] is None else f"{g['value']:.3g}"
         met = "" if g["met"] is None else ("  met" if g["met"] else "  NOT met")

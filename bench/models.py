@@ -3,7 +3,8 @@
 Every library gets the same Panda: ``kj.models.panda()`` written by ``kj.to_urdf`` (gravity
 ``(0, 0, -9.81)``). Pinocchio and adam read that URDF; MuJoCo reads it with a ``<mujoco>``
 compiler element added (:func:`mjcf_from_urdf`); jaxsim reads an SDF rewritten from it
-(:func:`sdf_from_urdf`), because its URDF route needs Gazebo's ``gz sdf`` executable.
+(:func:`sdf_from_urdf`), because its URDF route needs Gazebo's ``gz sdf`` executable; frax reads
+it with an inertial given to the root link (:func:`urdf_with_root_inertial`).
 """
 
 from __future__ import annotations
@@ -92,6 +93,28 @@ def mjcf_from_urdf(urdf: str) -> str:
     return urdf[:end] + extension + urdf[end:]
 
 
+def _root_link(robot: ET.Element) -> ET.Element:
+    children = {j.find("child").get("link") for j in robot.findall("joint")}
+    roots = [link for link in robot.findall("link") if link.get("name") not in children]
+    if len(roots) != 1:
+        raise ValueError(f"expected one root link, found {[r.get('name') for r in roots]}")
+    return roots[0]
+
+
+def urdf_with_root_inertial(urdf: str) -> str:
+    """The URDF with an inertial (1 kg, 1e-3 kg m^2) on its root link when it has none: frax 0.1
+    cannot parse a root link without one (``AttributeError`` on its ``inertial_i``). The root is
+    fixed to the world, so its inertia moves nothing."""
+    robot = ET.fromstring(urdf)
+    root = _root_link(robot)
+    if root.find("inertial") is None:
+        inertial = ET.SubElement(root, "inertial")
+        ET.SubElement(inertial, "origin", xyz="0 0 0", rpy="0 0 0")
+        ET.SubElement(inertial, "mass", value="1.0")
+        ET.SubElement(inertial, "inertia", dict(zip(_INERTIA_KEYS, ("1e-3", "0", "0", "1e-3", "0", "1e-3"))))
+    return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"
+
+
 def _numbers(text: str | None, default) -> np.ndarray:
     return np.array([float(v) for v in text.split()]) if text else np.array(default, float)
 
@@ -137,12 +160,9 @@ def sdf_from_urdf(urdf: str) -> str:
     """
     robot = ET.fromstring(urdf)
     joints = robot.findall("joint")
-    children = {j.find("child").get("link") for j in joints}
     links = {link.get("name"): link for link in robot.findall("link")}
-    roots = [name for name in links if name not in children]
-    if len(roots) != 1:
-        raise ValueError(f"expected one root link, found {roots}")
-    pose = {roots[0]: np.eye(4)}
+    root = _root_link(robot).get("name")
+    pose = {root: np.eye(4)}
     pending = list(joints)
     while pending:  # joints may come in any order
         progressed = False
@@ -167,7 +187,7 @@ def sdf_from_urdf(urdf: str) -> str:
         source = inertial.find("inertia") if inertial is not None else None
         tensor = {key: float(source.get(key, 0)) if source is not None else 0.0 for key in _INERTIA_KEYS}
         if mass <= 0:
-            mass, small = (1.0, 1e-3) if name == roots[0] else (1e-9, 1e-12)
+            mass, small = (1.0, 1e-3) if name == root else (1e-9, 1e-12)
             tensor = dict.fromkeys(_INERTIA_KEYS, 0.0) | {"ixx": small, "iyy": small, "izz": small}
         inertial_out = ET.SubElement(out, "inertial")
         ET.SubElement(inertial_out, "pose").text = _pose_text(_origin(inertial.find("origin") if inertial is not None else None))
@@ -175,9 +195,9 @@ def sdf_from_urdf(urdf: str) -> str:
         tensor_out = ET.SubElement(inertial_out, "inertia")
         for key, value in tensor.items():
             ET.SubElement(tensor_out, key).text = repr(value)
-    fixed = ET.SubElement(model, "joint", name="world_to_" + roots[0], type="fixed")
+    fixed = ET.SubElement(model, "joint", name="world_to_" + root, type="fixed")
     ET.SubElement(fixed, "parent").text = "world"
-    ET.SubElement(fixed, "child").text = roots[0]
+    ET.SubElement(fixed, "child").text = root
     ET.SubElement(fixed, "pose", relative_to="__model__").text = "0 0 0 0 0 0"  # what jaxsim looks for
     for j in joints:
         kind = j.get("type")

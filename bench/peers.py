@@ -1,5 +1,5 @@
-"""The peers (Pinocchio, adam, jaxsim, MuJoCo MJX): detection, and each one's functions on the
-one URDF of :mod:`bench.models`.
+"""The peers (Pinocchio, adam, jaxsim, MuJoCo MJX, frax): detection, and each one's functions on
+the one URDF of :mod:`bench.models`.
 
 The JAX peers' functions take one sample (``q``, ``qd``, ``qdd`` of shape ``(n,)``); the
 benchmark batches them with ``jax.vmap`` like kronjax's. All arms are fixed-base: adam and
@@ -12,10 +12,12 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import os
+import tempfile
+import warnings
 
 import numpy as np
 
-from .models import GRAVITY, mjcf_from_urdf, sdf_from_urdf
+from .models import GRAVITY, mjcf_from_urdf, sdf_from_urdf, urdf_with_root_inertial
 
 # name: (module to import, distributions to report, how to install)
 PEERS = {
@@ -23,6 +25,7 @@ PEERS = {
     "adam": ("adam.jax", ("adam-robotics",), "pip install adam-robotics"),
     "jaxsim": ("jaxsim.api", ("jaxsim",), "pip install jaxsim"),
     "mjx": ("mujoco.mjx", ("mujoco", "mujoco-mjx"), "pip install mujoco mujoco-mjx"),
+    "frax": ("frax", ("frax",), "pip install frax"),
 }
 
 
@@ -40,7 +43,9 @@ def detect(names=tuple(PEERS)) -> dict[str, dict]:
     for name in names:
         module, distributions, install = PEERS[name]
         try:
-            importlib.import_module(module)
+            with warnings.catch_warnings():  # frax warns at import about XLA flags it would like set
+                warnings.simplefilter("ignore")
+                importlib.import_module(module)
         except Exception as exc:  # a broken install or an incompatible jax raises anything
             found[name] = {"available": False, "version": "", "note": f"skipped: cannot import {module} "
                            f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); {install}"}
@@ -79,6 +84,85 @@ class Pinocchio:
 
     def coriolis(self, q, qd) -> np.ndarray:
         return np.stack([self.pin.computeCoriolisMatrix(self.model, self.data, *x).copy() for x in zip(q, qd)])
+
+    # references in kronjax's layout, on a batch of samples (rows), for the derivative sections
+
+    def body_frames(self, names, rotations, origins, q) -> list[int]:
+        """Adds a frame at each of kronjax's body frames (``rotations`` and ``origins`` in the base
+        frame at configuration ``q``, bodies named after their joints) and returns their ids. A
+        body moves with its joint, but its frame need not be the URDF link's (Pinocchio's joint
+        frame): ``kj.to_urdf`` of a standard D-H arm puts the joint frame on the joint axis, kronjax's
+        body frame at the link's far end. The data is recreated for the new frames."""
+        pin = self.pin
+        self.pin.forwardKinematics(self.model, self.data, np.asarray(q, float))
+        frames = []
+        for name, r, p in zip(names, rotations, origins):
+            joint = self.model.getJointId(name)
+            placement = self.data.oMi[joint].inverse() * pin.SE3(np.asarray(r, float), np.asarray(p, float))
+            frames.append(self.model.addFrame(pin.Frame(f"kronjax:{name}", joint, placement, pin.FrameType.OP_FRAME)))
+        self.data = self.model.createData()
+        return frames
+
+    def _per_body(self, compute, get, frames, *arrays) -> tuple[np.ndarray, np.ndarray]:
+        """``compute(model, data, *row)`` then ``get(frame)`` (6 x ...) of every frame, per row: the
+        translational (Pinocchio's linear) and rotational (angular) rows, each
+        ``(batch, len(frames), 3, ...)``."""
+        out = []
+        for row in zip(*arrays):
+            compute(self.model, self.data, *row)
+            out.append([get(f) for f in frames])
+        out = np.array(out)
+        return out[:, :, :3], out[:, :, 3:]
+
+    def jacobians(self, q, frames):
+        """``(J_T, J_R)`` of kronjax's ``jacobians(frame="base")``: ``getFrameJacobian`` in
+        LOCAL_WORLD_ALIGNED (the frame origin's velocity and the angular velocity in world axes)."""
+        pin = self.pin
+        return self._per_body(pin.computeJointJacobians,
+                              lambda f: pin.getFrameJacobian(self.model, self.data, f, pin.LOCAL_WORLD_ALIGNED), frames, q)
+
+    def hessians(self, q, frames):
+        """``(H_T, H_R)`` of kronjax's ``hessians(frame="base")``, each ``(batch, nb, 3, n^2)``:
+        ``getFrameKinematicHessian`` in LOCAL_WORLD_ALIGNED (``dJ_LWA/dq``, antisymmetric part
+        included) after ``computeJointKinematicHessians(q)`` (which computes the joint Jacobians
+        first).
+
+        Pinocchio stores the tensor T[r, j, k] = dJ[r, j]/dq_k column-major (element at
+        ``r + 6 j + 6 n k``, kinematics-derivatives.hxx); its 4.1 binding returns that buffer as a
+        6 x n x n array read with C strides, so T is the buffer reshaped in Fortran order
+        (tests/test_pinocchio_kinematics.py checks this against finite differences). Khang's layout
+        ``H[p, j n + k] = T[p, j, k]`` is then T's C-order reshape to 6 x n^2."""
+        pin, n = self.pin, self.model.nv
+
+        def get(f):
+            h = np.asarray(pin.getFrameKinematicHessian(self.model, self.data, f, pin.LOCAL_WORLD_ALIGNED))
+            return h.reshape(-1).reshape(h.shape, order="F").reshape(6, n * n)
+
+        return self._per_body(pin.computeJointKinematicHessians, get, frames, q)
+
+    def jacobians_dot(self, q, qd, frames):
+        """``(Jd_T, Jd_R)`` of kronjax's ``jacobians_dot(frame="base")``:
+        ``getFrameJacobianTimeVariation`` in LOCAL_WORLD_ALIGNED."""
+        pin = self.pin
+
+        def compute(model, data, q, qd):
+            pin.computeJointJacobiansTimeVariation(model, data, q, qd)
+            pin.updateFramePlacements(model, data)
+
+        return self._per_body(compute, lambda f: pin.getFrameJacobianTimeVariation(self.model, self.data, f, pin.LOCAL_WORLD_ALIGNED),
+                              frames, q, qd)
+
+    def rnea_derivatives(self, q, qd, qdd):
+        """``(dtau_dq, dtau_dqd, M)``, each ``(batch, n, n)``, from ``computeRNEADerivatives`` (which
+        fills only the upper triangle of M)."""
+        out = [[np.array(x) for x in self.pin.computeRNEADerivatives(self.model, self.data, *row)] for row in zip(q, qd, qdd)]
+        dq, dqd, m = (np.stack(x) for x in zip(*out))
+        return dq, dqd, np.triu(m) + np.swapaxes(np.triu(m, 1), -1, -2)
+
+    def aba_derivatives(self, q, qd, tau):
+        """``(dqdd_dq, dqdd_dqd, M^-1)``, each ``(batch, n, n)``, from ``computeABADerivatives``."""
+        out = [[np.array(x) for x in self.pin.computeABADerivatives(self.model, self.data, *row)] for row in zip(q, qd, tau)]
+        return tuple(np.stack(x) for x in zip(*out))
 
     def per_call(self, name: str, *arrays):
         """A function running ``pin.<name>`` once on each of the given samples (rows)."""
@@ -164,6 +248,58 @@ def jaxsim_functions(urdf: str):
         return js.model.free_floating_coriolis_matrix(model, data(q, qd))[-n:, -n:]
 
     return inverse_dynamics, coriolis
+
+
+# --------------------------------------------------------------------------------------------
+# frax
+# --------------------------------------------------------------------------------------------
+
+
+def frax_functions(urdf: str) -> dict:
+    """frax's functions of one sample on the URDF (its root link given an inertial, which frax
+    needs), fixed base:
+
+    - ``jacobians(q) -> (J_T, J_R)``, each ``(nb, 3, n)``: every joint frame's origin and angular
+      Jacobians in world axes (Pinocchio's LOCAL_WORLD_ALIGNED), from ``Robot._joint_jacobians``,
+      the all-joints routine behind its dynamics (its public API has per-frame Jacobians only);
+    - ``jacobians_dot(q, qd) -> (Jd_T, Jd_R)``: ``Robot._frame_jacobian_and_derivative`` of each
+      joint frame (the routine behind its public ``ee_jacobian_and_derivative``);
+    - ``inverse_dynamics(q, qd, qdd)``: ``Robot.rnea`` with gravity as a base acceleration;
+    - ``forward_dynamics(q, qd, tau)``: ``Robot.forward_dynamics`` (CRBA and a Cholesky solve;
+      frax has no ABA), whose gravity is fixed at 9.81 down z.
+    """
+    import jax.numpy as jnp
+
+    if tuple(GRAVITY) != (0.0, 0.0, -9.81):
+        raise ValueError(f"frax's forward dynamics has gravity (0, 0, -9.81) built in, not {GRAVITY}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import frax
+    with tempfile.TemporaryDirectory(prefix="kronjax-frax-") as tmp:  # frax reads a file
+        path = os.path.join(tmp, "robot.urdf")
+        with open(path, "w") as f:
+            f.write(urdf_with_root_inertial(urdf))
+        robot = frax.Robot(path)
+    base_acceleration = jnp.array([*(-np.asarray(GRAVITY)), 0.0, 0.0, 0.0])  # [linear, angular]
+    chains = [np.flatnonzero(row) for row in robot.ancestor_mask]  # ancestors of each joint, root first
+    origin = np.eye(4)
+
+    def jacobians(q):
+        return robot._joint_jacobians(robot.joint_to_world_transforms(q))
+
+    def jacobians_dot(q, qd):
+        transforms = robot.joint_to_world_transforms(q)
+        jd = jnp.stack([robot._frame_jacobian_and_derivative(qd, transforms, origin, chain)[1] for chain in chains])
+        return jd[:, :3], jd[:, 3:]
+
+    def inverse_dynamics(q, qd, qdd):
+        return robot.rnea(q, qd, qdd, base_acceleration, None)
+
+    def forward_dynamics(q, qd, tau):
+        return robot.forward_dynamics(q, qd, tau, None)
+
+    return {"jacobians": jacobians, "jacobians_dot": jacobians_dot, "inverse_dynamics": inverse_dynamics,
+            "forward_dynamics": forward_dynamics}
 
 
 # --------------------------------------------------------------------------------------------

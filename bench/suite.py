@@ -1,12 +1,14 @@
 """The benchmark's sections: inverse dynamics, forward dynamics, Coriolis, scaling with n, compile
-times. Each measurement becomes a :class:`~bench._timing.Record`; every JAX function is
-``jax.jit(jax.vmap(f))`` (kronjax: ``jax.jit(kj.chunked_vmap(f))``) compiled ahead of time (the compile time is recorded) and timed by
+times, and (issue 14) the Jacobians, Hessians and Jacobian time derivatives of all bodies, the
+derivatives of inverse and forward dynamics, and the growth of J and H with n. Each measurement
+becomes a :class:`~bench._timing.Record`; every JAX function is ``jax.jit(jax.vmap(f))`` (kronjax: ``jax.jit(kj.chunked_vmap(f))``) compiled ahead of time (the compile time is recorded) and timed by
 :func:`~bench._timing.best_time`; every result is compared with Pinocchio on the same samples.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import subprocess
 import sys
@@ -24,19 +26,19 @@ import kronjax as kj
 
 from . import models
 from ._timing import Record, best_time, time_jax
-from .peers import Pinocchio, adam_inverse_dynamics, jaxsim_functions, xla_env
+from .peers import Pinocchio, adam_inverse_dynamics, frax_functions, jaxsim_functions, xla_env
 
-SECTIONS = ("inverse", "forward", "coriolis", "scaling", "compile")
+SECTIONS = ("inverse", "forward", "coriolis", "scaling", "compile", "derivatives", "derivatives_scaling")
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclasses.dataclass
 class Config:
     batches: tuple[int, ...] = (1, 1_000, 10_000)  # kronjax and Pinocchio inverse dynamics
-    big: int = 10_000  # the batch of the peers, forward dynamics, Coriolis and float32
+    big: int = 10_000  # the batch of the peers, forward dynamics, Coriolis, derivatives and float32
     scaling_n: tuple[int, ...] = (6, 12, 24, 48)
-    scaling_rnea_batch: int = 1024  # rnea at every n (O(n) memory a sample)
-    scaling_work: int = 2**22  # C* and kron at n: batch clip(scaling_work // n^3, 16, 1024)
+    scaling_rnea_batch: int = 1024  # rnea and jacobians at every n (O(n) and O(n^2) memory a sample)
+    scaling_work: int = 2**22  # C*, kron and hessians at n: batch clip(scaling_work // n^3, 16, 1024)
     chain_n: int = 30  # the long chain of the compile-time section
     peers: bool = True
     float32: bool = True
@@ -62,6 +64,12 @@ class Config:
 def _kron_rows(a: np.ndarray) -> np.ndarray:
     """Row-wise ``a ⊗ a``."""
     return np.einsum("bi,bj->bij", a, a).reshape(a.shape[0], -1)
+
+
+def _pieces_error(ref: tuple):
+    """``compare`` of a function with several outputs (a tuple, in the order of ``ref``, Pinocchio's
+    on the leading samples): the largest of their relative errors."""
+    return lambda head: max(models.relative_error(h, r[: len(h)]) for h, r in zip(head, ref))
 
 
 def _fmt(x, spec: str, none: str = "-") -> str:
@@ -93,6 +101,24 @@ class Suite:
     def available(self, peer: str) -> bool:
         return self.config.peers and self.peers.get(peer, {}).get("available", False)
 
+    @functools.cached_property
+    def frax(self) -> dict:
+        return frax_functions(self.urdf)
+
+    @staticmethod
+    def body_frames(pin: Pinocchio, model, q) -> list[int]:
+        """Frames of ``pin`` at ``model``'s body frames (:meth:`~bench.peers.Pinocchio.body_frames`)."""
+        rotations, origins = kj.forward_kinematics(model, jnp.asarray(q))
+        return pin.body_frames(model.joint_names, np.asarray(rotations), np.asarray(origins), q)
+
+    def missing(self, name: str, **fields) -> bool:
+        """Whether this kronjax lacks ``kj.<name>`` (then a skipped record says so, as for a missing
+        peer): the suite also measures a kronjax older than issue 14's functions."""
+        if hasattr(kj, name):
+            return False
+        self.add(Record(**fields, note=f"skipped: kj.{name} is not in this kronjax"))
+        return True
+
     # ----------------------------------------------------------------------------------------
     # recording
     # ----------------------------------------------------------------------------------------
@@ -116,7 +142,8 @@ class Suite:
     def jax_record(self, operation, library, method, fn, arrays, batch, precision, compare, model="panda", n_dof=None):
         """Time ``jit(vmap(fn))`` on the first ``batch`` rows of ``arrays`` (for kronjax its batched
         entry point, ``kj.chunked_vmap``, which is one ``vmap`` at these batches); ``compare(head)`` gives
-        the relative error of the leading outputs against Pinocchio."""
+        the relative error of the leading outputs against Pinocchio (``head`` has the structure of
+        ``fn``'s output: an array, or a tuple of arrays)."""
         fields = dict(operation=operation, library=library, method=method, batch=batch, precision=precision,
                       model=model, n_dof=n_dof or self.n)
         try:
@@ -124,8 +151,9 @@ class Suite:
             args = tuple(jnp.asarray(a[:batch], dtype) for a in arrays)
             batched = kj.chunked_vmap(fn) if library == "kronjax" else jax.vmap(fn)
             per_call, compile_s, out = time_jax(batched, args, self.timing)
-            note = "" if out.dtype == dtype else f"output is {out.dtype}"
-            head = np.asarray(out[: min(batch, self.config.check)], float)
+            leaves = jax.tree.leaves(out)
+            note = "" if all(x.dtype == dtype for x in leaves) else f"output is {leaves[0].dtype}"
+            head = jax.tree.map(lambda x: np.asarray(x[: min(batch, self.config.check)], float), out)
             return self.add(Record(**fields, seconds_per_call=per_call, compile_s=compile_s, rel_err=compare(head), note=note))
         except Exception as exc:  # one failing measurement must not stop the suite
             return self.failed(exc, **fields)
@@ -151,8 +179,23 @@ class Suite:
             if fn is None:
                 out.append(self.add(Record(**fields, method=method, batch=batch, note=f"pin.{name}InParallel absent in this Pinocchio")))
                 continue
-            out.append(self.add(Record(**fields, method=method, batch=batch, seconds_per_call=best_time(fn, **self.timing), rel_err=0.0)))
+            try:  # a future Pinocchio's variant may take other arguments than rnea's and aba's
+                out.append(self.add(Record(**fields, method=method, batch=batch, seconds_per_call=best_time(fn, **self.timing), rel_err=0.0)))
+            except Exception as exc:
+                out.append(self.failed(exc, **fields, method=method, batch=batch))
         return out
+
+    def frax_record(self, operation, method, function, arrays, compare, derivatives=False):
+        """frax's ``function`` (of :func:`~bench.peers.frax_functions`), or with ``derivatives``
+        its ``jax.jacfwd`` with respect to every argument, float64 at the peers' batch."""
+        fields = dict(operation=operation, library="frax", method=method, batch=self.config.big, precision="float64")
+        try:
+            fn = self.frax[function]
+        except Exception as exc:
+            return self.failed(exc, **fields)
+        if derivatives:
+            fn = jax.jacfwd(fn, argnums=tuple(range(len(arrays))))
+        return self.jax_record(operation, "frax", method, fn, arrays, self.config.big, "float64", compare)
 
     # ----------------------------------------------------------------------------------------
     # sections
@@ -197,6 +240,8 @@ class Suite:
                 self.jax_record("inverse_dynamics", "jaxsim", "inverse_dynamics", fn, arrays, c.big, "float64", self._tau_error)
             except Exception as exc:
                 self.failed(exc, operation="inverse_dynamics", library="jaxsim", method="inverse_dynamics", batch=c.big, precision="float64")
+        if self.available("frax"):
+            self.frax_record("inverse_dynamics", "rnea", "inverse_dynamics", arrays, self._tau_error)
         if self.available("mjx"):
             self.mjx()
 
@@ -246,6 +291,8 @@ class Suite:
             fn = lambda q, qd, tau, model=model: kj.forward_dynamics(model, q, qd, tau)  # noqa: E731
             self.jax_record("forward_dynamics", "kronjax", "forward_dynamics", fn, arrays, batch, precision, error)
         self.pin_records("forward_dynamics", "aba", arrays, (c.big,))
+        if self.available("frax"):
+            self.frax_record("forward_dynamics", "forward_dynamics (CRBA + Cholesky)", "forward_dynamics", arrays, error)
 
     def section_coriolis(self):
         c, s = self.config, self.samples
@@ -276,13 +323,18 @@ class Suite:
             except Exception as exc:
                 self.failed(exc, operation="coriolis", library="jaxsim", method="free_floating_coriolis_matrix", batch=c.big, precision="float64")
 
+    def chain(self, n: int):
+        """The scaling sections' random arm of ``n`` joints: ``(model, name, samples, Pinocchio's
+        model, leading samples)``."""
+        c = self.config
+        model = models.random_chain(n, seed=n)
+        s = models.samples(model, max(c.scaling_rnea_batch, c.scaling_batch(n), c.check), seed=n)
+        return model, f"chain{n}", s, Pinocchio(kj.to_urdf(model), c.threads), {k: v[: c.check] for k, v in s.items()}
+
     def section_scaling(self):
         c = self.config
         for n in c.scaling_n:
-            model, name = models.random_chain(n, seed=n), f"chain{n}"
-            s = models.samples(model, max(c.scaling_rnea_batch, c.scaling_batch(n), c.check), seed=n)
-            pin = Pinocchio(kj.to_urdf(model), c.threads)
-            head = {k: v[: c.check] for k, v in s.items()}
+            model, name, s, pin, head = self.chain(n)
             tau_ref = pin.rnea(head["q"], head["qd"], head["qdd"])
             cqd_ref = np.einsum("bij,bj->bi", pin.coriolis(head["q"], head["qd"]), head["qd"])
             tau_error = lambda h, ref=tau_ref: models.relative_error(h, ref[: len(h)])  # noqa: E731
@@ -322,3 +374,71 @@ class Suite:
                         "hlo_lines": len(compiled.as_text().splitlines())}))
                 except Exception as exc:
                     self.failed(exc, **fields)
+
+    def section_derivatives(self):
+        """Issue 14 on the Panda: every body's Jacobians, Hessians and Jacobian time derivatives
+        (``frame="base"``, against Pinocchio's LOCAL_WORLD_ALIGNED ones of frames placed at
+        kronjax's body frames), and the
+        derivatives of inverse and forward dynamics (kronjax's functions and ``jax.jacfwd`` of
+        ``inverse_dynamics`` / ``forward_dynamics``), float64 and float32 at the peers' batch;
+        Pinocchio per call; frax's Jacobians and ``jax.jacfwd`` of its dynamics."""
+        c, s = self.config, self.samples
+        head = {k: v[: c.check] for k, v in s.items()}
+        frames = self.body_frames(self.pin, self.panda["float64"], s["q"][0])
+        inverse, forward = (s["q"], s["qd"], s["qdd"]), (s["q"], s["qd"], s["tau"])
+        # operation: (arguments, Pinocchio's function timed per call, its outputs on the leading samples)
+        cases = {
+            "jacobians": ((s["q"],), "computeJointJacobians", self.pin.jacobians(head["q"], frames)),
+            "hessians": ((s["q"],), "computeJointKinematicHessians", self.pin.hessians(head["q"], frames)),
+            "jacobians_dot": ((s["q"], s["qd"]), "computeJointJacobiansTimeVariation",
+                              self.pin.jacobians_dot(head["q"], head["qd"], frames)),
+            "inverse_dynamics_derivatives": (inverse, "computeRNEADerivatives",
+                                             self.pin.rnea_derivatives(head["q"], head["qd"], head["qdd"])),
+            "forward_dynamics_derivatives": (forward, "computeABADerivatives",
+                                             self.pin.aba_derivatives(head["q"], head["qd"], head["tau"])),
+        }
+        # (operation, method, kronjax function, whether the row is jax.jacfwd of it w.r.t. every argument)
+        rows = [(operation, operation, operation, False) for operation in cases] + [
+            ("inverse_dynamics_derivatives", "jax.jacfwd(inverse_dynamics)", "inverse_dynamics", True),
+            ("forward_dynamics_derivatives", "jax.jacfwd(forward_dynamics)", "forward_dynamics", True),
+        ]
+        for precision in ("float64",) + (("float32",) if c.float32 else ()):
+            model = self.panda[precision]
+            for operation, method, function, derivatives in rows:
+                arrays, _, ref = cases[operation]
+                fields = dict(operation=operation, library="kronjax", method=method, batch=c.big, precision=precision)
+                if self.missing(function, **fields):
+                    continue
+                fn = functools.partial(getattr(kj, function), model)
+                if derivatives:
+                    fn = jax.jacfwd(fn, argnums=tuple(range(len(arrays))))
+                self.jax_record(operation, "kronjax", method, fn, arrays, c.big, precision, _pieces_error(ref))
+        for operation, (arrays, name, _) in cases.items():
+            self.pin_records(operation, name, arrays, (c.big,))
+        if self.available("frax"):
+            for operation, method, function, derivatives in (
+                ("jacobians", "_joint_jacobians (all joints)", "jacobians", False),
+                ("jacobians_dot", "_frame_jacobian_and_derivative (each joint)", "jacobians_dot", False),
+                ("inverse_dynamics_derivatives", "jax.jacfwd(rnea)", "inverse_dynamics", True),
+                ("forward_dynamics_derivatives", "jax.jacfwd(forward_dynamics)", "forward_dynamics", True),
+            ):
+                arrays, _, ref = cases[operation]
+                self.frax_record(operation, method, function, arrays, _pieces_error(ref), derivatives)
+
+    def section_derivatives_scaling(self):
+        """Growth with n of kronjax's ``jacobians`` and ``hessians`` (all bodies; the outputs grow as
+        n^2 and n^3) against Pinocchio's ``computeJointJacobians`` and
+        ``computeJointKinematicHessians`` per call, on the random arms of :meth:`section_scaling`."""
+        c = self.config
+        for n in c.scaling_n:
+            model, name, s, pin, head = self.chain(n)
+            frames = self.body_frames(pin, model, s["q"][0])
+            common = dict(precision="float64", model=name, n_dof=n)
+            for function, pin_name, batch, ref in (
+                ("jacobians", "computeJointJacobians", c.scaling_rnea_batch, pin.jacobians(head["q"], frames)),
+                ("hessians", "computeJointKinematicHessians", c.scaling_batch(n), pin.hessians(head["q"], frames)),
+            ):
+                if not self.missing(function, operation="scaling", library="kronjax", method=function, batch=batch, **common):
+                    self.jax_record("scaling", "kronjax", function, functools.partial(getattr(kj, function), model), (s["q"],),
+                                    batch, compare=_pieces_error(ref), **common)
+                self.pin_records("scaling", pin_name, (s["q"],), (), model=name, n_dof=n, pin=pin, parallel=False)
