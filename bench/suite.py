@@ -1,8 +1,10 @@
 """The benchmark's sections: inverse dynamics, forward dynamics, Coriolis, scaling with n, compile
 times, and (issue 14) the Jacobians, Hessians and Jacobian time derivatives of all bodies, the
 derivatives of inverse and forward dynamics, and the growth of J and H with n. Each measurement
-becomes a :class:`~bench._timing.Record`; every JAX function is ``jax.jit(jax.vmap(f))`` (kronjax: ``jax.jit(kj.chunked_vmap(f))``) compiled ahead of time (the compile time is recorded) and timed by
-:func:`~bench._timing.best_time`; every result is compared with Pinocchio on the same samples.
+becomes a :class:`~bench._timing.Record`; every JAX function is ``jax.jit(jax.vmap(f))``
+(kronjax: ``jax.jit(kj.chunked_vmap(f))``) compiled ahead of time (the compile time is recorded)
+and timed by :func:`~bench._timing.best_time`; every result is compared with Pinocchio on the
+same samples.
 """
 
 from __future__ import annotations
