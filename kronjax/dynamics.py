@@ -32,18 +32,20 @@ Two routes to inverse dynamics exist and agree:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
+from jax.custom_derivatives import SymbolicZero
 from jaxtyping import Array, ArrayLike, Float
 
-from . import _aba, _composite, _rnea
+from . import _aba, _composite, _derivatives, _rnea
 from .calculus import product_rule, skew
 from .chain import Model, Tree
-from .kinematics import _points_jacobians
+from .kinematics import _hessians, _jacobians
 
 __all__ = [
     "CORIOLIS_FORMS",
@@ -60,6 +62,8 @@ __all__ = [
     "generalized_forces",
     "inverse_dynamics",
     "forward_dynamics",
+    "inverse_dynamics_derivatives",
+    "forward_dynamics_derivatives",
 ]
 
 CORIOLIS_FORMS = ("truc", "tuan", "kane")
@@ -91,23 +95,15 @@ def _com_jacobians(model: Model, q: Array) -> tuple[Array, Array]:
     """``(J_TG, J_R)``, each ``(nb, 3, n)``: translational Jacobians of the centres of mass in the
     base frame (Tuan 45) and rotational Jacobians in the body frames (Tuan 40, Truc 25)."""
     com = _inertials(model).com
-    jt, jr_base = _points_jacobians(model, q, com, "base")
-    rotations = model.poses(q)[0]
-    return jt, jnp.einsum("bji,bjk->bik", rotations, jr_base)  # J_R^(i) = A_i^T J_R^(0)
+    return _jacobians(model, q, com, "base")[0], _jacobians(model, q, None, "body")[1]
 
 
 def _com_hessians(model: Model, q: Array) -> tuple[Array, Array, Array, Array]:
     """``(J_TG, J_R, H_TG, H_R)``: the Jacobians of :func:`_com_jacobians` and their Hessians
     ``(nb, 3, n^2)`` in Khang's layout (base-frame ``H_TG``, eq. 67; body-frame ``H_R``, eq. 61)."""
-
-    def jacobians(q):
-        j = _com_jacobians(model, q)
-        return j, j
-
-    (ht, hr), (jt, jr) = jax.jacfwd(jacobians, has_aux=True)(q)
-    n = q.shape[0]
-    nb = jt.shape[0]
-    return jt, jr, ht.reshape(nb, 3, n * n), hr.reshape(nb, 3, n * n)
+    com = _inertials(model).com
+    jt, jr = _com_jacobians(model, q)
+    return jt, jr, _hessians(model, q, com, "base")[0], _hessians(model, q, None, "body")[1]
 
 
 def _transpose_derivative(da_dx: Array, cols: int) -> Array:
@@ -320,7 +316,7 @@ def gravity(model: Model, q: Float[ArrayLike, " n"]) -> Float[Array, " n"]:
     ine = _inertials(model)
     if isinstance(model.kinematics, Tree):
         return _composite.gravity(model, q)
-    jt = _points_jacobians(model, q, ine.com, "base")[0]
+    jt = _jacobians(model, q, ine.com, "base")[0]
     return -jnp.einsum("b,bpi,p->i", ine.mass, jt, model.gravity)
 
 
@@ -437,7 +433,7 @@ def _generalized_forces(model: Model, q: Array, wrenches: list[Wrench]) -> Array
     rotations = model.poses(q)[0]
     dtype = jnp.result_type(q, rotations)
     zeros = jnp.zeros((nb, 3), dtype)
-    jt, jr = _points_jacobians(model, q, zeros, "base")  # body-frame origins (29), J_R (37)
+    jt, jr = _jacobians(model, q, None, "base")  # body-frame origins (29), J_R (37)
     forces, moments = zeros, zeros
     for b, w in zip(bodies, wrenches):
         r = rotations[b]
@@ -555,7 +551,7 @@ def inverse_dynamics(
     method = _resolve_method(model, method)
     q, qd, qdd = _check_state(model, q=q, qd=qd, qdd=qdd)
     _inertials(model)
-    tau = {"rnea": _rnea.rnea, "lagrangian": _lagrangian, "kron": _kron_id}[method](model, q, qd, qdd)
+    tau = {"rnea": _tree_rnea, "lagrangian": _lagrangian, "kron": _kron_id}[method](model, q, qd, qdd)
     wrenches = _as_wrenches(wrenches)
     if wrenches:
         tau = tau - _generalized_forces(model, q, wrenches)
@@ -597,15 +593,127 @@ def forward_dynamics(
     if wrenches:
         tau = tau + _generalized_forces(model, q, wrenches)
     if isinstance(model.kinematics, Tree):
-        qdd, pivots = _aba.aba(model, q, qd, tau)
-    else:
-        bias = inverse_dynamics(model, q, qd, jnp.zeros_like(qd))
-        factor = jsl.cho_factor(_mass_matrix(model, q), lower=True)
-        qdd = jsl.cho_solve(factor, tau - bias)
-        pivots = jnp.where(jnp.all(jnp.isfinite(factor[0])), jnp.diagonal(factor[0]), jnp.nan)
+        return _tree_aba(model, q, qd, tau)
+    bias = inverse_dynamics(model, q, qd, jnp.zeros_like(qd))
+    factor = jsl.cho_factor(_mass_matrix(model, q), lower=True)
+    qdd = jsl.cho_solve(factor, tau - bias)
+    return _positive_definite(qdd, jnp.where(jnp.all(jnp.isfinite(factor[0])), jnp.diagonal(factor[0]), jnp.nan))
+
+
+def _positive_definite(qdd: Array, pivots: Array) -> Array:
     return eqx.error_if(
         qdd,
         ~jnp.all(pivots > 0),
         "forward_dynamics: the mass matrix is not positive definite (its factorisation failed); "
         "check the model's masses and inertia tensors",
     )
+
+
+def _checked_aba(model: Model, q: Array, qd: Array, tau: Array) -> Array:
+    return _positive_definite(*_aba.aba(model, q, qd, tau))
+
+
+# --------------------------------------------------------------------------------------------
+# Derivatives of the dynamics (Carpentier and Mansard, RSS 2018), also as JAX derivative rules
+# --------------------------------------------------------------------------------------------
+
+
+def _is_zero(tangent) -> bool:
+    return all(isinstance(t, SymbolicZero) for t in jax.tree.leaves(tangent))
+
+
+def _tau_change(model: Model, state: tuple, model_tangent: Model, linear: list) -> Array:
+    """Tangent of ``tau = rnea(model, *state)``: ``sum D t`` over the ``(D, t)`` in ``linear``
+    (analytic partial derivatives times state tangents; symbolic zeros skipped) plus, when the
+    model moves, the forward-mode derivative of Newton-Euler with respect to the model."""
+    change = sum((d @ t for d, t in linear if not isinstance(t, SymbolicZero)), jnp.zeros_like(state[0]))
+    if not _is_zero(model_tangent):
+        model_tangent = jax.tree.map(
+            lambda t: jnp.zeros(t.shape, t.dtype) if isinstance(t, SymbolicZero) else t, model_tangent
+        )
+        change = change + jax.jvp(lambda m: _rnea.rnea(m, *state), (model,), (model_tangent,))[1]
+    return change
+
+
+@jax.custom_jvp
+def _tree_rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
+    """Newton-Euler whose JAX derivatives with respect to the state are the analytic ones."""
+    return _rnea.rnea(model, q, qd, qdd)
+
+
+@functools.partial(_tree_rnea.defjvp, symbolic_zeros=True)
+def _tree_rnea_jvp(primals, tangents):
+    model, q, qd, qdd = primals
+    t_model, tq, tqd, tqdd = tangents
+    tau, dq, dqd, mass = _derivatives.rnea_derivatives(model, q, qd, qdd)
+    return tau, _tau_change(model, (q, qd, qdd), t_model, [(dq, tq), (dqd, tqd), (mass, tqdd)])
+
+
+@jax.custom_jvp
+def _tree_aba(model: Model, q: Array, qd: Array, tau: Array) -> Array:
+    """The articulated-body algorithm (checked) whose JAX derivatives are the analytic ones."""
+    return _checked_aba(model, q, qd, tau)
+
+
+@functools.partial(_tree_aba.defjvp, symbolic_zeros=True)
+def _tree_aba_jvp(primals, tangents):
+    # M(q) qdd + b(q, qd) = tau differentiated: M dqdd = dtau - dtau/dq dq - dtau/dqd dqd - dtau/dmodel
+    model, q, qd, tau = primals
+    t_model, tq, tqd, ttau = tangents
+    qdd = _checked_aba(model, q, qd, tau)
+    _, dq, dqd, mass = _derivatives.rnea_derivatives(model, q, qd, qdd)
+    change = _tau_change(model, (q, qd, qdd), t_model, [(dq, tq), (dqd, tqd)])
+    rhs = -change if isinstance(ttau, SymbolicZero) else ttau - change
+    return qdd, _derivatives.spd_inverse(mass) @ rhs
+
+
+def inverse_dynamics_derivatives(
+    model: Model,
+    q: Float[ArrayLike, " n"],
+    qd: Float[ArrayLike, " n"],
+    qdd: Float[ArrayLike, " n"],
+) -> tuple[Float[Array, "n n"], Float[Array, "n n"], Float[Array, "n n"]]:
+    """Partial derivatives of inverse dynamics ``tau(q, qd, qdd)`` (:func:`inverse_dynamics`):
+    ``(dtau_dq, dtau_dqd, dtau_dqdd)``, each ``n x n`` with entry ``[i, j] = d tau_i / d x_j``
+    (row: output joint force, column: input coordinate); ``dtau_dqdd`` is ``M(q)``.
+
+    :class:`~kronjax.chain.Tree` models: the analytical derivatives of the recursive Newton-Euler
+    algorithm of Carpentier and Mansard, "Analytical derivatives of rigid body dynamics
+    algorithms", RSS 2018 (world-frame form, as Pinocchio's ``computeRNEADerivatives``), in
+    ``O(n^2)`` with composite-body quantities; the same rule is registered with JAX, so
+    ``jax.jacfwd`` / ``jax.jacrev`` / ``jax.grad`` of :func:`inverse_dynamics` (``"rnea"``) use
+    it. Other models: ``jax.jacfwd`` of :func:`inverse_dynamics`.
+    """
+    q, qd, qdd = _check_state(model, q=q, qd=qd, qdd=qdd)
+    _inertials(model)
+    if not isinstance(model.kinematics, Tree):
+        return jax.jacfwd(inverse_dynamics, argnums=(1, 2, 3))(model, q, qd, qdd)
+    return _derivatives.rnea_derivatives(model, q, qd, qdd)[1:]
+
+
+def forward_dynamics_derivatives(
+    model: Model,
+    q: Float[ArrayLike, " n"],
+    qd: Float[ArrayLike, " n"],
+    tau: Float[ArrayLike, " n"],
+) -> tuple[Float[Array, "n n"], Float[Array, "n n"], Float[Array, "n n"]]:
+    """Partial derivatives of forward dynamics ``qdd(q, qd, tau)`` (:func:`forward_dynamics`):
+    ``(dqdd_dq, dqdd_dqd, dqdd_dtau)``, each ``n x n`` with entry ``[i, j] = d qdd_i / d x_j``
+    (row: output acceleration, column: input coordinate); ``dqdd_dtau`` is ``M(q)^-1``.
+
+    :class:`~kronjax.chain.Tree` models as Carpentier and Mansard, "Analytical derivatives of rigid
+    body dynamics algorithms", RSS 2018 (sec. V): ``qdd`` by the articulated-body algorithm, then
+    ``M qdd + b(q, qd) = tau`` differentiated, ``dqdd/d(q, qd) = -M^-1 dtau/d(q, qd)`` with the
+    analytical derivatives of inverse dynamics at ``(q, qd, qdd)`` (see
+    :func:`inverse_dynamics_derivatives`); the same rule is registered with JAX for
+    :func:`forward_dynamics`. Other models: ``jax.jacfwd`` of :func:`forward_dynamics`. A mass
+    matrix that is not positive definite raises as in :func:`forward_dynamics`.
+    """
+    q, qd, tau = _check_state(model, q=q, qd=qd, tau=tau)
+    _inertials(model)
+    if not isinstance(model.kinematics, Tree):
+        return jax.jacfwd(forward_dynamics, argnums=(1, 2, 3))(model, q, qd, tau)
+    qdd = _checked_aba(model, q, qd, tau)
+    _, dq, dqd, mass = _derivatives.rnea_derivatives(model, q, qd, qdd)
+    minv = _derivatives.spd_inverse(mass)
+    return -minv @ dq, -minv @ dqd, minv

@@ -23,12 +23,16 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
+from . import _jacobians as _tree
 from .calculus import block_skew, skew
-from .chain import Model
+from .chain import Model, Tree
 
 __all__ = [
     "FramePoses",
     "forward_kinematics",
+    "jacobians",
+    "hessians",
+    "jacobians_dot",
     "translational_jacobian",
     "rotational_jacobian",
     "translational_hessian",
@@ -45,6 +49,7 @@ __all__ = [
 
 _JACOBIAN_FRAMES = ("base", "body")
 _HESSIAN_FRAMES = ("base", "body", "body*")
+KINEMATICS_METHODS = ("auto", "analytic", "autodiff")
 
 
 class FramePoses(NamedTuple):
@@ -65,7 +70,7 @@ def forward_kinematics(model: Model, q: Float[ArrayLike, " n"]) -> FramePoses:
 
 
 # --------------------------------------------------------------------------------------------
-# Jacobians and Hessians of all bodies at once (internal; the dynamics builds on these)
+# Jacobians, their time derivatives and Hessians of all bodies
 # --------------------------------------------------------------------------------------------
 
 
@@ -79,9 +84,9 @@ def _angular_jacobian(r: Array, dr: Array, frame: str) -> Array:
     return jnp.stack([w[..., 2, 1, :], w[..., 0, 2, :], w[..., 1, 0, :]], axis=-2)
 
 
-def _points_jacobians(model: Model, q: Array, points: Array, frame: str) -> tuple[Array, Array]:
-    """``(J_T, J_R)``, each ``(nb, 3, n)``: Jacobians of points fixed on the bodies (``points``
-    ``(nb, 3)`` in body frames; 29, 31, 45, 47) and rotational Jacobians (37, 40)."""
+def _autodiff_jacobians(model: Model, q: Array, points: Array, frame: str) -> tuple[Array, Array]:
+    """``(J_T, J_R)`` by ``jax.jacfwd`` of the poses: points fixed on the bodies (``(nb, 3)`` in
+    body frames; 29, 31, 45, 47) and rotational Jacobians (37, 40)."""
 
     def placed(q):
         r, p = model.poses(q)
@@ -94,17 +99,138 @@ def _points_jacobians(model: Model, q: Array, points: Array, frame: str) -> tupl
     return jt, jr
 
 
-def _points_hessians(model: Model, q: Array, points: Array, frame: str) -> tuple[Array, Array]:
-    """``(H_T, H_R)``, each ``(nb, 3, n^2)`` in Khang's layout: ``dJ/dq`` of :func:`_points_jacobians`
-    in the base (51, 60, 67) or body frame (53, 61)."""
+def _autodiff_hessians(model: Model, q: Array, points: Array, frame: str) -> tuple[Array, Array]:
     n = q.shape[0]
-    ht, hr = jax.jacfwd(lambda q: _points_jacobians(model, q, points, frame))(q)
+    if frame == "body*":
+        ht = _autodiff_hessians(model, q, points, "base")[0]
+        return jnp.einsum("bji,bjk->bik", model.poses(q)[0], ht), _autodiff_hessians(model, q, points, "body")[1]
+    ht, hr = jax.jacfwd(lambda q: _autodiff_jacobians(model, q, points, frame))(q)
     return ht.reshape(*ht.shape[:-2], n * n), hr.reshape(*hr.shape[:-2], n * n)
+
+
+def _method(model: Model, method: str) -> str:
+    if method not in KINEMATICS_METHODS:
+        raise ValueError(f"unknown method {method!r}; expected one of {KINEMATICS_METHODS}")
+    tree = isinstance(model.kinematics, Tree)
+    if method == "analytic" and not tree:
+        raise ValueError(
+            "method='analytic' needs a Tree model (from_dh / from_joints / load_urdf); this model's "
+            f"kinematics is a {type(model.kinematics).__name__}: use method='autodiff' (or 'auto')"
+        )
+    return ("analytic" if tree else "autodiff") if method == "auto" else method
+
+
+def _jacobians(model: Model, q: Array, points: Array | None, frame: str, method: str = "auto"):
+    """:func:`jacobians` without input checks (``points``: ``(nb, 3)`` or ``None``)."""
+    if _method(model, method) == "analytic":
+        return _tree.jacobians(model.kinematics, q, points, frame, _dtype(model, q))
+    return _autodiff_jacobians(model, q, _zeros_if_none(model, q, points), frame)
+
+
+def _hessians(model: Model, q: Array, points: Array | None, frame: str, method: str = "auto"):
+    """:func:`hessians` without input checks."""
+    if _method(model, method) == "analytic":
+        return _tree.hessians(model.kinematics, q, points, frame, _dtype(model, q))
+    return _autodiff_hessians(model, q, _zeros_if_none(model, q, points), frame)
+
+
+def _jacobians_dot(model: Model, q: Array, qd: Array, points: Array | None, frame: str, method: str = "auto"):
+    """:func:`jacobians_dot` without input checks."""
+    if _method(model, method) == "analytic":
+        return _tree.jacobians_dot(model.kinematics, q, qd, points, frame, _dtype(model, q, qd))
+    points = _zeros_if_none(model, q, points)
+    return jax.jvp(lambda q: _autodiff_jacobians(model, q, points, frame), (q,), (qd,))[1]
+
+
+def _dtype(model: Model, *arrays):
+    return jnp.result_type(*arrays, model.kinematics.axes)
+
+
+def _zeros_if_none(model: Model, q: Array, points: Array | None) -> Array:
+    return jnp.zeros((model.n_bodies, 3), q.dtype) if points is None else points
 
 
 def _check_frame(frame: str, allowed: tuple[str, ...]) -> None:
     if frame not in allowed:
         raise ValueError(f"unknown frame {frame!r}; expected one of {allowed}")
+
+
+def _points(model: Model, points, dtype) -> Array | None:
+    """``points`` of :func:`jacobians`: ``None``, ``"com"`` or ``(nb, 3)``, checked."""
+    if points is None:
+        return None
+    if isinstance(points, str):
+        if points != "com":
+            raise ValueError(f"points must be None, 'com' or an (nb, 3) array of body-frame points, got {points!r}")
+        if model.inertials is None:
+            raise ValueError("points='com' needs a model with inertials")
+        return model.inertials.com.astype(dtype)
+    p = jnp.asarray(points, dtype)
+    if p.shape != (model.n_bodies, 3):
+        raise ValueError(f"points must have shape ({model.n_bodies}, 3), one body-frame point per body; got {p.shape}")
+    return p
+
+
+def jacobians(
+    model: Model, q: Float[ArrayLike, " n"], frame: str = "base", points=None, method: str = "auto"
+) -> tuple[Float[Array, "nb 3 n"], Float[Array, "nb 3 n"]]:
+    """Translational and rotational Jacobians of every body, ``(J_T, J_R)``, each ``(nb, 3, n)``.
+
+    ``J_T[i]`` is the Jacobian of body ``i``'s frame origin, or of a point fixed on it, and
+    ``J_R[i]`` its rotational Jacobian: ``v = J_T[i] qd``, ``omega = J_R[i] qd``.
+    ``frame="base"``: ``^0J_T^(0)`` (29), ``J_TG`` (45), ``J_R^(0)`` (37) (Pinocchio's
+    LOCAL_WORLD_ALIGNED); ``frame="body"``: ``A_0^(i) J`` (31, 47, 40) (Pinocchio's LOCAL).
+
+    Args:
+        points: ``None`` (the frame origins), ``"com"`` (the centres of mass) or ``(nb, 3)``
+            points in the body frames, one per body.
+        method: ``"analytic"`` (Tree models: from the joint axes of one forward-kinematics pass,
+            :mod:`kronjax._jacobians`), ``"autodiff"`` (``jax.jacfwd`` of the poses; any model),
+            ``"auto"`` (the first for Tree models).
+    """
+    _check_frame(frame, _JACOBIAN_FRAMES)
+    q = model.check_q(q)
+    return _jacobians(model, q, _points(model, points, q.dtype), frame, method)
+
+
+def hessians(
+    model: Model, q: Float[ArrayLike, " n"], frame: str = "base", points=None, method: str = "auto"
+) -> tuple[Float[Array, "nb 3 n*n"], Float[Array, "nb 3 n*n"]]:
+    """Translational and rotational Hessians of every body, ``(H_T, H_R)``, each ``(nb, 3, n^2)``.
+
+    Khang's layout, jacobian-of-jacobian form: ``H[i][p, j n + k] = dJ[i][p, j]/dq_k`` for the
+    Jacobians of :func:`jacobians`, so that ``a = J qdd + H (qd ⊗ qd)``. ``frame="base"``: (51),
+    (67) for points, (60); ``"body"``: ``d(J^(i))/dq`` (53, 61); ``"body*"``: ``A_0^(i) H_T^(0)``
+    (58), the body-axes acceleration ``a^(i) = J_T^(i) qdd + H*_T (qd ⊗ qd)`` (59), with ``H_R``
+    as in ``"body"`` (61, for which ``alpha^(i) = J_R^(i) qdd + H_R (qd ⊗ qd)`` holds already).
+    Translational Hessians are symmetric in ``(j, k)``, rotational ones are not.
+
+    Args: as :func:`jacobians`.
+    """
+    _check_frame(frame, _HESSIAN_FRAMES)
+    q = model.check_q(q)
+    return _hessians(model, q, _points(model, points, q.dtype), frame, method)
+
+
+def jacobians_dot(
+    model: Model,
+    q: Float[ArrayLike, " n"],
+    qd: Float[ArrayLike, " n"],
+    frame: str = "base",
+    points=None,
+    method: str = "auto",
+) -> tuple[Float[Array, "nb 3 n"], Float[Array, "nb 3 n"]]:
+    """Time derivatives of the Jacobians of :func:`jacobians`, ``(dJ_T/dt, dJ_R/dt)``, each ``(nb, 3, n)``.
+
+    ``dJ/dt = H (E_n ⊗ qd)`` (Tuan 8 with :func:`hessians`), so that ``a = J qdd + (dJ/dt) qd``
+    (what task-space controllers need; Pinocchio's ``getFrameJacobianTimeVariation``).
+    ``frame="base"`` or ``"body"`` (the derivative of the body-frame Jacobian ``A_0^(i) J``).
+
+    Args: as :func:`jacobians`; ``qd``: ``(n,)`` joint velocities.
+    """
+    _check_frame(frame, _JACOBIAN_FRAMES)
+    q, qd = model.check_q(q), model.check_q(qd, "qd")
+    return _jacobians_dot(model, q, qd, _points(model, points, q.dtype), frame, method)
 
 
 def _body_points(model: Model, body: int, point, dtype) -> Array:
@@ -131,7 +257,7 @@ def _prepare(model: Model, q, body, point=None):
 
 
 # --------------------------------------------------------------------------------------------
-# Public single-body API
+# Public single-body API (one body of the all-bodies functions)
 # --------------------------------------------------------------------------------------------
 
 
@@ -149,7 +275,7 @@ def translational_jacobian(
     """
     _check_frame(frame, _JACOBIAN_FRAMES)
     q, b, points = _prepare(model, q, body, point)
-    return _points_jacobians(model, q, points, frame)[0][b]
+    return _jacobians(model, q, points, frame)[0][b]
 
 
 def rotational_jacobian(
@@ -158,8 +284,8 @@ def rotational_jacobian(
     """Rotational Jacobian ``J_R`` (3 x n): ``omega = J_R qd`` in the base frame (37) or in the
     body frame (40)."""
     _check_frame(frame, _JACOBIAN_FRAMES)
-    q, b, points = _prepare(model, q, body)
-    return _points_jacobians(model, q, points, frame)[1][b]
+    q, b, _ = _prepare(model, q, body)
+    return _jacobians(model, q, None, frame)[1][b]
 
 
 def translational_hessian(
@@ -173,10 +299,7 @@ def translational_hessian(
     """
     _check_frame(frame, _HESSIAN_FRAMES)
     q, b, points = _prepare(model, q, body, point)
-    if frame == "body*":
-        ht = _points_hessians(model, q, points, "base")[0][b]
-        return model.poses(q)[0][b].T @ ht
-    return _points_hessians(model, q, points, frame)[0][b]
+    return _hessians(model, q, points, frame)[0][b]
 
 
 def rotational_hessian(
@@ -185,8 +308,8 @@ def rotational_hessian(
     """Rotational Hessian (3 x n^2, Khang's layout): ``dJ_R/dq`` in the base frame (60) or the
     body frame (61); ``alpha = J_R qdd + H_R (qd ⊗ qd)`` (62-64). Not symmetric in general."""
     _check_frame(frame, _JACOBIAN_FRAMES)
-    q, b, points = _prepare(model, q, body)
-    return _points_hessians(model, q, points, frame)[1][b]
+    q, b, _ = _prepare(model, q, body)
+    return _hessians(model, q, None, frame)[1][b]
 
 
 def linear_velocity(
@@ -201,6 +324,21 @@ def angular_velocity(model: Model, q, qd, body: int | str, frame: str = "base") 
     return rotational_jacobian(model, q, body, frame) @ model.check_q(qd, "qd")
 
 
+def _accelerations(model: Model, q, qd, qdd, body, point, frame: str) -> tuple[Array, Array]:
+    """Linear and angular acceleration of one body: ``J qdd + (dJ/dt) qd`` in the base frame
+    (equal to ``J qdd + H (qd ⊗ qd)``, 52, 62, 66), turned into body axes for ``"body"`` (59, 63)."""
+    _check_frame(frame, _JACOBIAN_FRAMES)
+    q, b, points = _prepare(model, q, body, point)
+    qd, qdd = model.check_q(qd, "qd"), model.check_q(qdd, "qdd")
+    jt, jr = (x[b] for x in _jacobians(model, q, points, "base"))
+    jtd, jrd = (x[b] for x in _jacobians_dot(model, q, qd, points, "base"))
+    a, alpha = jt @ qdd + jtd @ qd, jr @ qdd + jrd @ qd
+    if frame == "body":
+        rotation = model.poses(q)[0][b]
+        a, alpha = rotation.T @ a, rotation.T @ alpha
+    return a, alpha
+
+
 def linear_acceleration(
     model: Model, q, qd, qdd, body: int | str, point=None, frame: str = "base"
 ) -> Float[Array, "3"]:
@@ -208,21 +346,14 @@ def linear_acceleration(
 
     In the base frame (52, 66), or in body axes with ``H*_T`` (58-59).
     """
-    _check_frame(frame, _JACOBIAN_FRAMES)
-    qd, qdd = model.check_q(qd, "qd"), model.check_q(qdd, "qdd")
-    jt = translational_jacobian(model, q, body, point, frame)
-    ht = translational_hessian(model, q, body, point, "body*" if frame == "body" else "base")
-    return jt @ qdd + ht @ jnp.kron(qd, qd)
+    return _accelerations(model, q, qd, qdd, body, point, frame)[0]
 
 
 def angular_acceleration(
     model: Model, q, qd, qdd, body: int | str, frame: str = "base"
 ) -> Float[Array, "3"]:
     """Angular acceleration ``J_R qdd + H_R (qd ⊗ qd)`` in the base (62) or body frame (63-64)."""
-    qd, qdd = model.check_q(qd, "qd"), model.check_q(qdd, "qdd")
-    jr = rotational_jacobian(model, q, body, frame)
-    hr = rotational_hessian(model, q, body, frame)
-    return jr @ qdd + hr @ jnp.kron(qd, qd)
+    return _accelerations(model, q, qd, qdd, body, None, frame)[1]
 
 
 # --------------------------------------------------------------------------------------------
