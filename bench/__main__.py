@@ -6,10 +6,10 @@
 
 Inverse dynamics, forward dynamics and the Coriolis terms of the Panda (float64, and float32
 where cheap), the growth of C* and inverse dynamics with the number of joints (n = 6 ... 48,
-fitted exponents, a plot), and compile times; then (issue 14, sections ``derivatives`` and
-``derivatives_scaling``) the Jacobians, Hessians and Jacobian time derivatives of all bodies, the
-derivatives of inverse and forward dynamics (and ``jax.jacfwd`` of both), and the growth of J and H
-with n. Every library gets the same arm, written by ``kj.to_urdf``; every result is compared with
+fitted exponents, a plot), and compile times; then issue 14's: the Jacobians, Hessians and
+Jacobian time derivatives of all bodies (section ``kinematics``), the derivatives of inverse and
+forward dynamics and ``jax.jacfwd`` of both (``derivatives``), and the growth of J and H with n
+(``kinematics_scaling``). Every library gets the same arm, written by ``kj.to_urdf``; every result is compared with
 Pinocchio's on the same samples. A peer that is not installed (or does not import), or a kronjax
 function that this kronjax lacks, is skipped with a note. Writes
 ``bench/results/<date>-<machine>.md``, ``.json`` and ``-scaling.png``; asserts nothing (the

@@ -16,7 +16,7 @@ import numpy as np
 from ._timing import Record
 
 RESULTS = Path(__file__).resolve().parent / "results"
-# the operations of the `derivatives` section (issue 14), each with its table in the report
+# the operations of the `kinematics` and `derivatives` sections (issue 14), each with its table in the report
 ISSUE14 = {
     "jacobians": ("Jacobians J_T, J_R of all bodies (Panda, base frame)", "computeJointJacobians"),
     "hessians": ("Hessians H_T, H_R of all bodies (Panda, base frame); Pinocchio's call computes the Jacobians too",

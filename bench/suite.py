@@ -30,7 +30,7 @@ from . import models
 from ._timing import Record, best_time, time_jax
 from .peers import Pinocchio, adam_inverse_dynamics, frax_functions, jaxsim_functions, xla_env
 
-SECTIONS = ("inverse", "forward", "coriolis", "scaling", "compile", "derivatives", "derivatives_scaling")
+SECTIONS = ("inverse", "forward", "coriolis", "scaling", "compile", "kinematics", "derivatives", "kinematics_scaling")
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -377,33 +377,13 @@ class Suite:
                 except Exception as exc:
                     self.failed(exc, **fields)
 
-    def section_derivatives(self):
-        """Issue 14 on the Panda: every body's Jacobians, Hessians and Jacobian time derivatives
-        (``frame="base"``, against Pinocchio's LOCAL_WORLD_ALIGNED ones of frames placed at
-        kronjax's body frames), and the
-        derivatives of inverse and forward dynamics (kronjax's functions and ``jax.jacfwd`` of
-        ``inverse_dynamics`` / ``forward_dynamics``), float64 and float32 at the peers' batch;
-        Pinocchio per call; frax's Jacobians and ``jax.jacfwd`` of its dynamics."""
-        c, s = self.config, self.samples
-        head = {k: v[: c.check] for k, v in s.items()}
-        frames = self.body_frames(self.pin, self.panda["float64"], s["q"][0])
-        inverse, forward = (s["q"], s["qd"], s["qdd"]), (s["q"], s["qd"], s["tau"])
-        # operation: (arguments, Pinocchio's function timed per call, its outputs on the leading samples)
-        cases = {
-            "jacobians": ((s["q"],), "computeJointJacobians", self.pin.jacobians(head["q"], frames)),
-            "hessians": ((s["q"],), "computeJointKinematicHessians", self.pin.hessians(head["q"], frames)),
-            "jacobians_dot": ((s["q"], s["qd"]), "computeJointJacobiansTimeVariation",
-                              self.pin.jacobians_dot(head["q"], head["qd"], frames)),
-            "inverse_dynamics_derivatives": (inverse, "computeRNEADerivatives",
-                                             self.pin.rnea_derivatives(head["q"], head["qd"], head["qdd"])),
-            "forward_dynamics_derivatives": (forward, "computeABADerivatives",
-                                             self.pin.aba_derivatives(head["q"], head["qd"], head["tau"])),
-        }
-        # (operation, method, kronjax function, whether the row is jax.jacfwd of it w.r.t. every argument)
-        rows = [(operation, operation, operation, False) for operation in cases] + [
-            ("inverse_dynamics_derivatives", "jax.jacfwd(inverse_dynamics)", "inverse_dynamics", True),
-            ("forward_dynamics_derivatives", "jax.jacfwd(forward_dynamics)", "forward_dynamics", True),
-        ]
+    def issue14(self, cases: dict, rows: list, frax_rows: list):
+        """The Panda rows of issue 14's sections, float64 and float32 at the peers' batch; Pinocchio
+        per call; frax (float64). ``cases``: ``{operation: (arguments, Pinocchio's function timed per
+        call, its outputs on the leading samples)}``; ``rows``: ``(operation, method, kronjax
+        function, whether the row is its jax.jacfwd w.r.t. every argument)``; ``frax_rows``: the same
+        with the names of :func:`~bench.peers.frax_functions`."""
+        c = self.config
         for precision in ("float64",) + (("float32",) if c.float32 else ()):
             model = self.panda[precision]
             for operation, method, function, derivatives in rows:
@@ -418,16 +398,48 @@ class Suite:
         for operation, (arrays, name, _) in cases.items():
             self.pin_records(operation, name, arrays, (c.big,))
         if self.available("frax"):
-            for operation, method, function, derivatives in (
-                ("jacobians", "_joint_jacobians (all joints)", "jacobians", False),
-                ("jacobians_dot", "_frame_jacobian_and_derivative (each joint)", "jacobians_dot", False),
-                ("inverse_dynamics_derivatives", "jax.jacfwd(rnea)", "inverse_dynamics", True),
-                ("forward_dynamics_derivatives", "jax.jacfwd(forward_dynamics)", "forward_dynamics", True),
-            ):
+            for operation, method, function, derivatives in frax_rows:
                 arrays, _, ref = cases[operation]
                 self.frax_record(operation, method, function, arrays, _pieces_error(ref), derivatives)
 
-    def section_derivatives_scaling(self):
+    def section_kinematics(self):
+        """Every body's Jacobians, Hessians and Jacobian time derivatives (``frame="base"``) on the
+        Panda, against Pinocchio's LOCAL_WORLD_ALIGNED ones of frames placed at kronjax's body
+        frames (issue 14)."""
+        s, check = self.samples, self.config.check
+        frames = self.body_frames(self.pin, self.panda["float64"], s["q"][0])
+        cases = {
+            "jacobians": ((s["q"],), "computeJointJacobians", self.pin.jacobians(s["q"][:check], frames)),
+            "hessians": ((s["q"],), "computeJointKinematicHessians", self.pin.hessians(s["q"][:check], frames)),
+            "jacobians_dot": ((s["q"], s["qd"]), "computeJointJacobiansTimeVariation",
+                              self.pin.jacobians_dot(s["q"][:check], s["qd"][:check], frames)),
+        }
+        self.issue14(cases, [(operation, operation, operation, False) for operation in cases], [
+            ("jacobians", "_joint_jacobians (all joints)", "jacobians", False),
+            ("jacobians_dot", "_frame_jacobian_and_derivative (each joint)", "jacobians_dot", False),
+        ])
+
+    def section_derivatives(self):
+        """The derivatives of inverse and forward dynamics on the Panda: kronjax's functions and
+        ``jax.jacfwd`` of ``inverse_dynamics`` / ``forward_dynamics`` (issue 14), frax's by
+        ``jax.jacfwd``, Pinocchio's analytical ones."""
+        c, s = self.config, self.samples
+        head = {k: v[: c.check] for k, v in s.items()}
+        cases = {
+            "inverse_dynamics_derivatives": ((s["q"], s["qd"], s["qdd"]), "computeRNEADerivatives",
+                                             self.pin.rnea_derivatives(head["q"], head["qd"], head["qdd"])),
+            "forward_dynamics_derivatives": ((s["q"], s["qd"], s["tau"]), "computeABADerivatives",
+                                             self.pin.aba_derivatives(head["q"], head["qd"], head["tau"])),
+        }
+        self.issue14(cases, [(operation, operation, operation, False) for operation in cases] + [
+            ("inverse_dynamics_derivatives", "jax.jacfwd(inverse_dynamics)", "inverse_dynamics", True),
+            ("forward_dynamics_derivatives", "jax.jacfwd(forward_dynamics)", "forward_dynamics", True),
+        ], [
+            ("inverse_dynamics_derivatives", "jax.jacfwd(rnea)", "inverse_dynamics", True),
+            ("forward_dynamics_derivatives", "jax.jacfwd(forward_dynamics)", "forward_dynamics", True),
+        ])
+
+    def section_kinematics_scaling(self):
         """Growth with n of kronjax's ``jacobians`` and ``hessians`` (all bodies; the outputs grow as
         n^2 and n^3) against Pinocchio's ``computeJointJacobians`` and
         ``computeJointKinematicHessians`` per call, on the random arms of :meth:`section_scaling`."""
