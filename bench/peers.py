@@ -94,7 +94,7 @@ class Pinocchio:
         frame): ``kj.to_urdf`` of a standard D-H arm puts the joint frame on the joint axis, kronjax's
         body frame at the link's far end. The data is recreated for the new frames."""
         pin = self.pin
-        self.pin.forwardKinematics(self.model, self.data, np.asarray(q, float))
+        pin.forwardKinematics(self.model, self.data, np.asarray(q, float))
         frames = []
         for name, r, p in zip(names, rotations, origins):
             joint = self.model.getJointId(name)
