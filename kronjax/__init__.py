@@ -33,9 +33,11 @@ from .dynamics import Wrench as Wrench
 from .dynamics import coriolis_matrix as coriolis_matrix
 from .dynamics import coriolis_star as coriolis_star
 from .dynamics import forward_dynamics as forward_dynamics
+from .dynamics import forward_dynamics_derivatives as forward_dynamics_derivatives
 from .dynamics import generalized_forces as generalized_forces
 from .dynamics import gravity as gravity
 from .dynamics import inverse_dynamics as inverse_dynamics
+from .dynamics import inverse_dynamics_derivatives as inverse_dynamics_derivatives
 from .dynamics import kinetic_energy as kinetic_energy
 from .dynamics import mass_matrix as mass_matrix
 from .dynamics import mass_matrix_derivative as mass_matrix_derivative
@@ -44,6 +46,9 @@ from .kinematics import angular_acceleration as angular_acceleration
 from .kinematics import angular_velocity as angular_velocity
 from .kinematics import compose as compose
 from .kinematics import forward_kinematics as forward_kinematics
+from .kinematics import hessians as hessians
+from .kinematics import jacobians as jacobians
+from .kinematics import jacobians_dot as jacobians_dot
 from .kinematics import linear_acceleration as linear_acceleration
 from .kinematics import linear_velocity as linear_velocity
 from .kinematics import point_motion as point_motion

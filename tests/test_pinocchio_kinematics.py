@@ -190,14 +190,23 @@ def pinocchio_results(a: Arm, qs, qds, qdds):
 
 
 def kronjax_function(a: Arm):
-    """One jitted function of ``q`` giving every kronjax quantity compared (not vmapped: that
-    compiles faster, and the 20 calls cost nothing next to the compilation)."""
+    """One jitted function of ``(q, qd)`` giving every kronjax quantity compared (not vmapped: that
+    compiles faster, and the 20 calls cost nothing next to the compilation): the all-bodies
+    functions, and the per-body ones (``single_*``) for the bodies of :data:`POINT_BODIES`."""
     model = a.kj_model
     points = jnp.asarray(a.points)
 
-    def one(q):
+    def one(q, qd):
         rotations, origins = kj.forward_kinematics(model, q)
         out = {"R": rotations, "p": origins}
+        for frame in ("base", "body"):
+            out[f"JT_{frame}"], out[f"JR_{frame}"] = kj.jacobians(model, q, frame)
+            out[f"HT_{frame}"], out[f"HR_{frame}"] = kj.hessians(model, q, frame)
+            out[f"JdT_{frame}"], out[f"JdR_{frame}"] = kj.jacobians_dot(model, q, qd, frame)
+            out[f"pt_JT_{frame}"] = kj.jacobians(model, q, frame, points=points)[0][jnp.array(POINT_BODIES)]
+            out[f"pt_HT_{frame}"] = kj.hessians(model, q, frame, points=points)[0][jnp.array(POINT_BODIES)]
+        out["HT_body*"], hr_star = kj.hessians(model, q, "body*")
+        out["HR_body*"] = hr_star
         per_body = {
             "JT_base": lambda b: kj.translational_jacobian(model, q, b, frame="base"),
             "JR_base": lambda b: kj.rotational_jacobian(model, q, b, frame="base"),
@@ -208,17 +217,13 @@ def kronjax_function(a: Arm):
             "HT_body": lambda b: kj.translational_hessian(model, q, b, frame="body"),
             "HR_body": lambda b: kj.rotational_hessian(model, q, b, frame="body"),
             "HT_body*": lambda b: kj.translational_hessian(model, q, b, frame="body*"),
-        }
-        for name, fn in per_body.items():
-            out[name] = jnp.stack([fn(b) for b in range(N)])
-        per_point = {
             "pt_JT_base": lambda b: kj.translational_jacobian(model, q, b, points[b], frame="base"),
             "pt_JT_body": lambda b: kj.translational_jacobian(model, q, b, points[b], frame="body"),
             "pt_HT_base": lambda b: kj.translational_hessian(model, q, b, points[b], frame="base"),
             "pt_HT_body": lambda b: kj.translational_hessian(model, q, b, points[b], frame="body"),
         }
-        for name, fn in per_point.items():
-            out[name] = jnp.stack([fn(b) for b in POINT_BODIES])
+        for name, fn in per_body.items():
+            out[f"single_{name}"] = jnp.stack([fn(b) for b in POINT_BODIES])
         return out
 
     return jax.jit(one)
@@ -230,7 +235,7 @@ def results(variant):
     a = arm(variant)
     qs, qds, qdds = states()
     fn = kronjax_function(a)
-    kj_out = [fn(jnp.asarray(q)) for q in qs]
+    kj_out = [fn(jnp.asarray(q), jnp.asarray(qd)) for q, qd in zip(qs, qds)]
     kj_out = {k: np.stack([np.asarray(o[k]) for o in kj_out]) for k in kj_out[0]}
     return pinocchio_results(a, qs, qds, qdds), kj_out
 
@@ -265,6 +270,7 @@ COMPARISONS = {
     "HT_body": ("H_T body vs LOCAL linear Hessian", lambda p: p["H_LOCAL"][:, :, :3]),
     "HR_body": ("H_R body vs LOCAL angular Hessian", lambda p: p["H_LOCAL"][:, :, 3:]),
     "HT_body*": ("H*_T body* vs A^T (LWA linear Hessian)", lambda p: rotate_to_body(p["R"], p["H_LWA"][:, :, :3])),
+    "HR_body*": ("H_R body* (= body, 61) vs LOCAL angular Hessian", lambda p: p["H_LOCAL"][:, :, 3:]),
     "pt_JT_base": ("point J_T base vs LWA frame Jacobian", lambda p: p["pt_J_LWA"][:, :, :3]),
     "pt_JT_body": ("point J_T body vs LOCAL frame Jacobian", lambda p: p["pt_J_LOCAL"][:, :, :3]),
     "pt_HT_base": ("point H_T base vs LWA frame Hessian", lambda p: p["pt_H_LWA"][:, :, :3]),
@@ -275,10 +281,25 @@ COMPARISONS = {
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("quantity", list(COMPARISONS))
 def test_against_pinocchio(variant, quantity):
-    """Each quantity, every body (or point), 20 random configurations, to 1e-10 (float64)."""
+    """Each quantity of the all-bodies functions, every body (or point), 20 random
+    configurations, to 1e-10 (float64)."""
     pin_out, kj_out = results(variant)
     what, pin_value = COMPARISONS[quantity]
     assert_close(f"{variant}: {what}", kj_out[quantity], pin_value(pin_out))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_single_body_functions_against_pinocchio(variant):
+    """``translational_jacobian``, ..., ``rotational_hessian`` of single bodies (and points) equal
+    Pinocchio's values too (they index the all-bodies functions)."""
+    pin_out, kj_out = results(variant)
+    for quantity, (what, pin_value) in COMPARISONS.items():
+        if f"single_{quantity}" not in kj_out:
+            continue
+        expected = pin_value(pin_out)
+        if not quantity.startswith("pt_"):
+            expected = expected[:, list(POINT_BODIES)]
+        assert_close(f"{variant}: single body {what}", kj_out[f"single_{quantity}"], expected)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -297,6 +318,28 @@ def test_hessians_give_pinocchio_accelerations(variant):
     assert_close(f"{variant}: angular base", acc(kj_out["JR_base"], kj_out["HR_base"]), pin_out["acc_LWA"][..., 3:])
     assert_close(f"{variant}: linear body*", acc(kj_out["JT_body"], kj_out["HT_body*"]), pin_out["acc_LOCAL"][..., :3])
     assert_close(f"{variant}: angular body", acc(kj_out["JR_body"], kj_out["HR_body"]), pin_out["acc_LOCAL"][..., 3:])
+    assert_close(f"{variant}: angular body*", acc(kj_out["JR_body"], kj_out["HR_body*"]), pin_out["acc_LOCAL"][..., 3:])
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_jacobians_dot_give_pinocchio_accelerations(variant):
+    """``J qdd + (dJ/dt) qd`` of every body equals Pinocchio's classical accelerations: base frame
+    -> LWA; in the body frame ``d(J^(i))/dt`` gives the derivative of the body-axes velocity, so
+    ``J^(i) qdd + (dJ^(i)/dt) qd + omega^(i) x v^(i)`` -> LOCAL (linear), and the angular
+    acceleration directly (``omega x omega = 0``)."""
+    pin_out, kj_out = results(variant)
+    qs, qds, qdds = states()
+
+    def acc(j, jd):  # (c, b, 3, n) -> (c, b, 3)
+        return np.einsum("cbpj,cj->cbp", j, qdds) + np.einsum("cbpj,cj->cbp", jd, qds)
+
+    assert_close(f"{variant}: linear base", acc(kj_out["JT_base"], kj_out["JdT_base"]), pin_out["acc_LWA"][..., :3])
+    assert_close(f"{variant}: angular base", acc(kj_out["JR_base"], kj_out["JdR_base"]), pin_out["acc_LWA"][..., 3:])
+    omega = np.einsum("cbpj,cj->cbp", kj_out["JR_body"], qds)
+    v = np.einsum("cbpj,cj->cbp", kj_out["JT_body"], qds)
+    linear = acc(kj_out["JT_body"], kj_out["JdT_body"]) + np.cross(omega, v)
+    assert_close(f"{variant}: linear body", linear, pin_out["acc_LOCAL"][..., :3])
+    assert_close(f"{variant}: angular body", acc(kj_out["JR_body"], kj_out["JdR_body"]), pin_out["acc_LOCAL"][..., 3:])
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
