@@ -439,6 +439,20 @@ class Model(eqx.Module):
         return self.kinematics.poses(q)
 
 
+def choose_method(model: Model, method: str, methods: tuple[str, ...], tree_method: str, other_method: str) -> str:
+    """``method`` checked against ``methods``; ``"auto"`` means ``tree_method`` for a :class:`Tree`
+    model and ``other_method`` otherwise, and ``tree_method`` on another model is an error."""
+    if method not in methods:
+        raise ValueError(f"unknown method {method!r}; expected one of {methods}")
+    tree = isinstance(model.kinematics, Tree)
+    if method == tree_method and not tree:
+        raise ValueError(
+            f"method={tree_method!r} needs a Tree model (from_dh / from_joints / load_urdf); this model's "
+            f"kinematics is a {type(model.kinematics).__name__}: use method={other_method!r} (or 'auto')"
+        )
+    return (tree_method if tree else other_method) if method == "auto" else method
+
+
 def _names(names, nb: int, prefix: str) -> tuple[str, ...]:
     if names is None:
         return tuple(f"{prefix}{i + 1}" for i in range(nb))

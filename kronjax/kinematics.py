@@ -4,6 +4,12 @@ Every function is pure in ``(model, q, ...)`` for one configuration and works un
 ``jax.vmap`` and ``jax.grad``. Jacobians are ``3 x n``; Hessians are ``3 x n^2`` in Khang's layout
 (entry ``(p, j n + k) = dJ[p, j]/dq_k``), so that accelerations are ``J qdd + H (qd ⊗ qd)``.
 
+:func:`jacobians`, :func:`hessians` and :func:`jacobians_dot` give every body's at once
+(``(nb, 3, n)``, ``(nb, 3, n^2)``); the per-body functions index them. For Tree models they are
+closed forms in the joint axes of one forward-kinematics pass (:mod:`kronjax._jacobians`, ``O(nb n)``
+and ``O(nb n^2)``, the size of the output); ``method="autodiff"`` (and every ``from_function``
+model) differentiates the poses with ``jax.jacfwd`` instead.
+
 Hessians are returned in the *jacobian-of-jacobian* form of the paper's definitions (51, 53, 60,
 61, 67). Only their symmetric part (:func:`kronjax.calculus.symmetrize`) is fixed by the
 accelerations; translational Hessians of a point are symmetric, rotational ones are not.
@@ -25,7 +31,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from . import _jacobians as _tree
 from .calculus import block_skew, skew
-from .chain import Model, Tree
+from .chain import Model, choose_method
 
 __all__ = [
     "FramePoses",
@@ -109,15 +115,7 @@ def _autodiff_hessians(model: Model, q: Array, points: Array, frame: str) -> tup
 
 
 def _method(model: Model, method: str) -> str:
-    if method not in KINEMATICS_METHODS:
-        raise ValueError(f"unknown method {method!r}; expected one of {KINEMATICS_METHODS}")
-    tree = isinstance(model.kinematics, Tree)
-    if method == "analytic" and not tree:
-        raise ValueError(
-            "method='analytic' needs a Tree model (from_dh / from_joints / load_urdf); this model's "
-            f"kinematics is a {type(model.kinematics).__name__}: use method='autodiff' (or 'auto')"
-        )
-    return ("analytic" if tree else "autodiff") if method == "auto" else method
+    return choose_method(model, method, KINEMATICS_METHODS, "analytic", "autodiff")
 
 
 def _jacobians(model: Model, q: Array, points: Array | None, frame: str, method: str = "auto"):
