@@ -1,21 +1,37 @@
 """The README's demo command runs and its finite-difference check passes."""
 
+import contextlib
+import io
+
+import pytest
+
 from kronjax.__main__ import main
 
 
-def test_demo_prints_the_stacker_analysis(capsys):
-    assert main(["demo"]) == 0
-    out = capsys.readouterr().out
+@pytest.fixture(scope="module")
+def demo():
+    """``kronjax demo`` run once (a minute of compilation) for the tests of its two sections:
+    its exit status and what it printed."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = main(["demo"])
+    return status, out.getvalue()
+
+
+def test_demo_prints_the_stacker_analysis(demo):
+    status, out = demo
+    assert status == 0
     for key in ("J_T3", "H_T3", "J_R3", "H_R3", "central difference", "max difference"):
         assert key in out
 
 
-def test_demo_optimises_a_trajectory_with_a_progress_display(capsys):
+def test_demo_optimises_a_trajectory_with_a_progress_display(demo):
     """The trajectory-optimisation section: progress lines (iterations, cost, violation), a
     feasible optimum cheaper than Truc's (73) over the same motion, and an open-loop simulation of
     the optimised torques that tracks the trajectory."""
-    assert main(["demo"]) == 0
-    out = capsys.readouterr().out.split("Trajectory optimisation:")[1]
+    status, out = demo
+    assert status == 0
+    out = out.split("Trajectory optimisation:")[1]
     lines = out.splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:3] == ["iter", "cost", "violation"])
     progress = []
