@@ -30,7 +30,8 @@ def test_quick_bench_writes_results_that_agree_with_pinocchio(tmp_path, capsys):
     records = data["records"]
     assert not [r for r in records if r["note"].startswith("failed")], capsys.readouterr().out
     assert {r["operation"] for r in records} == {"inverse_dynamics", "forward_dynamics", "coriolis", "scaling", "compile"}
-    timed = [r for r in records if r["operation"] != "compile"]
+    # a C++ estimate is absent where the binding overhead measured more than the call (loaded machine)
+    timed = [r for r in records if r["operation"] != "compile" and not r["method"].endswith("C++ est.)")]
     assert all(r["seconds_per_sample"] > 0 and r["samples_per_s"] > 0 for r in timed)
     kron = [r for r in timed if r["library"] == "kronjax"]
     assert kron and all(r["rel_err"] < 1e-9 for r in kron)  # float64, same samples as Pinocchio
