@@ -44,7 +44,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from . import _aba, _composite, _derivatives, _rnea
 from .calculus import product_rule, skew
-from .chain import Model, Tree
+from .chain import Model, Tree, choose_method
 from .kinematics import _hessians, _jacobians
 
 __all__ = [
@@ -140,17 +140,7 @@ def _check_state(model: Model, **arrays) -> list[Array]:
 
 
 def _matrix_method(model: Model, method: str) -> str:
-    if method not in MATRIX_METHODS:
-        raise ValueError(f"unknown method {method!r}; expected one of {MATRIX_METHODS}")
-    tree = isinstance(model.kinematics, Tree)
-    if method == "composite" and not tree:
-        raise ValueError(
-            "method='composite' needs a Tree model (from_dh / from_joints / load_urdf); this model's "
-            f"kinematics is a {type(model.kinematics).__name__}: use method='jacobians' (or 'auto')"
-        )
-    if method == "auto":
-        return "composite" if tree else "jacobians"
-    return method
+    return choose_method(model, method, MATRIX_METHODS, "composite", "jacobians")
 
 
 def _mass_matrix(model: Model, q: Array, method: str = "auto") -> Array:
@@ -660,11 +650,10 @@ def _tree_aba_jvp(primals, tangents):
     # M(q) qdd + b(q, qd) = tau differentiated: M dqdd = dtau - dtau/dq dq - dtau/dqd dqd - dtau/dmodel
     model, q, qd, tau = primals
     t_model, tq, tqd, ttau = tangents
-    qdd = _checked_aba(model, q, qd, tau)
-    _, dq, dqd, mass = _derivatives.rnea_derivatives(model, q, qd, qdd)
+    qdd, dq, dqd, minv, pivots = _derivatives.aba_derivatives(model, q, qd, tau)
     change = _tau_change(model, (q, qd, qdd), t_model, [(dq, tq), (dqd, tqd)])
     rhs = -change if isinstance(ttau, SymbolicZero) else ttau - change
-    return qdd, _derivatives.spd_inverse(mass) @ rhs
+    return _positive_definite(qdd, pivots), minv @ rhs
 
 
 def inverse_dynamics_derivatives(
@@ -702,18 +691,18 @@ def forward_dynamics_derivatives(
     (row: output acceleration, column: input coordinate); ``dqdd_dtau`` is ``M(q)^-1``.
 
     :class:`~kronjax.chain.Tree` models as Carpentier and Mansard, "Analytical derivatives of rigid
-    body dynamics algorithms", RSS 2018 (sec. V): ``qdd`` by the articulated-body algorithm, then
-    ``M qdd + b(q, qd) = tau`` differentiated, ``dqdd/d(q, qd) = -M^-1 dtau/d(q, qd)`` with the
-    analytical derivatives of inverse dynamics at ``(q, qd, qdd)`` (see
-    :func:`inverse_dynamics_derivatives`); the same rule is registered with JAX for
-    :func:`forward_dynamics`. Other models: ``jax.jacfwd`` of :func:`forward_dynamics`. A mass
+    body dynamics algorithms", RSS 2018 (sec. V): ``M qdd + b(q, qd) = tau`` differentiated,
+    ``dqdd/d(q, qd) = -M^-1 dtau/d(q, qd)`` with the analytical derivatives of inverse dynamics
+    (:func:`inverse_dynamics_derivatives`) at ``qdd = M^-1 (tau - b)``; ``M^-1`` from a Cholesky
+    factorisation of ``M`` (no articulated-body pass). The same rule is registered with JAX for
+    :func:`forward_dynamics` (whose value under differentiation is then this ``qdd``, equal to the
+    articulated-body one to round-off). Other models: ``jax.jacfwd`` of :func:`forward_dynamics`. A
     matrix that is not positive definite raises as in :func:`forward_dynamics`.
     """
     q, qd, tau = _check_state(model, q=q, qd=qd, tau=tau)
     _inertials(model)
     if not isinstance(model.kinematics, Tree):
         return jax.jacfwd(forward_dynamics, argnums=(1, 2, 3))(model, q, qd, tau)
-    qdd = _checked_aba(model, q, qd, tau)
-    _, dq, dqd, mass = _derivatives.rnea_derivatives(model, q, qd, qdd)
-    minv = _derivatives.spd_inverse(mass)
+    _, dq, dqd, minv, pivots = _derivatives.aba_derivatives(model, q, qd, tau)
+    minv = _positive_definite(minv, pivots)
     return -minv @ dq, -minv @ dqd, minv
