@@ -30,8 +30,11 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(VENV)/bin/kronjax demo
 
+# Tests in parallel (pytest-xdist), a test file per worker so that its module-level compiled
+# functions and fixtures are built once, slowest files first (tests/conftest.py); at most 4
+# workers (each holds 1-4 GB).
 test: $(VENV)/.installed-test
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n logical --maxprocesses 4 --dist loadfile --no-loadscope-reorder
 
 bench: $(VENV)/.installed-bench
 	$(PY) -m bench

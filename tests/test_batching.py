@@ -97,7 +97,9 @@ SHARDED = textwrap.dedent(
 
 
 def test_batches_sharded_over_four_cpu_devices():
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
+    # XLA_FLAGS of this run (tests/conftest.py: backend optimisation level) plus four host devices
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4".strip()
+    env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
     result = subprocess.run(
         [sys.executable, "-c", SHARDED], env=env, capture_output=True, text=True, timeout=600,
         cwd=Path(__file__).resolve().parents[1],
