@@ -5,6 +5,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+from .calculus import skew
+
 
 def rot_x(angle) -> Float[Array, "3 3"]:
     c, s = jnp.cos(angle), jnp.sin(angle)
@@ -41,3 +43,10 @@ def to_rpy(r) -> tuple[float, float, float]:
     if np.hypot(r[0, 0], r[1, 0]) < 1e-12:
         return 0.0, pitch, float(np.arctan2(-r[0, 1], r[1, 1]))
     return float(np.arctan2(r[2, 1], r[2, 2])), pitch, float(np.arctan2(r[1, 0], r[0, 0]))
+
+
+def axis_angle(axis: Float[Array, "3"], angle) -> Float[Array, "3 3"]:
+    """Rodrigues' formula ``E + sin(t) [u] + (1 - cos(t)) [u]^2`` for a unit axis ``u``."""
+    k = skew(axis)
+    return jnp.eye(3, dtype=k.dtype) + jnp.sin(angle) * k + (1 - jnp.cos(angle)) * (k @ k)
+
