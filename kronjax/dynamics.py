@@ -612,16 +612,23 @@ def _is_zero(tangent) -> bool:
     return all(isinstance(t, SymbolicZero) for t in jax.tree.leaves(tangent))
 
 
+def _filled(tangent):
+    """A model tangent with its symbolic zeros as zero arrays (for ``jax.jvp``)."""
+    return jax.tree.map(lambda t: jnp.zeros(t.shape, t.dtype) if isinstance(t, SymbolicZero) else t, tangent)
+
+
+def _linear_change(linear: list, like: Array) -> Array:
+    """``sum D t`` over the ``(D, t)`` in ``linear`` (symbolic zeros skipped)."""
+    return sum((d @ t for d, t in linear if not isinstance(t, SymbolicZero)), jnp.zeros_like(like))
+
+
 def _tau_change(model: Model, state: tuple, model_tangent: Model, linear: list) -> Array:
-    """Tangent of ``tau = rnea(model, *state)``: ``sum D t`` over the ``(D, t)`` in ``linear``
-    (analytic partial derivatives times state tangents; symbolic zeros skipped) plus, when the
-    model moves, the forward-mode derivative of Newton-Euler with respect to the model."""
-    change = sum((d @ t for d, t in linear if not isinstance(t, SymbolicZero)), jnp.zeros_like(state[0]))
+    """Tangent of ``tau = rnea(model, *state)``: :func:`_linear_change` (analytic partial
+    derivatives times state tangents) plus, when the model moves, the forward-mode derivative of
+    Newton-Euler with respect to the model."""
+    change = _linear_change(linear, state[0])
     if not _is_zero(model_tangent):
-        model_tangent = jax.tree.map(
-            lambda t: jnp.zeros(t.shape, t.dtype) if isinstance(t, SymbolicZero) else t, model_tangent
-        )
-        change = change + jax.jvp(lambda m: _rnea.rnea(m, *state), (model,), (model_tangent,))[1]
+        change = change + jax.jvp(lambda m: _rnea.rnea(m, *state), (model,), (_filled(model_tangent),))[1]
     return change
 
 
@@ -650,8 +657,13 @@ def _tree_aba_jvp(primals, tangents):
     # M(q) qdd + b(q, qd) = tau differentiated: M dqdd = dtau - dtau/dq dq - dtau/dqd dqd - dtau/dmodel
     model, q, qd, tau = primals
     t_model, tq, tqd, ttau = tangents
+    if not _is_zero(t_model):
+        # the model moves (identification, calibration): the articulated-body algorithm's own
+        # derivative, which reads the inertias' upper entries only, as its value does
+        tangents = tuple(_filled(t) for t in tangents)
+        return jax.jvp(lambda *args: _checked_aba(*args), primals, tangents)
     qdd, dq, dqd, minv, pivots = _derivatives.aba_derivatives(model, q, qd, tau)
-    change = _tau_change(model, (q, qd, qdd), t_model, [(dq, tq), (dqd, tqd)])
+    change = _linear_change([(dq, tq), (dqd, tqd)], q)
     rhs = -change if isinstance(ttau, SymbolicZero) else ttau - change
     return _positive_definite(qdd, pivots), minv @ rhs
 
