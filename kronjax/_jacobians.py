@@ -114,9 +114,9 @@ def hessians(tree: Tree, q: Array, points: Array | None, frame: str, dtype) -> t
     v_hi = tuple(jnp.where(j_first, b, a) for a, b in zip(v_j, v_k))
     both = g["support"][:, :, None] & g["support"][:, None, :]
     ht = sp.cross(tuple(c[None] for c in w_lo), v_hi)  # (nb, n, n)
-    hr = tuple(c[None] for c in _masked(sp.cross(w_k, w_j), g["strict"]))  # (1, n, n)
+    turn = tuple(c[None] for c in sp.cross(w_k, w_j))  # w_k x w_j, (1, n, n)
+    hr = _masked(turn, g["strict"])
     if frame != "base":
-        turn = tuple(c[None] for c in sp.cross(w_k, w_j))
         hr = _to_body(g["R"], sp.add(hr, sp.scale(turn, -1)))
         if frame == "body":
             ht = sp.add(ht, sp.scale(sp.cross(tuple(c[None] for c in w_k), v_j), -1))

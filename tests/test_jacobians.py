@@ -115,25 +115,6 @@ def test_jacobians_dot_is_time_derivative(name):
             assert float(jnp.max(jnp.abs(a - contracted))) < TOL
 
 
-def test_per_body_functions_index_the_all_bodies_ones():
-    """Accelerations of single bodies from the all-bodies ``J qdd + (dJ/dt) qd``."""
-    model = models()["tree"]
-    q, qd = (x[0] for x in states(model))
-    qdd = jnp.linspace(-1.0, 1.0, model.n_dof)
-    bodies = range(model.n_bodies)
-
-    @jax.jit
-    def both(q, qd, qdd):
-        single = [(kj.linear_acceleration(model, q, qd, qdd, b), kj.angular_acceleration(model, q, qd, qdd, b, frame="body"))
-                  for b in bodies]
-        return single, kj.jacobians(model, q), kj.jacobians_dot(model, q, qd), kj.forward_kinematics(model, q)[0]
-
-    single, (jt, jr), (jtd, jrd), rotations = both(q, qd, qdd)
-    for b in bodies:
-        np.testing.assert_allclose(single[b][0], jt[b] @ qdd + jtd[b] @ qd, atol=TOL)
-        np.testing.assert_allclose(single[b][1], rotations[b].T @ (jr[b] @ qdd + jrd[b] @ qd), atol=TOL)
-
-
 def test_float32():
     """float32 model and state: within 1e-4 (relative to the largest entry) of float64."""
     model = models()["tree"]
@@ -144,15 +125,6 @@ def test_float32():
         for a, b in zip(fn(model32, q.astype(jnp.float32)), fn(model, q)):
             assert a.dtype == jnp.float32
             assert float(jnp.max(jnp.abs(a - b))) <= 1e-4 * float(jnp.max(jnp.abs(b)))
-
-
-def test_chunked_batch():
-    """``chunked_vmap`` over a batch in chunks equals one ``vmap``."""
-    model = kj.models.panda()
-    qs = jnp.asarray(np.random.default_rng(4).uniform(-2, 2, (64, model.n_dof)))
-    f = lambda q: kj.hessians(model, q)  # noqa: E731
-    for a, b in zip(jax.jit(kj.chunked_vmap(f, chunk_size=16))(qs), jax.jit(jax.vmap(f))(qs)):
-        np.testing.assert_array_equal(a, b)
 
 
 def test_bad_input():
