@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test bench bench-gpu clean
+.PHONY: demo test test-slow bench bench-gpu clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,9 +32,15 @@ demo: $(VENV)/.installed
 
 # Tests in parallel (pytest-xdist), a test file per worker so that its module-level compiled
 # functions and fixtures are built once, slowest files first (tests/conftest.py); at most 4
-# workers (each holds 1-4 GB).
+# workers (each holds 1-4 GB). `make test`: everything not marked slow; `make test-slow`: the
+# slow tier (the notebooks, the benchmark's smoke run, extended oracle runs); CI runs both.
+PYTEST := $(PY) -m pytest -q -n logical --maxprocesses 4 --dist loadfile --no-loadscope-reorder
+
 test: $(VENV)/.installed-test
-	$(PY) -m pytest -q -n logical --maxprocesses 4 --dist loadfile --no-loadscope-reorder
+	$(PYTEST) -m "not slow"
+
+test-slow: $(VENV)/.installed-test
+	$(PYTEST) -m slow
 
 bench: $(VENV)/.installed-bench
 	$(PY) -m bench

@@ -19,6 +19,7 @@ import kronjax as kj  # noqa: E402
 from bench.__main__ import main  # noqa: E402
 
 
+@pytest.mark.slow
 def test_quick_bench_writes_results_that_agree_with_pinocchio(tmp_path, capsys):
     paths = main(["--quick", "--no-peers", "--no-float32", "--batches", "8", "--big", "8",
                   "--scaling-n", "4", "6", "--chain-n", "6", "--out", str(tmp_path),
@@ -47,6 +48,7 @@ def test_quick_bench_writes_results_that_agree_with_pinocchio(tmp_path, capsys):
     assert "## Inverse dynamics (Panda)" in text and "## Scaling" in text and "fitted exponent" in text
 
 
+@pytest.mark.slow
 def test_quick_kinematics_scaling_agrees_with_pinocchio(tmp_path, capsys):
     """Issue 14's growth of J and H with n (the cheapest of its sections to compile; `kinematics`
     and `derivatives` share its code): every body's J and H against Pinocchio's at frames placed

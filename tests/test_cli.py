@@ -18,6 +18,7 @@ def demo():
     return status, out.getvalue()
 
 
+@pytest.mark.slow
 def test_demo_prints_the_stacker_analysis(demo):
     status, out = demo
     assert status == 0
@@ -25,6 +26,7 @@ def test_demo_prints_the_stacker_analysis(demo):
         assert key in out
 
 
+@pytest.mark.slow
 def test_demo_optimises_a_trajectory_with_a_progress_display(demo):
     """The trajectory-optimisation section: progress lines (iterations, cost, violation), a
     feasible optimum cheaper than Truc's (73) over the same motion, and an open-loop simulation of

@@ -10,6 +10,7 @@ nbclient = pytest.importorskip("nbclient")
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(p.name for p in NOTEBOOKS.glob("*.ipynb")))
 def test_notebook_runs(name):
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)

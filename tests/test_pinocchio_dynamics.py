@@ -1,6 +1,10 @@
 """Dynamics against Pinocchio on three 6-7 joint arms and a branched tree, 20 random states each:
 M vs crba, C qd vs computeCoriolisMatrix @ qd, g vs computeGeneralizedGravity, inverse dynamics
-(both methods) vs rnea, forward dynamics vs aba. Max relative error <= 1e-10."""
+(both methods) vs rnea, forward dynamics vs aba. Max relative error <= 1e-10.
+
+XLA compilation dominates the runtime: kronjax's side is compiled once per arm for one state (an
+unbatched program compiles faster than its ``vmap``; batching is checked in
+test_dynamics_principles.py) and called on each."""
 
 import jax
 import jax.numpy as jnp
@@ -21,16 +25,18 @@ ARMS = {
     "tree7": lambda: random_arm(1, parents=(-1, 0, 1, 2, 3, 2, 5), prismatic=(4,)),
 }
 N_STATES = 20
+# random7 is tree7 without the branch (same generator: random axes, placements, full inertias, a
+# prismatic joint), and test_dynamics_principles.py checks it against first principles: slow tier
+SLOW = ("random7",)
 
 
-@pytest.fixture(scope="module", params=list(ARMS))
+@pytest.fixture(scope="module", params=[pytest.param(a, marks=pytest.mark.slow) if a in SLOW else a for a in ARMS])
 def arm(request):
     model = ARMS[request.param]()
     rng = np.random.default_rng(42)
     states = [rng.uniform(-2, 2, (N_STATES, model.n_dof)) for _ in range(4)]
 
     @jax.jit
-    @jax.vmap
     def ours(q, qd, qdd, tau):
         return dict(
             M=kj.mass_matrix(model, q),
@@ -44,7 +50,8 @@ def arm(request):
             fd=kj.forward_dynamics(model, q, qd, tau),
         )
 
-    return request.param, model, to_pinocchio(model), states, ours(*(jnp.asarray(s) for s in states))
+    values = [ours(*state) for state in zip(*states)]
+    return request.param, model, to_pinocchio(model), states, {k: np.stack([v[k] for v in values]) for k in values[0]}
 
 
 def test_against_pinocchio(arm):

@@ -39,7 +39,6 @@ Khang's layout: ``H[p, j n + k] = T[p, j, k]``, a C-order reshape of ``T`` to ``
 
 import functools
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -47,6 +46,7 @@ import pytest
 pin = pytest.importorskip("pinocchio")
 
 import kronjax as kj  # noqa: E402
+from oracles import jit_once  # noqa: E402
 
 N = 7
 N_CONFIGS = 20
@@ -226,7 +226,7 @@ def kronjax_function(a: Arm):
             out[f"single_{name}"] = jnp.stack([fn(b) for b in POINT_BODIES])
         return out
 
-    return jax.jit(one)
+    return jit_once(one)
 
 
 @functools.cache
