@@ -45,13 +45,16 @@ def pytest_configure(config):
 # Makefile runs with --dist loadfile --no-loadscope-reorder: a file per worker, in this order) does
 # not start a long file last while the other workers idle; the rest keep their order.
 SLOW_FIRST = (
-    "test_notebooks.py",
-    "test_cli.py",
-    "test_bench.py",
+    "test_notebooks.py",  # the slow tier's longest
+    "test_dynamics_principles.py",
+    "test_dynamics_derivatives.py",
+    "test_identify.py",
+    "test_constrained.py",
+    "test_urdf_pinocchio.py",
+    "test_simulate.py",
+    "test_constrained_mechanisms.py",
+    "test_trajopt.py",
     "test_composite.py",
-    "test_relative_motion.py",
-    "test_calculus.py",
-    "test_batching.py",
 )
 
 

@@ -3,6 +3,8 @@ against the papers' Jacobian/Hessian assembly and against autodiff of M."""
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -11,8 +13,9 @@ from oracles import random_arm, relative_error
 
 import kronjax as kj
 
+# Each model costs a few compilations (most of this file's time): a random tree with prismatic
+# joints, a serial D-H chain with a fixed body and a standard D-H arm cover the cases.
 MODELS = {
-    "serial, one prismatic": lambda: random_arm(0),
     "branched tree": lambda: random_arm(1, parents=(-1, 0, 1, 0, 3, 1, 5), prismatic=(2, 4)),
     "D-H with a fixed body": lambda: kj.from_dh(
         [("R", 0.1, 0.2, 0.3, 0.5), ("F", 0.2, 0.1, 0.1, 0.3), ("P", 0.1, 0.2, 0.3, -0.4), ("R", 0.1, 0.1, 0.2, 0.9)],
@@ -39,13 +42,48 @@ def _gravity_from_jacobians(model, q):
     return -jnp.einsum("b,bpi,p->i", ine.mass, jt, model.gravity)
 
 
+# Nearly all the time of these tests is XLA compilation: each model's programs are compiled once
+# and shared by the tests below (the oracles with XLA's backend optimisations off, which compiles
+# them about 3x faster; they run a few times).
+
+
+@functools.cache
+def _model(name):
+    return MODELS[name]()
+
+
+@functools.cache
+def _oracles(name):
+    """q -> (M, dM/dq, C*, g by the papers' Jacobian/Hessian assembly, dM/dq by forward-mode
+    autodiff of M from the Jacobians)."""
+    model = _model(name)
+    n = model.n_dof
+
+    def oracles(q):
+        autodiff = jax.jacfwd(lambda q: kj.mass_matrix(model, q, method="jacobians"))(q).reshape(n, n * n)
+        return _all(model, q, "jacobians"), autodiff
+
+    return jax.jit(oracles, compiler_options={"xla_backend_optimization_level": 0})
+
+
+@functools.cache
+def _composite(name, unrolled):
+    """q -> (M, dM/dq, C*, g) from composite rigid bodies, or only (dM/dq, C*) for the loop
+    assembly (``unrolled=False``, traced on its first call, under the test's monkeypatch of
+    ``kronjax._composite.UNROLLED_COLUMNS``)."""
+    model = _model(name)
+    if unrolled:
+        return jax.jit(lambda q: _all(model, q, "composite"))
+    return jax.jit(
+        lambda q: (kj.mass_matrix_derivative(model, q, method="composite"), kj.coriolis_star(model, q, method="composite"))
+    )
+
+
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_composite_equals_the_papers_assembly(name):
-    model = MODELS[name]()
-    composite = jax.jit(lambda q: _all(model, q, "composite"))
-    papers = jax.jit(lambda q: _all(model, q, "jacobians"))
-    for q in np.random.default_rng(0).uniform(-1.5, 1.5, (5, model.n_dof)):
-        for got, expected in zip(composite(q), papers(q)):
+    composite, papers = _composite(name, True), _oracles(name)
+    for q in np.random.default_rng(0).uniform(-1.5, 1.5, (5, _model(name).n_dof)):
+        for got, expected in zip(composite(q), papers(q)[0]):
             assert relative_error(got, expected) < 1e-12
 
 
@@ -55,25 +93,24 @@ def test_composite_mass_matrix_derivative_equals_autodiff_of_mass_matrix(name, u
     """Both assemblies of dM/dq and C*: unrolled columns (n <= UNROLLED_COLUMNS) and the loop."""
     if not unrolled:
         monkeypatch.setattr(kj._composite, "UNROLLED_COLUMNS", 1)
-    model = MODELS[name]()
-    n = model.n_dof
-    derivative = jax.jit(lambda q: kj.mass_matrix_derivative(model, q))
-    autodiff = jax.jit(lambda q: jax.jacfwd(lambda q: kj.mass_matrix(model, q, method="jacobians"))(q).reshape(n, n * n))
-    c_star = jax.jit(lambda q: kj.coriolis_star(model, q))
-    for q in np.random.default_rng(1).uniform(-1.5, 1.5, (3, model.n_dof)):
-        d = autodiff(q)
-        assert relative_error(derivative(q), d) < 1e-12
+    n = _model(name).n_dof
+    composite = _composite(name, unrolled)
+    for q in np.random.default_rng(1).uniform(-1.5, 1.5, (3, n)):
+        derivative, c_star = composite(q)[1:3] if unrolled else composite(q)
+        d = _oracles(name)(q)[1]
+        assert relative_error(derivative, d) < 1e-12
         # C* (Tuan 101): dM[i, j]/dq_k - dM[k, j]/dq_i / 2
         d3 = np.asarray(d).reshape(n, n, n)
-        assert relative_error(c_star(q), (d3 - 0.5 * d3.transpose(2, 1, 0)).reshape(n, n * n)) < 1e-12
+        assert relative_error(c_star, (d3 - 0.5 * d3.transpose(2, 1, 0)).reshape(n, n * n)) < 1e-12
 
 
 def test_composite_in_float32():
-    model = random_arm(2)
-    q = np.random.default_rng(3).uniform(-1, 1, model.n_dof)
-    got = kj.coriolis_star(model.astype(jnp.float32), q.astype(np.float32))
+    name = "branched tree"
+    model32 = _model(name).astype(jnp.float32)
+    q = np.random.default_rng(3).uniform(-1, 1, model32.n_dof)
+    got = jax.jit(lambda q: kj.coriolis_star(model32, q))(q.astype(np.float32))
     assert got.dtype == jnp.float32
-    assert relative_error(got, kj.coriolis_star(model, q, method="jacobians")) < 1e-4
+    assert relative_error(got, _oracles(name)(q)[0][2]) < 1e-4  # the papers' C* in float64
 
 
 def test_method_errors():

@@ -20,6 +20,7 @@ independent oracles.
 * Bad input, redundant constraints, float32, ``jit``/``vmap`` without retracing.
 """
 
+import functools
 import itertools
 import json
 import pathlib
@@ -135,15 +136,14 @@ def run_once(fn, *args):
     return compile_fast(fn, *args)(*args)
 
 
-def map_states(fn, *args):
-    """``fn`` jitted once and called state by state over the leading axis of ``args``, results
-    stacked. Used instead of ``vmap`` for the planar models with prismatic joints below: with
-    jax/jaxlib 0.10.2, ``jit(vmap(kronjax.inverse_dynamics))`` (RNEA) of a 2-3 body tree with a
-    prismatic joint makes XLA:CPU abort the process (dot_op_emitter "IsMonotonicWithDim0Major"
-    check failure), batch sizes > 1."""
-    first = [jnp.asarray(a[0]) for a in args]
-    jitted = compile_fast(fn, *first)
-    outs = [jitted(*(jnp.asarray(a[i]) for a in args)) for i in range(len(args[0]))]
+def map_states(compiled, *args):
+    """``compiled`` (a function from :func:`compile_fast`, shared by several tests) called state by
+    state over the leading axis of ``args``, results stacked. Used instead of ``vmap`` for the
+    planar models with prismatic joints below: with jax/jaxlib 0.10.2,
+    ``jit(vmap(kronjax.inverse_dynamics))`` (RNEA) of a 2-3 body tree with a prismatic joint makes
+    XLA:CPU abort the process (dot_op_emitter "IsMonotonicWithDim0Major" check failure), batch
+    sizes > 1."""
+    outs = [compiled(*(jnp.asarray(a[i]) for a in args)) for i in range(len(args[0]))]
     return jax.tree.map(lambda *x: jnp.stack(x), *outs)
 
 
@@ -197,20 +197,40 @@ def relative_twists(s, q, directions, h=1e-4):
 KINDS = list(kc.LOOP_CLOSURE_KINDS)
 
 
+@pytest.fixture(scope="module")
+def closures(spatial):
+    """Per kind: three configurations assembled by ``project`` and random velocities (gamma is
+    defined for all). The derivatives and their finite differences of all five kinds come from one
+    program, the closures stacked, at all fifteen states (the kinds share the kinematics of the
+    two bodies, which dominates the compilation); each kind's rows at its own states are
+    compared."""
+    s = spatial
+    model = s["model"]
+    qs = {kind: np.asarray(assemble(model, kc.Constraints((closure(s, kind),)), s["guesses"])) for kind in KINDS}
+    qds = {kind: np.random.default_rng(KINDS.index(kind)).normal(size=qs[kind].shape) for kind in KINDS}
+    stacked = kc.Constraints(tuple(closure(s, kind) for kind in KINDS))
+    batch = run_once(
+        jax.vmap(lambda q, qd: _derivatives(stacked, q, qd)),
+        jnp.asarray(np.concatenate([qs[k] for k in KINDS])), jnp.asarray(np.concatenate([qds[k] for k in KINDS])),
+    )
+    rows = np.cumsum([0] + [kc.LOOP_CLOSURE_KINDS[k] for k in KINDS])
+    derivatives = {
+        kind: {k: np.asarray(v)[3 * i : 3 * i + 3, rows[i] : rows[i + 1]] for k, v in batch.items()}
+        for i, kind in enumerate(KINDS)
+    }
+    return qs, qds, derivatives
+
+
 @pytest.mark.parametrize("kind", KINDS)
-def test_loop_closure(spatial, kind):
+def test_loop_closure(spatial, closures, kind):
     """Every loop-closure kind on the spatial chain, at three configurations assembled by
     ``project``: residual, A, Phi_qq, gamma vs finite differences, rank, and the joint's
     constraints and freedoms from an independent numpy kinematics."""
     s = spatial
-    model, u, n = s["model"], s["axis"], s["model"].n_dof
-    cons = kc.Constraints((closure(s, kind),))
-    m = cons.n_equations
+    u, n = s["axis"], s["model"].n_dof
+    m = closure(s, kind).n_equations
     assert m == kc.LOOP_CLOSURE_KINDS[kind]
-    qs = np.asarray(assemble(model, cons, s["guesses"]))
-    qds = np.random.default_rng(KINDS.index(kind)).normal(size=qs.shape)  # any velocities: gamma is defined for all
-    batch = run_once(jax.vmap(lambda q, qd: _derivatives(cons, q, qd)), jnp.asarray(qs), jnp.asarray(qds))
-    batch = {k: np.asarray(v) for k, v in batch.items()}
+    qs, qds, batch = closures[0][kind], closures[1][kind], closures[2][kind]
     errors = dict.fromkeys(["residual", "A", "hessian", "gamma_fd", "gamma_hessian", "position", "semantics"], 0.0)
     for i, (q, qd) in enumerate(zip(qs, qds)):
         d = {k: v[i] for k, v in batch.items()}
@@ -258,7 +278,7 @@ def test_loop_closure(spatial, kind):
     assert errors["semantics"] < 1e-7, errors  # central differences with h = 1e-4
 
 
-def test_axis_b_in_the_frame_of_body_b(spatial):
+def test_axis_b_in_the_frame_of_body_b(spatial, closures):
     """A revolute closure written on b6 itself (its point and axis in b6's frame, ``axis_b``) is the
     same joint as on b6_frame: it holds at the same configurations and its Jacobian has the
     same row space (the 10 stacked rows have rank 5)."""
@@ -269,7 +289,7 @@ def test_axis_b_in_the_frame_of_body_b(spatial):
         model, "b3", s["point"], "b6", pos_f + rot_f @ s["point"], "revolute", s["axis"], axis_b=rot_f @ s["axis"]
     )
     via_frame = kc.Constraints((closure(s, "revolute"),))
-    q = assemble(model, via_frame, s["guesses"])
+    q = jnp.asarray(closures[0]["revolute"])  # assembled for via_frame
     both = kc.Constraints((via_frame.parts[0], direct))
     res, a = run_once(jax.vmap(lambda q: (both.residual(q), both.jacobian(q))), q)
     assert float(jnp.max(jnp.abs(res))) < 1e-13  # assembled for one, assembled for the other
@@ -307,11 +327,18 @@ def independent_coordinates(a_batch):
     return best
 
 
+HUANG_DTS = 10.0 ** -np.arange(1.0, 9.01, 0.5)
+
+
 @pytest.fixture(scope="module")
 def solutions(states):
-    """Lagrange, null space (SVD basis) and null space (coordinate partitioning) at ``states``,
-    with what the oracles need: M, the bias forces, gamma, A, the EOM residual."""
+    """At ``states`` as they are, then at rest (qd = 0), one program: Lagrange, null space (SVD
+    basis) and null space (coordinate partitioning), with what the oracles need (M, the bias
+    forces, gamma, A, the EOM residual); and at each step size of ``HUANG_DTS``, Huang's
+    solution, Lagrange with Baumgarte gains ``1/dt``, ``sqrt(2)/dt``, the constraint residual after
+    Huang's step and the residual of Huang's equations of motion."""
     model, cons, q, qd, tau = states
+    q, qd, tau = jnp.concatenate([q, q]), jnp.concatenate([qd, 0 * qd]), jnp.concatenate([tau, tau])
 
     def kinematics(q, qd):
         return cons.residual(q), cons.velocity_residual(q, qd), cons.jacobian(q)
@@ -324,21 +351,31 @@ def solutions(states):
         lag = kc.solve(model, cons, q, qd, tau, "lagrange")
         ns = kc.solve(model, cons, q, qd, tau, "nullspace")
         nsi = kc.solve(model, cons, q, qd, tau, "nullspace", independent=independent)
+
+        def huang(dt):
+            hu = kc.solve(model, cons, q, qd, tau, "huang", dt=dt)
+            lb = kc.solve(model, cons, q, qd, tau, "lagrange", baumgarte=(1.0 / dt, np.sqrt(2.0) / dt))
+            step = q + qd * dt + 0.5 * dt**2 * hu.qdd
+            eom = kj.inverse_dynamics(model, q, qd, hu.qdd) - tau - hu.generalized_force
+            return hu, lb, jnp.max(jnp.abs(cons.residual(step))), jnp.max(jnp.abs(eom))
+
+        hu, lb, step_residual, huang_eom = jax.vmap(huang)(jnp.asarray(HUANG_DTS))
         return dict(
             lag=lag, ns=ns, nsi=nsi, gamma=cons.bias(q, qd), mass=kj.mass_matrix(model, q),
             bias=kj.inverse_dynamics(model, q, qd, jnp.zeros_like(qd)),
             eom=kj.inverse_dynamics(model, q, qd, lag.qdd) - tau - cons.jacobian(q).T @ lag.forces,
+            huang=hu, baumgarte=lb, step_residual=step_residual, huang_eom=huang_eom,
         )
 
-    return a_batch, run_once(jax.vmap(run), q, qd, tau)
+    return a_batch, run_once(jax.vmap(run), q, qd, tau), (q, qd, tau)
 
 
 def test_lagrange_nullspace_gauss(states, solutions):
     """Lagrange vs null space (SVD basis, coordinate partitioning): qdd and lambda; the equations of
     motion ``M qdd + C qd + g - tau - A^T lambda = 0`` (inverse dynamics); ``A qdd = gamma``;
     Gauss's principle of least constraint, as a QP solved independently in numpy."""
-    _, cons, q, _, tau = states
-    a_batch, out = solutions
+    cons = states[1]
+    a_batch, out, (q, _, tau) = solutions
     lag, ns, nsi = out["lag"], out["ns"], out["nsi"]
     errors = dict(
         qdd_ns=relerr(ns.qdd, lag.qdd), qdd_indep=relerr(nsi.qdd, lag.qdd),
@@ -367,29 +404,16 @@ def test_lagrange_nullspace_gauss(states, solutions):
     assert max(errors.values()) < 1e-10, errors
 
 
-def test_huang_tends_to_lagrange(states):
+def test_huang_tends_to_lagrange(states, solutions):
     """Huang's qdd (the mean acceleration over [t, t + dt] that meets the constraints at t + dt to
     second order) vs Lagrange with Baumgarte gains alpha = 1/dt, beta = sqrt(2)/dt: O(dt) at
     a moving state, O(dt^2) at rest; the step q + qd dt + qdd dt^2/2 violates the constraints by
     O(dt^3); the reactions Z^T Q vs A^T lambda, and Huang's own equations of motion."""
-    model, cons, q, qd, tau = states
-    dts = 10.0 ** -np.arange(1.0, 9.01, 0.5)
-    n_states = q.shape[0]
-
-    def sweep(q, qd, tau):
-        def one(dt):
-            hu = kc.solve(model, cons, q, qd, tau, "huang", dt=dt)
-            lb = kc.solve(model, cons, q, qd, tau, "lagrange", baumgarte=(1.0 / dt, np.sqrt(2.0) / dt))
-            step = q + qd * dt + 0.5 * dt**2 * hu.qdd
-            eom = kj.inverse_dynamics(model, q, qd, hu.qdd) - tau - hu.generalized_force
-            return hu, lb, jnp.max(jnp.abs(cons.residual(step))), jnp.max(jnp.abs(eom))
-
-        return jax.vmap(one)(jnp.asarray(dts)), kc.solve(model, cons, q, qd, tau)
-
+    n_states = states[2].shape[0]
+    dts = HUANG_DTS
     # the states as they are, then at rest
-    (hu, lb, step_residual, eom), plain = run_once(
-        jax.vmap(sweep), jnp.concatenate([q, q]), jnp.concatenate([qd, 0 * qd]), jnp.concatenate([tau, tau])
-    )
+    _, out, (_, _, tau) = solutions
+    hu, lb, step_residual, eom, plain = (out[k] for k in ("huang", "baumgarte", "step_residual", "huang_eom", "lag"))
     report = []
     for k in range(2 * n_states):
         moving = k < n_states
@@ -467,19 +491,78 @@ def pendulum_state(phi1, phi2, dphi1=0.0, dphi2=0.0):
     return np.array([*c1, phi1, *c2, phi2]), np.array([*v1, dphi1, *v2, dphi2])
 
 
+def pins_phi(q):
+    """The pendulum's two pins written by hand as a holonomic constraint."""
+    x1, y1, p1, x2, y2, p2 = q
+    return jnp.stack(
+        [
+            x1 - HALF * jnp.cos(p1), y1 - HALF * jnp.sin(p1),
+            x1 + HALF * jnp.cos(p1) - x2 + HALF * jnp.cos(p2), y1 + HALF * jnp.sin(p1) - y2 + HALF * jnp.sin(p2),
+        ]
+    )
+
+
+def pins_a(q):
+    """The pins in Pfaffian form, A(q) qd = 0, A written by hand."""
+    s1, c1, s2, c2 = jnp.sin(q[2]), jnp.cos(q[2]), jnp.sin(q[5]), jnp.cos(q[5])
+    z = 0.0 * s1
+    return jnp.array(
+        [
+            [1 + z, z, HALF * s1, z, z, z],
+            [z, 1 + z, -HALF * c1, z, z, z],
+            [1 + z, z, -HALF * s1, -1 + z, z, -HALF * s2],
+            [z, 1 + z, HALF * c1, z, -1 + z, HALF * c2],
+        ]
+    )
+
+
+PIN_VARIANTS = ("holonomic", "pfaffian", "closures")
+
+
+@functools.cache
+def pendulum_program():
+    """What the Cartesian pendulum's tests compute, compiled once for all three (the model, and
+    so its gravity, is an argument; the pins three ways): ``solve`` by Lagrange and null space for
+    each way of writing the pins, Huang's step and ``huang_system`` with the loop closures; keys
+    ``"<variant>/<method>"`` and ``"huang_system"``."""
+    model, closures = cartesian_pendulum((0.0, 0.0, 0.0))
+    variants = dict(
+        holonomic=kc.holonomic(pins_phi, 6, description="pins"),
+        pfaffian=kc.pfaffian(pins_a, 6, description="pins"),
+        closures=closures,
+    )
+
+    def run(model, q, qd, tau):
+        out = {
+            f"{c}/{m}": kc.solve(model, variants[c], q, qd, tau, m) for c in PIN_VARIANTS for m in ("lagrange", "nullspace")
+        }
+        # Huang's step corrects Phi(q) with gain 2/dt^2, so its reactions carry the round-off
+        # of the assembled configuration (~1e-16 m) times m 2/dt^2: a large dt here
+        out["closures/huang"] = kc.solve(model, closures, q, qd, tau, "huang", dt=1e-2)
+        out["huang_system"] = kc.huang_system(model, closures, q, qd, tau, DFDQ["parameters"]["dt"])
+        return out
+
+    return compile_fast(run, model, *(jnp.zeros(6),) * 3)
+
+
+def pendulum_states(gravity, qs, qds, taus):
+    """:func:`pendulum_program` for the pendulum under ``gravity``, state by state."""
+    model = cartesian_pendulum(gravity)[0]
+    return map_states(functools.partial(pendulum_program(), model), *(np.asarray(x, float) for x in (qs, qds, taus)))
+
+
 def test_huang_double_pendulum_dfdq():
     """``huang_system(...).phi_q`` at rest without forces is Huang's df/dQ (37)-(39), rederived:
     ``[[B1+, B1-], [B1-, B1+ + B2+]]`` with the paper's clockwise theta (body angle = -theta).
     Its determinant is ``a^2 dt^8/16 (a^2 + 6ab + b^2 + 4 b^2 sin^2(theta1 - theta2))``, not the
     printed ``9/2 dt^2``; the printed structure ``B1+ - B2+`` would be singular at
     ``|sin(theta1 - theta2)| = |a - b| / (2b)``, ours is not."""
-    model, cons = cartesian_pendulum((0.0, 0.0, 0.0))
     dt = DFDQ["parameters"]["dt"]
     a, b = 1.0 / MASS, HALF**2 / JZZ
     refs = DFDQ["dfdQ_reference"]
-    qs = jnp.asarray(np.array([pendulum_state(-r["theta1"], -r["theta2"])[0] for r in refs]))
-    zero = jnp.zeros_like(qs)
-    system = map_states(lambda q, v: kc.huang_system(model, cons, q, v, v, dt), qs, zero)
+    qs = np.array([pendulum_state(-r["theta1"], -r["theta2"])[0] for r in refs])
+    zero = np.zeros_like(qs)
+    system = pendulum_states((0.0, 0.0, 0.0), qs, zero, zero)["huang_system"]
     phi_q = np.asarray(system.phi_q)
     errors = dict(matrix=0.0, det=0.0, det_reference=0.0, printed_det=0.0)
     scale = a**2 * dt**8 / 16
@@ -513,7 +596,6 @@ def test_double_pendulum_dynamics_and_reactions():
     are the static ones, ``R1 = (0, 2 m g)`` on link 1 at the ground pin and ``R2 = (0, -m g)``
     on link 1 at the elbow, for Lagrange and Huang alike (Q = [R1x, R1y, R2x, R2y])."""
     g0 = PENDULUM["parameters"]["g0"]
-    model, cons = cartesian_pendulum((0.0, -g0, 0.0))
     configs = PENDULUM["configurations"]
     qs, qds, taus = [], [], []
     for c in configs:
@@ -523,16 +605,8 @@ def test_double_pendulum_dynamics_and_reactions():
         qds.append(qd)
         taus.append([0, 0, t1 - t2, 0, 0, t2])  # joint torques: tau2 on link 2, its reaction on link 1
 
-    def run(q, qd, tau):
-        return (
-            kc.solve(model, cons, q, qd, tau, "lagrange"),
-            kc.solve(model, cons, q, qd, tau, "nullspace"),
-            # Huang's step corrects Phi(q) with gain 2/dt^2, so its reactions carry the round-off
-            # of the assembled configuration (~1e-16 m) times m 2/dt^2: a large dt here
-            kc.solve(model, cons, q, qd, tau, "huang", dt=1e-2),
-        )
-
-    lag, ns, hu = map_states(run, *(np.array(x) for x in (qs, qds, taus)))
+    out = pendulum_states((0.0, -g0, 0.0), qs, qds, taus)
+    lag, ns, hu = (out[f"closures/{m}"] for m in ("lagrange", "nullspace", "huang"))
     qdd_joint = np.stack([lag.qdd[:, 2], lag.qdd[:, 5] - lag.qdd[:, 2]], axis=1)
     expected = np.array([c["qdd"] for c in configs])
     err = float(np.max(np.abs(qdd_joint - expected)))
@@ -561,6 +635,28 @@ def knife_edge_model():
     return kj.from_joints(joints, inertials)
 
 
+def knife_edge(slip):
+    """``-sin(phi) xd + cos(phi) yd = slip cos(phi)``."""
+    return kc.pfaffian(
+        lambda q: jnp.stack([-jnp.sin(q[2]), jnp.cos(q[2]), 0.0 * q[2]])[None],
+        3,
+        lambda q: slip * jnp.cos(q[2])[None],
+        description="knife edge",
+    )
+
+
+@functools.cache
+def knife_edge_program():
+    """Lagrange and null space on the knife edge, compiled once with the slip an argument (the
+    Pfaffian form without ``b`` is the pins' in test_holonomic_in_pfaffian_form)."""
+    model = knife_edge_model()
+
+    def run(q, qd, tau, slip):
+        return [kc.solve(model, knife_edge(slip), q, qd, tau, m) for m in ("lagrange", "nullspace")]
+
+    return compile_fast(run, *(jnp.zeros(3),) * 3, jnp.zeros(()))
+
+
 @pytest.mark.parametrize("slip", [0.0, 0.7])
 def test_knife_edge(slip):
     """A blade on the plane (the Chaplygin sleigh with its contact at the centre of mass):
@@ -568,14 +664,7 @@ def test_knife_edge(slip):
     ``lambda = m gamma + sin(phi) tau_x - cos(phi) tau_y`` with ``gamma = phid (v - slip sin(phi))``,
     ``v = cos(phi) xd + sin(phi) yd``; ``m xdd = tau_x - sin(phi) lambda``, ``m ydd = tau_y + cos(phi)
     lambda``, ``J phidd = tau_phi``."""
-    model = knife_edge_model()
     mass, jzz = 2.5, 0.04
-    cons = kc.pfaffian(
-        lambda q: jnp.stack([-jnp.sin(q[2]), jnp.cos(q[2]), 0.0 * q[2]])[None],
-        3,
-        (lambda q: slip * jnp.cos(q[2])[None]) if slip else None,
-        description="knife edge",
-    )
     rng = np.random.default_rng(2)
     q = rng.normal(size=(4, 3))
     tau = rng.normal(size=(4, 3))
@@ -584,8 +673,7 @@ def test_knife_edge(slip):
     qd[:, :2] = np.stack([np.cos(phi), np.sin(phi)], 1) * qd[:, :1] + slip * np.cos(phi)[:, None] * np.stack(
         [-np.sin(phi), np.cos(phi)], 1
     )  # admissible: forward speed qd[:, 0], sideways slip b
-    run = lambda q, qd, tau: [kc.solve(model, cons, q, qd, tau, m) for m in ("lagrange", "nullspace")]
-    lag, ns = map_states(run, q, qd, tau)
+    lag, ns = map_states(lambda *state: knife_edge_program()(*state, jnp.asarray(slip)), q, qd, tau)
     v = np.cos(phi) * qd[:, 0] + np.sin(phi) * qd[:, 1]
     gamma = qd[:, 2] * (v - slip * np.sin(phi))
     lam = mass * gamma + np.sin(phi) * tau[:, 0] - np.cos(phi) * tau[:, 1]
@@ -594,48 +682,19 @@ def test_knife_edge(slip):
     )
     for sol in (lag, ns):
         assert relerr(sol.qdd, qdd) < 1e-12 and relerr(sol.forces[:, 0], lam) < 1e-12
-    assert not kc.Constraints((cons,)).is_holonomic
+    assert not kc.Constraints((knife_edge(slip),)).is_holonomic
 
 
 def test_holonomic_in_pfaffian_form():
     """The double pendulum's pins written by hand three ways (holonomic Phi, Pfaffian A with b = 0,
     and the loop closures): the same qdd and multipliers from both solvers."""
     g0 = 9.81
-    model, closures = cartesian_pendulum((0.0, -g0, 0.0))
-
-    def phi(q):
-        x1, y1, p1, x2, y2, p2 = q
-        return jnp.stack(
-            [
-                x1 - HALF * jnp.cos(p1), y1 - HALF * jnp.sin(p1),
-                x1 + HALF * jnp.cos(p1) - x2 + HALF * jnp.cos(p2), y1 + HALF * jnp.sin(p1) - y2 + HALF * jnp.sin(p2),
-            ]
-        )
-
-    def a_fn(q):
-        s1, c1, s2, c2 = jnp.sin(q[2]), jnp.cos(q[2]), jnp.sin(q[5]), jnp.cos(q[5])
-        z = 0.0 * s1
-        return jnp.array(
-            [
-                [1 + z, z, HALF * s1, z, z, z],
-                [z, 1 + z, -HALF * c1, z, z, z],
-                [1 + z, z, -HALF * s1, -1 + z, z, -HALF * s2],
-                [z, 1 + z, HALF * c1, z, -1 + z, HALF * c2],
-            ]
-        )
-
-    variants = dict(
-        holonomic=kc.holonomic(phi, 6, description="pins"),
-        pfaffian=kc.pfaffian(a_fn, 6, description="pins"),
-        closures=closures,
-    )
     rng = np.random.default_rng(4)
     states = [pendulum_state(*rng.uniform(-3, 3, 2), *rng.normal(size=2)) for _ in range(3)]
-    q, qd = (jnp.asarray(np.array(x)) for x in zip(*states))
-    tau = jnp.asarray(rng.normal(size=(3, 6)))
-    keys = list(itertools.product(variants, ("lagrange", "nullspace")))
-    run = lambda q, qd, tau: [kc.solve(model, variants[c], q, qd, tau, m) for c, m in keys]
-    results = dict(zip(keys, map_states(run, q, qd, tau)))
+    q, qd = (np.array(x) for x in zip(*states))
+    tau = rng.normal(size=(3, 6))
+    out = pendulum_states((0.0, -g0, 0.0), q, qd, tau)
+    results = {(c, m): out[f"{c}/{m}"] for c, m in itertools.product(PIN_VARIANTS, ("lagrange", "nullspace"))}
     ref = results["holonomic", "lagrange"]
     for key, sol in results.items():
         assert relerr(sol.qdd, ref.qdd) < 1e-10 and relerr(sol.forces, ref.forces) < 1e-10, key
@@ -769,14 +828,30 @@ def test_redundant_constraints_and_inconsistent_states(spatial, four_bar):
 # --------------------------------------------------------------------------------------------
 
 
-def test_float32(states, solutions, spatial):
+@pytest.fixture(scope="module")
+def four_bar_batch(four_bar):
+    """Five states near the assembled four-bar (the solvers are defined at any state: these are
+    not projected onto the constraints), random velocities and torques, and the three solvers'
+    results under ``jit(vmap)``."""
+    model, pin, q0 = four_bar
+    rng = np.random.default_rng(8)
+    q = q0 + jnp.asarray(rng.normal(size=(5, 3)) * 0.05)
+    qd, tau = (jnp.asarray(rng.normal(size=(5, 3))) for _ in range(2))
+
+    def all_methods(q, qd, tau):
+        return [kc.solve(model, pin, q, qd, tau, m, dt=1e-3 if m == "huang" else None) for m in kc.SOLVE_METHODS]
+
+    return all_methods, q, qd, tau, run_once(jax.vmap(all_methods), q, qd, tau)
+
+
+def test_float32(four_bar, four_bar_batch):
     """Lagrange in float32 (model.astype) agrees with float64 to ~1e-4."""
-    model, _, q, qd, tau = states
-    ref = solutions[1]["lag"]
+    model, _, _ = four_bar
+    _, q, qd, tau, batch = four_bar_batch
+    ref = batch[kc.SOLVE_METHODS.index("lagrange")]
     model32 = model.astype(jnp.float32)
-    s = spatial
-    cons32 = kc.loop_closure(model32, "b3", s["point"], "b6_frame", s["point"], "revolute", s["axis"])
-    run32 = jax.vmap(lambda q, qd, tau: kc.solve(model32, cons32, q, qd, tau))
+    pin32 = kc.loop_closure(model32, "coupler", (1.0, 0, 0), "rocker", (0.8, 0, 0), "planar_point")
+    run32 = jax.vmap(lambda q, qd, tau: kc.solve(model32, pin32, q, qd, tau))
     got = run_once(run32, *(x.astype(jnp.float32) for x in (q, qd, tau)))
     assert got.qdd.dtype == jnp.float32 and got.forces.dtype == jnp.float32
     err_qdd, err_lam = relerr(got.qdd, ref.qdd), relerr(got.forces, ref.forces)
@@ -784,20 +859,11 @@ def test_float32(states, solutions, spatial):
     assert err_qdd < 1e-4 and err_lam < 1e-4
 
 
-def test_jit_vmap_no_retrace(four_bar):
+def test_jit_vmap_no_retrace(four_bar_batch):
     """The three solvers under ``jit`` and ``vmap`` give the per-state results of a jitted
     single-state call, which is traced once for five states (new values, no retrace)."""
-    model, pin, q0 = four_bar
-    rng = np.random.default_rng(8)
-    guesses = q0 + jnp.asarray(rng.normal(size=(5, 3)) * 0.05)
-    q, qd = run_once(jax.vmap(lambda q, qd: kc.project(model, pin, q, qd)), guesses, jnp.asarray(rng.normal(size=(5, 3))))
-    tau = jnp.asarray(rng.normal(size=(5, 3)))
-
-    def all_methods(q, qd, tau):
-        return [kc.solve(model, pin, q, qd, tau, m, dt=1e-3 if m == "huang" else None) for m in kc.SOLVE_METHODS]
-
+    all_methods, q, qd, tau, batch = four_bar_batch
     single = jax.jit(eqx.debug.assert_max_traces(all_methods, max_traces=1))
-    batch = run_once(jax.vmap(all_methods), q, qd, tau)
     for k in range(5):  # new values each call, one trace
         for one, many in zip(single(q[k], qd[k], tau[k]), batch):
             assert relerr(many.qdd[k], one.qdd) < 1e-10 and relerr(many.forces[k], one.forces) < 1e-10

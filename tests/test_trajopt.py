@@ -144,6 +144,13 @@ def _value_and_jacobian(fn, x):
     return fn(x), jax.jacfwd(fn)(x)
 
 
+def _jit_oracle(fn):
+    """``jax.jit`` for the oracles' programs (scipy's functions, checks), not the optimiser's: XLA's
+    backend optimisations off compile them several times faster, and they run only a few
+    hundred times."""
+    return jax.jit(fn, compiler_options={"xla_backend_optimization_level": 0})
+
+
 @pytest.fixture(scope="module")
 def two_link_problem():
     model = two_link()
@@ -158,8 +165,8 @@ def test_two_link_matches_scipy_and_respects_limits(two_link_problem):
     assert problem.shape == (10, 2)  # 20 free spline coefficients
 
     # one compiled function for scipy: cost, gradient, constraints (g >= 0) and their Jacobian
-    evaluate = jax.jit(lambda x: (*jax.value_and_grad(problem.objective)(x.reshape(problem.shape)),
-                                  *(-y for y in _value_and_jacobian(problem.constraints, x.reshape(problem.shape)))))
+    evaluate = _jit_oracle(lambda x: (*jax.value_and_grad(problem.objective)(x.reshape(problem.shape)),
+                                      *(-y for y in _value_and_jacobian(problem.constraints, x.reshape(problem.shape)))))
     cache = {}
 
     def at(x, i):
@@ -176,7 +183,8 @@ def test_two_link_matches_scipy_and_respects_limits(two_link_problem):
         options={"maxiter": 500, "ftol": 1e-14},
     )
     reference_violation = max(0.0, -float(np.min(at(reference.x, 2))))
-    @jax.jit
+
+    @_jit_oracle
     def check(z):
         """Violation and torques at the samples; q, qd, tau on a fine grid (between samples)."""
         trajectory = problem.trajectory(z)
