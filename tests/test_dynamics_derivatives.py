@@ -27,11 +27,9 @@ FD_TOL = 1e-7  # central differences with step 1e-6: truncation ~1e-12, round-of
 EPS = 1e-6
 
 
-def _fixed_tree() -> kj.Model:
-    """Revolute, prismatic and fixed joints; joints hanging from fixed bodies; two branches."""
-    rng = np.random.default_rng(7)
-    parents = (-1, 0, 1, 1, 3, 0, 5, 6)
-    kinds = ("R", "R", "P", "F", "R", "R", "F", "R")
+def _joint_tree(parents: tuple[int, ...], kinds: tuple[str, ...], seed: int) -> kj.Model:
+    """A tree of the given joints with random axes, placements and full inertias."""
+    rng = np.random.default_rng(seed)
     joints = [
         kj.Joint(k, p, tuple(rng.normal(size=3)), rotation=random_rotation(rng), translation=rng.uniform(-0.3, 0.3, 3))
         for k, p in zip(kinds, parents)
@@ -41,23 +39,18 @@ def _fixed_tree() -> kj.Model:
         for _ in parents
     ]
     return kj.from_joints(joints, inertials, gravity=(0.2, 0.4, -9.81))
+
+
+def _fixed_tree() -> kj.Model:
+    """Revolute, prismatic and fixed joints; joints hanging from fixed bodies; two branches."""
+    return _joint_tree((-1, 0, 1, 1, 3, 0, 5, 6), ("R", "R", "P", "F", "R", "R", "F", "R"), seed=7)
 
 
 def _small_fixed_tree() -> kj.Model:
     """Four bodies: a revolute root, a fixed body on it, and a revolute and a prismatic joint both
     hanging from the fixed body (a branch at a fixed body): the features of :func:`_fixed_tree`
     at the least compile time, for the tests that differentiate through the derivative rules."""
-    rng = np.random.default_rng(3)
-    parents, kinds = (-1, 0, 1, 1), ("R", "F", "R", "P")
-    joints = [
-        kj.Joint(k, p, tuple(rng.normal(size=3)), rotation=random_rotation(rng), translation=rng.uniform(-0.3, 0.3, 3))
-        for k, p in zip(kinds, parents)
-    ]
-    inertials = [
-        kj.Inertial(rng.uniform(0.5, 3.0), com=rng.uniform(-0.15, 0.15, 3), inertia=random_inertia(rng))
-        for _ in parents
-    ]
-    return kj.from_joints(joints, inertials, gravity=(0.2, 0.4, -9.81))
+    return _joint_tree((-1, 0, 1, 1), ("R", "F", "R", "P"), seed=3)
 
 
 MODELS = {
@@ -66,7 +59,6 @@ MODELS = {
     "panda": kj.models.panda,
     "small": _small_fixed_tree,
 }
-
 
 
 @functools.cache
