@@ -34,7 +34,7 @@ demo: $(VENV)/.installed
 # functions and fixtures are built once, slowest files first (tests/conftest.py); at most 4
 # workers (each holds 1-4 GB). `make test`: everything not marked slow; `make test-slow`: the
 # slow tier (the notebooks, the benchmark's smoke run, extended oracle runs); CI runs both.
-PYTEST := $(PY) -m pytest -q -n logical --maxprocesses 4 --dist loadfile --no-loadscope-reorder
+PYTEST := $(PY) -m pytest -q -n logical --maxprocesses 4 --dist loadfile --no-loadscope-reorder --durations=25
 
 test: $(VENV)/.installed-test
 	$(PYTEST) -m "not slow"

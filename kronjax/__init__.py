@@ -15,6 +15,7 @@ from . import models as models
 from . import simulate as simulate
 from . import trajopt as trajopt
 from . import urdf as urdf
+from ._finite import check_finite as check_finite
 from .batching import chunked_vmap as chunked_vmap
 from .calculus import block_skew as block_skew
 from .calculus import khang_jacobian as khang_jacobian

@@ -54,7 +54,9 @@ def chunked_vmap(fn: Callable, chunk_size: int | None = None, *, chunk_bytes: in
     Returns:
         A function with ``fn``'s arguments, each with a leading batch axis of the same length,
         returning ``fn``'s outputs with that leading axis. Works under ``jit`` (the chunk size is
-        static: it depends only on shapes) and on sharded inputs.
+        static: it depends only on shapes) and on sharded inputs. Samples stay independent: a NaN
+        or inf in one sample's inputs reaches only that sample's outputs (the padding of the last
+        chunk repeats the last sample and is dropped).
     """
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
         raise ValueError(f"chunk_size must be a positive integer or None, got {chunk_size!r}")

@@ -57,22 +57,37 @@ def _is_concrete(*xs) -> bool:
     return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(xs))
 
 
-def _float_array(x, what: str, shape: tuple[int, ...] | None = None, allow_inf: bool = False) -> Array:
+def _float_array(x, what: str, shape: tuple[int, ...] | None = None, allow_inf: bool = False) -> np.ndarray | Array:
+    """``x`` as a checked floating array of JAX's default (canonical) float dtype, unless it
+    already is a floating array: a NumPy array when ``x`` is concrete (checked here, in NumPy:
+    eager ``jnp`` operations and transfers cost a dispatch each, seconds for a 500-body model;
+    :func:`_stack` or ``jnp.asarray`` makes the model's leaves), the traced array otherwise."""
+    concrete = _is_concrete(x)
     try:
-        arr = jnp.asarray(x)
+        arr = np.asarray(x) if concrete else x
     except (TypeError, ValueError) as err:
         raise TypeError(f"{what} must be numeric, got {x!r}") from err
     if not jnp.issubdtype(arr.dtype, jnp.number) or jnp.issubdtype(arr.dtype, jnp.complexfloating):
         raise TypeError(f"{what} must be real numbers, got dtype {arr.dtype}")
-    dtype = arr.dtype if jnp.issubdtype(arr.dtype, jnp.floating) else jnp.result_type(float)
-    # strongly typed: equal models then hash alike under jit, whatever the Python literals
-    arr = jax.lax.convert_element_type(arr, dtype)
+    floating = jnp.issubdtype(arr.dtype, jnp.floating) and not isinstance(x, (float, int))
+    # strongly typed (Python scalars take JAX's default float): equal models then hash alike under jit
+    dtype = jax.dtypes.canonicalize_dtype(arr.dtype if floating else jnp.result_type(float))
     if shape is not None and arr.shape != shape:
         raise ValueError(f"{what} must have shape {shape}, got {arr.shape}")
-    bad = jnp.isnan(arr) if allow_inf else ~jnp.isfinite(arr)
-    if _is_concrete(arr) and bool(jnp.any(bad)):
-        raise ValueError(f"{what} must be {'a number' if allow_inf else 'finite'}, got {np.asarray(arr)}")
-    return arr
+    if not concrete:
+        return jax.lax.convert_element_type(arr, dtype)
+    bad = np.isnan(arr) if allow_inf else ~np.isfinite(arr)
+    if np.any(bad):
+        raise ValueError(f"{what} must be {'a number' if allow_inf else 'finite'}, got {arr}")
+    return arr.astype(dtype)
+
+
+def _stack(arrays: Sequence[np.ndarray | Array]) -> Array:
+    """``jnp.stack``, through NumPy for concrete arrays: an eager ``jnp.stack`` compiles anew for
+    every number of arrays."""
+    if _is_concrete(arrays):
+        return jnp.asarray(np.stack(arrays))
+    return jnp.stack(arrays)
 
 
 # --------------------------------------------------------------------------------------------
@@ -119,11 +134,14 @@ class Inertials(eqx.Module):
             )
         if not _is_concrete(self.mass, self.com, self.inertia):
             return
+        mass, inertia = np.asarray(self.mass), np.asarray(self.inertia)
         for i in range(nb):
-            _check_inertial(i, np.asarray(self.mass[i]), np.asarray(self.inertia[i]))
+            _check_inertial(i, mass[i], inertia[i])
 
 
 def _check_inertial(body: int | str, mass: np.ndarray, inertia: np.ndarray) -> None:
+    if not (np.isfinite(mass) and np.all(np.isfinite(inertia))):
+        raise ValueError(f"body {body}: mass {float(mass)} and inertia tensor must be finite:\n{inertia}")
     # a massless body with no inertia is a frame (a URDF link without <inertial>, a tool frame)
     if not (mass > 0 or (mass == 0 and not np.any(inertia))):
         raise ValueError(
@@ -134,7 +152,7 @@ def _check_inertial(body: int | str, mass: np.ndarray, inertia: np.ndarray) -> N
     tol = (1e-5 if inertia.dtype == np.float32 else 1e-10) * scale
     if not np.allclose(inertia, inertia.T, rtol=0.0, atol=tol):
         raise ValueError(f"body {body}: inertia tensor is not symmetric:\n{inertia}")
-    eig = np.linalg.eigvalsh(0.5 * (inertia + inertia.T))
+    eig = np.linalg.eigvalsh(0.5 * inertia + 0.5 * inertia.T)  # no overflow near the largest float
     if eig[0] < -tol:
         raise ValueError(
             f"body {body}: inertia tensor is not positive semi-definite "
@@ -164,7 +182,7 @@ def _stack_inertials(inertials, nb: int, names: Sequence[str]) -> Inertials | No
         com = _float_array(item.com, f"{what} centre of mass", (3,))
         inertia = _float_array(item.inertia, f"{what} inertia")
         if inertia.shape == (3,):
-            inertia = jnp.diag(inertia)
+            inertia = np.diag(inertia) if _is_concrete(inertia) else jnp.diag(inertia)
         if inertia.shape != (3, 3):
             raise ValueError(f"{what} inertia must be 3 x 3 or 3 principal values, got {inertia.shape}")
         if _is_concrete(mass, inertia):
@@ -172,7 +190,7 @@ def _stack_inertials(inertials, nb: int, names: Sequence[str]) -> Inertials | No
         masses.append(mass)
         coms.append(com)
         tensors.append(inertia)
-    return Inertials(jnp.stack(masses), jnp.stack(coms), jnp.stack(tensors))
+    return Inertials(_stack(masses), _stack(coms), _stack(tensors))
 
 
 # --------------------------------------------------------------------------------------------
@@ -317,9 +335,14 @@ class JointLimits(eqx.Module):
     """Limits of each joint coordinate (URDF's ``<limit>``), used by trajectory optimisation.
 
     Attributes (each ``(n,)``, one entry per joint coordinate, ``inf`` where unlimited):
-        lower, upper: position limits (rad or m), ``lower <= upper``.
-        velocity: speed limits ``|qd| <= velocity`` (> 0).
-        effort: force/torque limits ``|tau| <= effort`` (> 0).
+        lower, upper: position limits (rad or m), ``lower <= upper``; ``lower == upper`` is a
+            joint locked at that position.
+        velocity: speed limits ``|qd| <= velocity`` (``>= 0``; ``0``: the joint must not move).
+        effort: force/torque limits ``|tau| <= effort`` (``>= 0``; ``0``: an unactuated, passive
+            joint).
+
+    NaN is an error everywhere. URDF files often write ``0`` to mean "not set";
+    :func:`~kronjax.urdf.load_urdf` reads those as unlimited unless ``strict_limits=True``.
     """
 
     lower: Float[Array, " n"]
@@ -337,10 +360,12 @@ class JointLimits(eqx.Module):
         lower, upper = np.asarray(self.lower), np.asarray(self.upper)
         for k in np.flatnonzero(~(lower <= upper)):
             raise ValueError(f"joint coordinate {k}: lower limit {lower[k]} exceeds upper limit {upper[k]}")
+        for k in np.flatnonzero((lower == np.inf) | (upper == -np.inf)):
+            raise ValueError(f"joint coordinate {k}: position range [{lower[k]}, {upper[k]}] holds no position")
         for name in ("velocity", "effort"):
             value = np.asarray(getattr(self, name))
-            for k in np.flatnonzero(~(value > 0)):
-                raise ValueError(f"joint coordinate {k}: {name} limit must be positive, got {value[k]}")
+            for k in np.flatnonzero(~(value >= 0)):
+                raise ValueError(f"joint coordinate {k}: {name} limit must be >= 0, got {value[k]}")
 
     @classmethod
     def unlimited(cls, n: int, dtype=None) -> JointLimits:
@@ -424,6 +449,18 @@ class Model(eqx.Module):
     def n_bodies(self) -> int:
         return self.kinematics.n_bodies
 
+    @property
+    def coordinate_names(self) -> tuple[str, ...]:
+        """The name of the joint of each of the ``n`` joint coordinates (the moving joints in
+        coordinate order; ``q1, q2, ...`` for a :class:`PosesFunction` model whose joints are not
+        one per coordinate)."""
+        kinds = getattr(self.kinematics, "kinds", None)
+        if kinds is not None:
+            return tuple(name for name, kind in zip(self.joint_names, kinds) if kind != "F")
+        if len(self.joint_names) == self.n_dof:
+            return self.joint_names
+        return tuple(f"q{k + 1}" for k in range(self.n_dof))
+
     def body_index(self, body: int | str) -> int:
         """Index of a body given by index or name; raises a clear error when it does not exist."""
         if isinstance(body, str):
@@ -484,7 +521,7 @@ def _names(names, nb: int, prefix: str) -> tuple[str, ...]:
 
 
 def _gravity(gravity) -> Array:
-    return _float_array(DEFAULT_GRAVITY if gravity is None else gravity, "gravity", (3,))
+    return jnp.asarray(_float_array(DEFAULT_GRAVITY if gravity is None else gravity, "gravity", (3,)))
 
 
 def _model(kinematics, inertials, gravity, body_names, joint_names, limits) -> Model:
@@ -585,10 +622,10 @@ def from_dh(
         parents=tuple(range(-1, nb - 1)),
         kinds=tuple(row[0] for row in parsed),
         axes=jnp.tile(jnp.array([0.0, 0.0, 1.0], dtype), (nb, 1)),
-        pre_rotation=jnp.stack(pre_r).astype(dtype),
-        pre_translation=jnp.stack(pre_p).astype(dtype),
-        post_rotation=jnp.stack(post_r).astype(dtype),
-        post_translation=jnp.stack(post_p).astype(dtype),
+        pre_rotation=_stack(pre_r).astype(dtype),
+        pre_translation=_stack(pre_p).astype(dtype),
+        post_rotation=_stack(post_r).astype(dtype),
+        post_translation=_stack(post_p).astype(dtype),
     )
     return _model(tree, inertials, gravity, body_names, joint_names, limits)
 
@@ -623,11 +660,14 @@ class Joint:
 
 def _unit_axis(axis, what: str) -> Array:
     axis = _float_array(axis, what, (3,))
-    if _is_concrete(axis):
-        norm = float(jnp.linalg.norm(axis))
-        if norm < 1e-12:
-            raise ValueError(f"{what} must be non-zero, got {np.asarray(axis)}")
-    return axis / jnp.linalg.norm(axis)
+    if not _is_concrete(axis):
+        return axis / jnp.linalg.norm(axis)
+    value = axis
+    scale = np.max(np.abs(value))  # the norm of (1e308, 1e308, 0) overflows; that of value / scale does not
+    norm = scale * np.linalg.norm(value / scale) if scale > 0 else 0.0
+    if not norm >= 1e-12:
+        raise ValueError(f"{what} must be non-zero, got {value}")
+    return value / norm
 
 
 def _check_rotation(r, what: str) -> None:
@@ -663,9 +703,9 @@ def from_joints(joints: Sequence[Joint], inertials=None, *, gravity=None) -> Mod
     tree = Tree(
         parents=tuple(int(j.parent) for j in joints),
         kinds=tuple(j.kind.upper() if isinstance(j.kind, str) else j.kind for j in joints),
-        axes=jnp.stack(axes).astype(dtype),
-        pre_rotation=jnp.stack(pre_r).astype(dtype),
-        pre_translation=jnp.stack(pre_p).astype(dtype),
+        axes=_stack(axes).astype(dtype),
+        pre_rotation=_stack(pre_r).astype(dtype),
+        pre_translation=_stack(pre_p).astype(dtype),
         post_rotation=jnp.tile(jnp.eye(3, dtype=dtype), (nb, 1, 1)),
         post_translation=jnp.zeros((nb, 3), dtype),
     )
@@ -673,7 +713,7 @@ def from_joints(joints: Sequence[Joint], inertials=None, *, gravity=None) -> Mod
     limits = None
     if moving:
         limits = {
-            key: jnp.stack(
+            key: _stack(
                 [_float_array(getattr(j, key), f"joint {i} ({j.name or f'joint{i + 1}'}) {key} limit", (), True) for i, j in moving]
             )
             for key in ("lower", "upper", "velocity", "effort")

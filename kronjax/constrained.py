@@ -40,7 +40,8 @@ Where ``Phi_q`` loses rank (a kinematic singularity such as the change point of 
 redundant equations) the Lagrange and null-space systems are singular: :func:`solve` raises a
 runtime error through ``equinox.error_if`` (under ``jit`` and ``vmap`` too) that names the
 rank; :func:`check_state` reports it eagerly. Equinox's ``EQX_ON_ERROR=nan`` turns the error into
-NaNs instead.
+NaNs instead. Near such a configuration the solvers keep their digits until that threshold (the
+figures are in :func:`solve`): ``rtol`` is where no reliable digit would be left.
 
 :func:`simulate` integrates with a fixed step (a diffrax Runge-Kutta step, or Huang's Taylor
 step), optionally projecting ``q`` and ``qd`` back onto the constraints after each step
@@ -672,6 +673,20 @@ def solve(
     Returns:
         A :class:`Solution` with ``qdd``, the constraint forces, ``A^T lambda`` (or ``Z^T Q``)
         and the rank.
+
+    Precision near a singular configuration (``kappa = cond(Phi_q)``, ``eps`` the machine
+    epsilon), measured against the exact solution of the same float64 KKT system (Pinocchio's
+    ``M`` and bias; ``tests/test_conditioning.py``) on a parallelogram four-bar approaching its
+    flattened configuration (``kappa`` 4.3e8 to 4.3e11, ``cond`` of the KKT matrix 4e15 to 4e21):
+    ``"lagrange"`` keeps ``qdd`` and ``lambda`` to rounding level (1e-15 to 4e-14: the Schur
+    complement is factorised through the SVD of ``L^-1 A^T``, never formed); ``"nullspace"`` keeps
+    ``qdd`` (1e-15) and loses up to ``kappa eps`` in ``lambda`` (2.6e-8 at 4.3e8, 3.6e-5 at
+    4.3e11); ``"huang"`` solves ``Phi_Q`` to 2e-13 at ``cond(Phi_Q)`` 1.7e11. Beyond
+    ``1 / rtol`` (``kappa > 5.5e11`` in float64, ``1.6e5`` in float32) there are no reliable
+    digits left: ``"lagrange"`` and ``"nullspace"`` raise (naming the rank), ``"huang"`` returns
+    its least-squares step and says so in ``rank`` (``< m``), never a digit-less number. ``M``
+    itself is factorised by Cholesky: as in :func:`kronjax.forward_dynamics`, its conditioning
+    up to a diagonal scaling (not a light body) costs up to ``cond(M) eps``.
 
     Raises:
         ValueError, TypeError: for bad shapes or options (eagerly).

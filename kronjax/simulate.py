@@ -176,6 +176,11 @@ def rollout(
         throw: raise when the solver fails (too many steps, a non-positive-definite ``M``);
             with ``False`` failures show in :attr:`Rollout.success` instead.
 
+    A NaN or inf in ``q0``, ``qd0``, the torques or the model propagates (:mod:`kronjax._finite`):
+    fixed steps give NaN states; the adaptive controller rejects every step until ``max_steps``
+    and fails as above (``throw=False``: ``success`` false, states ``inf``). To be told at once,
+    pass ``kj.check_finite(q0, "q0")`` (and the like) instead.
+
     Returns:
         A :class:`Rollout` with ``q``, ``qd`` of shape ``(T, n)`` at ``ts``.
 

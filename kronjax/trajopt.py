@@ -673,6 +673,7 @@ def transcribe(
     limits = JointLimits.unlimited(n) if limits is None else limits
     if not isinstance(limits, JointLimits) or limits.lower.shape != (n,):
         raise ValueError(f"limits must be JointLimits for {n} joint coordinates")
+    _check_limits_admit_motion(model, limits)
     _check_boundary_within_limits(boundary, limits)
     s, weights = _sample_grid(m - degree, nodes_per_span, checks_per_span)
     design = _design(m, degree, s, 3)
@@ -717,6 +718,25 @@ def _preconditioner(design2, weights, end_rows, free, fixed_start, fixed_end) ->
     chol = np.linalg.cholesky(gram)
     inverse_t = np.linalg.solve(chol.T, np.eye(len(free)))
     return inverse_t, chol.T
+
+
+def _check_limits_admit_motion(model: Model, limits: JointLimits) -> None:
+    """Refuse limits under which the transcription's scaled constraints are undefined: a locked
+    position range (``lower == upper``, as some CAD exports write for "not set"; see
+    ``load_urdf(..., strict_limits=...)``) and zero velocity or effort limits."""
+    if isinstance(limits.lower, jax.core.Tracer):
+        return
+    lower, upper = np.asarray(limits.lower), np.asarray(limits.upper)
+    problems = [f"{name}: position range [{lower[k]}, {upper[k]}] has zero width"
+                for k, name in enumerate(model.coordinate_names) if lower[k] == upper[k]]
+    for field in ("velocity", "effort"):
+        value = np.asarray(getattr(limits, field))
+        problems += [f"{name}: {field} limit is 0" for k, name in enumerate(model.coordinate_names) if value[k] == 0]
+    if problems:
+        raise ValueError(
+            "trajectory optimisation needs every joint free to move and actuated: " + "; ".join(problems)
+            + ". Remove the joint from the model (a fixed joint), or widen its limits (pass limits=...)"
+        )
 
 
 def _check_boundary_within_limits(bc: BoundaryConditions, limits: JointLimits) -> None:

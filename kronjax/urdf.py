@@ -10,6 +10,11 @@ and the URDF packages on PyPI add dependencies (meshes, graphs) for parts kronja
 
 Frames follow URDF (and Pinocchio): a body's frame is its link frame, i.e. the joint frame after
 the joint's motion. Rotations ``rpy`` are fixed-axis roll, pitch, yaw: ``Rz(y) Ry(p) Rx(r)``.
+
+Whatever the file, :func:`load_urdf` returns a model whose numbers are finite (limits: ``inf``
+for "not set") and whose mass matrix is positive definite at a random configuration, or raises
+:class:`URDFError` naming the element; never another exception for a malformed text or file
+(``tests/test_fuzz_urdf.py`` checks this on thousands of mutated files).
 """
 
 from __future__ import annotations
@@ -22,13 +27,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ._rotations import rpy, to_rpy
+from ._rotations import to_rpy
 from .chain import Inertial, Joint, Model, Tree, from_joints
 
 __all__ = ["URDFError", "load_urdf", "to_urdf"]
 
 _MOVING = {"revolute": "R", "continuous": "R", "prismatic": "P"}
 _NOT_SUPPORTED = ("floating", "planar")
+# what to_urdf writes for an unlimited effort or velocity: URDF parsers (urdfdom) accept no "inf"
+_UNLIMITED = float(np.finfo(np.float64).max)
 
 
 class URDFError(ValueError):
@@ -40,7 +47,7 @@ class URDFError(ValueError):
 # --------------------------------------------------------------------------------------------
 
 
-def _numbers(element: ET.Element, attribute: str, count: int, default, where: str) -> np.ndarray:
+def _numbers(element: ET.Element, attribute: str, count: int, default, where: str, finite: bool = True) -> np.ndarray:
     text = element.get(attribute)
     if text is None:
         if default is None:
@@ -54,7 +61,20 @@ def _numbers(element: ET.Element, attribute: str, count: int, default, where: st
         raise URDFError(f"{where}: <{element.tag} {attribute}={text!r}> needs {count} numbers, got {values.size}")
     if np.any(np.isnan(values)):
         raise URDFError(f"{where}: <{element.tag} {attribute}={text!r}> is not a number")
+    if finite and not np.all(np.isfinite(values)):
+        raise URDFError(f"{where}: <{element.tag} {attribute}={text!r}> is not finite")
     return values
+
+
+def _rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    """``Rz(yaw) Ry(pitch) Rx(roll)`` in NumPy: :func:`kronjax._rotations.rpy` is JAX, whose
+    per-call dispatch made a file of 500 links take seconds to read."""
+    (cr, cp, cy), (sr, sp, sy) = np.cos([roll, pitch, yaw]), np.sin([roll, pitch, yaw])
+    return np.array([
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+        [-sp, cp * sr, cp * cr],
+    ])
 
 
 def _origin(element: ET.Element | None, where: str) -> np.ndarray:
@@ -62,7 +82,7 @@ def _origin(element: ET.Element | None, where: str) -> np.ndarray:
     t = np.eye(4)
     if element is None:
         return t
-    t[:3, :3] = np.asarray(rpy(*_numbers(element, "rpy", 3, (0, 0, 0), where)), float)
+    t[:3, :3] = _rpy(*_numbers(element, "rpy", 3, (0, 0, 0), where))
     t[:3, 3] = _numbers(element, "xyz", 3, (0, 0, 0), where)
     return t
 
@@ -78,7 +98,8 @@ class _Mass:
     def moved(self, t: np.ndarray) -> _Mass:
         """The same mass seen from a frame in which this one is placed at ``t``."""
         r = t[:3, :3]
-        return _Mass(self.mass, t[:3, :3] @ self.com + t[:3, 3], r @ self.inertia @ r.T)
+        inertia = r @ self.inertia @ r.T
+        return _Mass(self.mass, r @ self.com + t[:3, 3], 0.5 * inertia + 0.5 * inertia.T)  # symmetric to the bit
 
     def __add__(self, other: _Mass) -> _Mass:
         """Two rigidly joined masses as one (parallel-axis theorem about the joint centre)."""
@@ -120,7 +141,11 @@ def _link_mass(link: ET.Element) -> _Mass:
             )
     if mass == 0 and np.any(inertia):
         raise URDFError(f"{where}: <inertia> is non-zero but the mass is 0")
-    return _Mass(mass, np.zeros(3), inertia).moved(_origin(inertial.find("origin"), where))
+    with np.errstate(over="ignore", invalid="ignore"):
+        moved = _Mass(mass, np.zeros(3), inertia).moved(_origin(inertial.find("origin"), where))
+    if not (np.all(np.isfinite(moved.com)) and np.all(np.isfinite(moved.inertia))):
+        raise URDFError(f"{where}: <inertial> overflows float64 in the link frame")
+    return moved
 
 
 @dataclass
@@ -135,25 +160,44 @@ class _UrdfJoint:
 
 
 def _limits(element: ET.Element, kind: str, where: str) -> dict:
-    """Limits of a joint: absent values and URDF's customary ``0`` for effort and velocity mean
-    unlimited; a continuous joint has no position limits."""
+    """The ``<limit>`` values as written: ``inf`` where absent or ``+-`` the largest double (what
+    :func:`to_urdf` writes for unlimited); a continuous joint has no position limits. Degenerate
+    values (``0``, ``lower >= upper``) are settled by :func:`_settled_limits`."""
     limits = {"lower": -np.inf, "upper": np.inf, "velocity": np.inf, "effort": np.inf}
     limit = element.find("limit")
     if limit is None:
         return limits
     for key in limits:
         if limit.get(key) is not None:
-            limits[key] = float(_numbers(limit, key, 1, None, where)[0])
+            value = float(_numbers(limit, key, 1, None, where, finite=False)[0])
+            limits[key] = np.copysign(np.inf, value) if abs(value) == _UNLIMITED else value + 0.0  # -0 -> 0
     if kind == "continuous":
         limits["lower"], limits["upper"] = -np.inf, np.inf
     for key in ("velocity", "effort"):
         if limits[key] < 0:
             raise URDFError(f"{where}: <limit {key}={limits[key]}> must not be negative")
-        if limits[key] == 0:
-            limits[key] = np.inf
-    if limits["lower"] > limits["upper"]:
-        raise URDFError(f"{where}: <limit lower={limits['lower']} upper={limits['upper']}>: lower exceeds upper")
     return limits
+
+
+def _settled_limits(joint: _UrdfJoint, strict: bool) -> tuple[dict, list[str]]:
+    """A moving joint's limits under :func:`load_urdf`'s policy for degenerate ones, and what was
+    read as "not set" (for the warning)."""
+    limits, dropped = dict(joint.limits), []
+    lower, upper = limits["lower"], limits["upper"]
+    if strict:
+        if lower > upper:
+            raise URDFError(f"joint {joint.name!r}: <limit lower={lower} upper={upper}>: lower exceeds upper")
+        if lower == np.inf or upper == -np.inf:
+            raise URDFError(f"joint {joint.name!r}: <limit lower={lower} upper={upper}> holds no position")
+        return limits, dropped
+    if lower >= upper:
+        dropped.append(f"position range [{lower:g}, {upper:g}]")
+        limits["lower"], limits["upper"] = -np.inf, np.inf
+    for key in ("velocity", "effort"):
+        if limits[key] == 0:
+            dropped.append(f"{key} 0")
+            limits[key] = np.inf
+    return limits, dropped
 
 
 def _joint(element: ET.Element, links: dict) -> _UrdfJoint:
@@ -188,13 +232,14 @@ def _joint(element: ET.Element, links: dict) -> _UrdfJoint:
     axis = np.array([1.0, 0.0, 0.0])  # URDF's default axis
     if axis_element is not None:
         axis = _numbers(axis_element, "xyz", 3, (1, 0, 0), where)
-    norm = float(np.linalg.norm(axis))
     if kind in _MOVING:
+        scale = float(np.max(np.abs(axis)))  # divided out first: the norm of (1e308, 1e308, 0) is finite
+        norm = scale * float(np.linalg.norm(axis / scale)) if scale > 0 else 0.0
         if norm < 1e-12:
             raise URDFError(f"{where}: <axis xyz=...> is zero")
         if abs(norm - 1.0) > 1e-9:
             warnings.warn(f"{where}: axis {axis} is not a unit vector; normalised", stacklevel=4)
-        axis = axis / norm
+        axis = axis / scale / (norm / scale)
     return _UrdfJoint(
         name=name,
         kind=kind,
@@ -207,18 +252,24 @@ def _joint(element: ET.Element, links: dict) -> _UrdfJoint:
 
 
 def _read(source) -> ET.Element:
-    if isinstance(source, (str, os.PathLike)) and not str(source).lstrip().startswith("<"):
+    if isinstance(source, str) and not source.strip():
+        raise URDFError("the URDF text is empty")
+    if isinstance(source, (str, os.PathLike)) and not str(source).lstrip("\ufeff \t\r\n").startswith("<"):
         path = Path(source)
-        if not path.is_file():
-            raise FileNotFoundError(f"no URDF file at {str(path)!r}")
-        text = path.read_text()
+        try:
+            found = path.is_file()
+        except OSError:  # e.g. a name too long for the file system
+            found = False
+        if not found:
+            raise FileNotFoundError(f"no URDF file at {str(path)[:200]!r}")
+        text = path.read_bytes()  # the parser decodes it as its XML declaration says
     elif isinstance(source, (str, bytes)):
         text = source
     else:
         raise TypeError(f"load_urdf takes a path or the URDF text, got {type(source).__name__}")
     try:
         robot = ET.fromstring(text)
-    except ET.ParseError as err:
+    except (ET.ParseError, UnicodeError) as err:
         raise URDFError(f"malformed XML: {err}") from None
     if robot.tag != "robot":
         raise URDFError(f"the root element must be <robot>, got <{robot.tag}>")
@@ -251,14 +302,16 @@ def _tree(robot: ET.Element) -> tuple[dict, dict, dict]:
             )
         parent_joint[joint.child] = joint
         children.setdefault(joint.parent, []).append(joint)
+    rooted: set[str] = set()
     for start in links:  # following parents from any link must end at a root
-        seen, link = [], start
-        while link in parent_joint:
+        seen, link = {}, start  # ordered, for the message
+        while link in parent_joint and link not in rooted:
             if link in seen:
-                cycle = seen[seen.index(link) :]
+                cycle = list(seen)[list(seen).index(link) :]
                 raise URDFError(f"the links {cycle} form a loop; a URDF must be a tree")
-            seen.append(link)
+            seen[link] = None
             link = parent_joint[link].parent
+        rooted.update(seen)
     return links, children, parent_joint
 
 
@@ -286,7 +339,116 @@ def _path(parent_joint: dict, root: str, tip: str, links: dict) -> set[str]:
     return set(path)
 
 
-def load_urdf(source, root: str | None = None, tip: str | None = None, *, gravity=None, merge_fixed: bool = True) -> Model:
+def _axis_rotation(axis: np.ndarray, angle: float) -> np.ndarray:
+    """Rodrigues' formula for a unit ``axis``."""
+    k = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    return np.eye(3) + np.sin(angle) * k + (1.0 - np.cos(angle)) * (k @ k)
+
+
+def _mass_matrix(joints: list[Joint], masses: list[_Mass], q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``M(q)`` (``n x n``, coordinates in body order) by the composite-rigid-body algorithm in
+    world coordinates, in NumPy: a check at load time, without compiling the model. Also, per
+    coordinate, the size of the terms that ``M[k, k]`` sums (its scale for rounding errors)."""
+    nb = len(joints)
+    rotations, origins, pivots = np.empty((nb, 3, 3)), np.empty((nb, 3)), np.empty((nb, 3))
+    motion = np.zeros((nb, 6))  # joint axes as spatial motions [w, v at the world origin]
+    composite = np.zeros((nb, 6, 6))  # spatial inertias about the world origin, then of subtrees
+    ancestors = np.zeros((nb, nb), bool)  # [i, j]: body j is body i or one of its ancestors
+    for i, joint in enumerate(joints):
+        r, p = (np.eye(3), np.zeros(3)) if joint.parent < 0 else (rotations[joint.parent], origins[joint.parent])
+        if joint.parent >= 0:
+            ancestors[i] = ancestors[joint.parent]
+        ancestors[i, i] = True
+        p = pivots[i] = p + r @ np.asarray(joint.translation)
+        r = r @ np.asarray(joint.rotation)
+        axis = r @ np.asarray(joint.axis)
+        if joint.kind == "R":
+            motion[i] = [*axis, *np.cross(p, axis)]
+            r = r @ _axis_rotation(np.asarray(joint.axis), q[i])
+        elif joint.kind == "P":
+            motion[i, 3:] = axis
+            p = p + axis * q[i]
+        rotations[i], origins[i] = r, p
+        m = masses[i]
+        c = p + r @ m.com
+        cx = np.array([[0.0, -c[2], c[1]], [c[2], 0.0, -c[0]], [-c[1], c[0], 0.0]])
+        composite[i, :3, :3] = r @ m.inertia @ r.T - m.mass * (cx @ cx)
+        composite[i, :3, 3:] = m.mass * cx
+        composite[i, 3:, :3] = -m.mass * cx
+        composite[i, 3:, 3:] = m.mass * np.eye(3)
+    for i in reversed(range(nb)):  # parents precede children
+        if joints[i].parent >= 0:
+            composite[joints[i].parent] += composite[i]
+    moving = [i for i, joint in enumerate(joints) if joint.kind != "F"]
+    s = motion[moving]
+    g = s @ np.einsum("kab,kb->ka", composite[moving], s).T  # g[l, k] = S_l . Ic_k S_k
+    lower = np.where(ancestors[np.ix_(moving, moving)].T, g, 0.0)  # M[l, k] for l at or above k
+    c = composite[moving]  # sum of tr I + 2 m |c|^2 about the origin, m |p|^2 from the shift to the pivot
+    scale = np.trace(c[:, :3, :3], axis1=1, axis2=2) + c[:, 3, 3] * (1.0 + np.sum(pivots[moving] ** 2, axis=1))
+    return lower + lower.T - np.diag(np.diag(lower)), scale
+
+
+def _first_bad_pivot(m: np.ndarray, tol: float) -> int | None:
+    """The first ``k`` at which the Cholesky factorisation of ``m`` (unit diagonal) fails or its
+    pivot falls below ``tol``; ``None`` when there is none. The leading ``k x k`` block has the
+    first ``k`` pivots, so a bisection finds it."""
+
+    def fine(k: int) -> bool:
+        try:
+            factor = np.linalg.cholesky(m[:k, :k])
+        except np.linalg.LinAlgError:
+            return False
+        return bool(np.all(np.diag(factor) ** 2 >= tol))
+
+    if fine(len(m)):
+        return None
+    good, bad = 0, len(m)
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        good, bad = (mid, bad) if fine(mid) else (good, mid)
+    return bad - 1
+
+
+def _check_mass_matrix(joints: list[Joint], masses: list[_Mass]) -> None:
+    """URDFError naming the joint where ``M`` is singular to working precision at a random
+    configuration (so at almost every configuration: the rank of ``M(q)`` is generic)."""
+    q = np.random.default_rng(0).uniform(-np.pi, np.pi, len(joints))
+    m, scale = _mass_matrix(joints, masses, q)
+    names = [joint.name for joint in joints if joint.kind != "F"]
+    for k in np.flatnonzero(~np.all(np.isfinite(m), axis=0))[:1]:
+        raise URDFError(
+            f"joint {names[k]!r}: its column of the mass matrix overflows float64 (masses, inertias "
+            "or lengths too large)"
+        )
+    eps = np.finfo(float).eps
+    d = np.diag(m)
+    for k in np.flatnonzero(~(d > 64 * eps * scale))[:1]:  # zero up to cancellation, however light
+        raise URDFError(
+            f"joint {names[k]!r} moves no mass (M[{k}, {k}] = {d[k]:.3g}, rounding errors of "
+            f"{eps * scale[k]:.3g}): every link below it has no mass and no inertia about its axis, or "
+            "(revolute) its centre of mass on the axis, so the mass matrix is singular; give a link "
+            "below it an <inertial>, make it a fixed joint, or load a chain that ends above it (tip=...)"
+        )
+    root = np.sqrt(d)  # not sqrt(d d^T), which overflows for entries above 1e154
+    k = _first_bad_pivot(m / root[:, None] / root[None, :], 4 * len(m) * eps)
+    if k is not None:
+        raise URDFError(
+            f"joint {names[k]!r}: the mass matrix is singular to working precision: for all the mass "
+            "it moves, its motion is a combination of the motions of the joints above it (e.g. a "
+            "joint coaxial with the one before it with no mass between them), or the masses and "
+            "inertias span more orders of magnitude than float64 resolves"
+        )
+
+
+def load_urdf(
+    source,
+    root: str | None = None,
+    tip: str | None = None,
+    *,
+    gravity=None,
+    merge_fixed: bool = True,
+    strict_limits: bool = False,
+) -> Model:
     """A kronjax :class:`~kronjax.chain.Model` from a URDF file or string.
 
     Args:
@@ -301,19 +463,31 @@ def load_urdf(source, root: str | None = None, tip: str | None = None, *, gravit
             from, combining the inertials (parallel-axis theorem), as Pinocchio does; links fixed to
             the root belong to the base and are dropped. With ``False`` those links stay bodies of
             kind ``"F"`` (frames you can name in every kronjax function, e.g. a tool frame).
+        strict_limits: keep degenerate ``<limit>`` values as written (see Returns).
 
     Returns:
         A model with one body per moving joint (``revolute`` and ``continuous`` become ``"R"``,
         ``prismatic`` ``"P"``), named after the joint's child link, the joint names kept, the
-        ``<limit>`` values in ``model.limits`` (``inf`` where absent; a continuous joint has no
-        position limits; ``effort="0"`` and ``velocity="0"`` mean unlimited, as URDFs customarily
-        write them). ``inertials`` is ``None`` when no link has an ``<inertial>``.
+        ``<limit>`` values in ``model.limits`` (``inf`` where absent, and where written as the
+        largest double, as :func:`to_urdf` writes unlimited values; a continuous joint has no
+        position limits). CAD exporters write ``lower="0" upper="0" effort="0" velocity="0"`` for
+        "not set", so by default an empty or single-point position range (``lower >= upper``) and
+        a zero velocity or effort limit are read as unlimited, with one ``UserWarning`` that names
+        each such joint and what was dropped. With ``strict_limits=True`` they are kept: a
+        single-point range locks the joint, a zero velocity keeps it still, a zero effort makes it
+        passive (see :class:`~kronjax.chain.JointLimits`), and ``lower > upper`` is an error.
+        ``inertials`` is ``None`` when no link has an ``<inertial>``.
 
     Raises:
-        URDFError: (a ``ValueError``) for malformed input, naming the element: XML syntax, unknown
-            or unsupported (``floating``, ``planar``) joint types, ``<mimic>``, missing or undefined
-            parent/child links, two parents for a link, loops, negative masses, inertias that are
-            not positive semi-definite, non-numeric attributes, limits with lower > upper.
+        URDFError: (a ``ValueError``) for malformed input, naming the element: XML syntax, an
+            empty text, unknown or unsupported (``floating``, ``planar``) joint types, ``<mimic>``,
+            missing or undefined parent/child links, two parents for a link, loops, duplicate names,
+            non-numeric or non-finite attributes (limits may be ``inf``), negative masses, inertias
+            that are not positive semi-definite, zero axes, negative velocity or effort limits,
+            ``lower > upper`` with ``strict_limits=True``, placements or inertials that overflow
+            float64, and a mass matrix that is singular at a random configuration (a moving joint
+            that moves no mass, or whose motion repeats the joints above it for all the mass it
+            moves; kinematics-only files, without any ``<inertial>``, are not checked for this).
         FileNotFoundError: when ``source`` is a path to no file.
     """
     robot = _read(source)
@@ -325,36 +499,61 @@ def load_urdf(source, root: str | None = None, tip: str | None = None, *, gravit
 
     joints: list[Joint] = []
     body_mass: list[_Mass] = []
+    merged: list[list[str]] = []  # the links that make up each body
+    degenerate: list[str] = []
     body_of: dict[str, tuple[int, np.ndarray]] = {root: (-1, np.eye(4))}
     stack = list(reversed(children.get(root, [])))
-    while stack:  # depth first, children in file order: parents before children, like Pinocchio
-        joint = stack.pop()
-        stack.extend(reversed(children.get(joint.child, [])))
-        if keep is not None and joint.child not in keep and (joint.kind != "fixed" or joint.parent not in body_of):
-            continue  # off the chain, unless rigidly attached to one of its bodies
-        parent_body, placement = body_of[joint.parent]
-        to_child = placement @ joint.origin  # child link frame in the parent body's frame
-        if joint.kind == "fixed" and merge_fixed:
-            body_of[joint.child] = (parent_body, to_child)
-            if parent_body >= 0:
-                body_mass[parent_body] = body_mass[parent_body] + masses[joint.child].moved(to_child)
-            continue
-        joints.append(
-            Joint(
-                kind=_MOVING.get(joint.kind, "F"),
-                parent=parent_body,
-                axis=joint.axis if joint.kind in _MOVING else (0.0, 0.0, 1.0),
-                rotation=to_child[:3, :3],
-                translation=to_child[:3, 3],
-                name=joint.name,
-                body_name=joint.child,
-                **(joint.limits if joint.kind in _MOVING else {}),
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked for below, by name
+        while stack:  # depth first, children in file order: parents before children, like Pinocchio
+            joint = stack.pop()
+            stack.extend(reversed(children.get(joint.child, [])))
+            if keep is not None and joint.child not in keep and (joint.kind != "fixed" or joint.parent not in body_of):
+                continue  # off the chain, unless rigidly attached to one of its bodies
+            parent_body, placement = body_of[joint.parent]
+            to_child = placement @ joint.origin  # child link frame in the parent body's frame
+            if not np.all(np.isfinite(to_child)):
+                raise URDFError(f"joint {joint.name!r}: the placement of link {joint.child!r} overflows float64")
+            if joint.kind == "fixed" and merge_fixed:
+                body_of[joint.child] = (parent_body, to_child)
+                if parent_body >= 0:
+                    body_mass[parent_body] = body_mass[parent_body] + masses[joint.child].moved(to_child)
+                    merged[parent_body].append(joint.child)
+                continue
+            limits = {}
+            if joint.kind in _MOVING:
+                limits, dropped = _settled_limits(joint, strict_limits)
+                if dropped:
+                    degenerate.append(f"{joint.name!r} ({', '.join(dropped)})")
+            joints.append(
+                Joint(
+                    kind=_MOVING.get(joint.kind, "F"),
+                    parent=parent_body,
+                    axis=joint.axis if joint.kind in _MOVING else (0.0, 0.0, 1.0),
+                    rotation=to_child[:3, :3],
+                    translation=to_child[:3, 3],
+                    name=joint.name,
+                    body_name=joint.child,
+                    **limits,
+                )
             )
-        )
-        body_mass.append(masses[joint.child])
-        body_of[joint.child] = (len(joints) - 1, np.eye(4))
+            body_mass.append(masses[joint.child])
+            merged.append([joint.child])
+            body_of[joint.child] = (len(joints) - 1, np.eye(4))
     if not joints:
         raise URDFError(f"no moving joint below root link {root!r}" + (f" on the way to {tip!r}" if tip else ""))
+    if degenerate:
+        warnings.warn(
+            "load_urdf: degenerate <limit> values read as not set (unlimited), as CAD exporters write "
+            f"them: joint {', joint '.join(degenerate)}; strict_limits=True keeps them",
+            UserWarning,
+            stacklevel=2,
+        )
+    if has_inertials:
+        for mass, names in zip(body_mass, merged):
+            if not (np.isfinite(mass.mass) and np.all(np.isfinite(mass.com)) and np.all(np.isfinite(mass.inertia))):
+                raise URDFError(f"links {names}: their combined inertial overflows float64")
+        with np.errstate(over="ignore", invalid="ignore"):
+            _check_mass_matrix(joints, body_mass)
     inertials = None
     if has_inertials:
         inertials = [Inertial(mass=m.mass, com=m.com, inertia=m.inertia) for m in body_mass]
@@ -386,8 +585,14 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
     link's ``<inertial>`` origin and into its children's joint origins, so ``M``, ``C``, ``g`` are
     unchanged but the loaded model's frames are the joint frames. Gravity is not part of URDF:
     pass ``gravity=model.gravity`` to :func:`load_urdf`. A revolute joint without position limits
-    is written ``continuous``; unlimited effort and velocity are written ``0`` (URDF's custom,
-    which :func:`load_urdf` reads back as unlimited).
+    is written ``continuous``, without ``<limit>`` when its effort and velocity are unlimited too
+    (which Pinocchio reads as unlimited). Otherwise an unlimited effort or velocity, and an
+    unlimited bound of a prismatic joint or a one-sided revolute one, are written as the largest
+    double, ``+-1.7976931348623157e+308``: URDF parsers (urdfdom, so Pinocchio) require effort and
+    velocity, read an absent bound as 0 and accept no ``inf``, and URDF's customary ``0`` is a
+    zero limit to them; :func:`load_urdf` reads the largest double back as unlimited. Zero limits and single-point
+    ranges (of a model loaded with ``strict_limits=True``) are written as they are: load them
+    back with ``strict_limits=True``.
     """
     tree = model.kinematics
     if not isinstance(tree, Tree):
@@ -400,15 +605,18 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
         base = "_" + base
     robot = ET.Element("robot", name=name)
     ET.SubElement(robot, "link", name=base)
-    limits = model.limits
+    limits = None
+    if model.limits is not None:
+        limits = {key: as_np(getattr(model.limits, key)) for key in ("lower", "upper", "effort", "velocity")}
+    if model.inertials is not None:
+        masses, coms, inertias = (as_np(x) for x in (model.inertials.mass, model.inertials.com, model.inertials.inertia))
     for i, (parent, kind, k) in enumerate(zip(tree.parents, tree.kinds, tree.q_index)):
         link = ET.SubElement(robot, "link", name=model.body_names[i])
         if model.inertials is not None:
             inertial = ET.SubElement(link, "inertial")
-            com = post_r[i] @ as_np(model.inertials.com[i]) + post_p[i]
-            _origin_element(inertial, "origin", post_r[i], com)
-            ET.SubElement(inertial, "mass", value=_fmt(model.inertials.mass[i]))
-            c = as_np(model.inertials.inertia[i])
+            _origin_element(inertial, "origin", post_r[i], post_r[i] @ coms[i] + post_p[i])
+            ET.SubElement(inertial, "mass", value=_fmt(masses[i]))
+            c = inertias[i]
             ET.SubElement(
                 inertial, "inertia",
                 **{key: _fmt(c[a, b]) for key, (a, b) in zip(
@@ -417,7 +625,7 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
             )
         lower, upper = -np.inf, np.inf
         if k >= 0 and limits is not None:
-            lower, upper = float(limits.lower[k]), float(limits.upper[k])
+            lower, upper = float(limits["lower"][k]), float(limits["upper"][k])
         urdf_kind = {"P": "prismatic", "F": "fixed"}.get(kind, "revolute")
         if kind == "R" and not (np.isfinite(lower) or np.isfinite(upper)):
             urdf_kind = "continuous"
@@ -432,17 +640,11 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
         if kind == "F":
             continue
         ET.SubElement(joint, "axis", xyz=_fmt(axes[i]))
-        attributes = {}
-        if limits is not None:
-            if np.isfinite(lower) and urdf_kind != "continuous":
-                attributes["lower"] = _fmt(lower)
-            if np.isfinite(upper) and urdf_kind != "continuous":
-                attributes["upper"] = _fmt(upper)
-            for key in ("effort", "velocity"):
-                value = float(getattr(limits, key)[k])
-                attributes[key] = _fmt(value if np.isfinite(value) else 0.0)
-        else:
-            attributes = {"effort": "0", "velocity": "0"}
+        rates = {key: np.inf if limits is None else float(limits[key][k]) for key in ("effort", "velocity")}
+        if urdf_kind == "continuous" and not any(np.isfinite(list(rates.values()))):
+            continue  # no <limit> at all: unlimited to urdfdom too (which requires one for the others)
+        bounds = {} if urdf_kind == "continuous" else {"lower": lower, "upper": upper}  # absent is 0 to urdfdom
+        attributes = {key: _fmt(np.clip(value, -_UNLIMITED, _UNLIMITED)) for key, value in (bounds | rates).items()}
         ET.SubElement(joint, "limit", **attributes)
     ET.indent(robot)
     return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"

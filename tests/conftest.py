@@ -46,6 +46,8 @@ def pytest_configure(config):
 # not start a long file last while the other workers idle; the rest keep their order.
 SLOW_FIRST = (
     "test_notebooks.py",  # the slow tier's longest
+    "test_fuzz_urdf.py",  # slow tier: 2000 mutated files
+    "test_soak.py",  # slow tier
     "test_dynamics_principles.py",
     "test_dynamics_derivatives.py",
     "test_identify.py",

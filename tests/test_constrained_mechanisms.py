@@ -358,6 +358,7 @@ def test_four_bar_nullspace_matches_reduced_reference(crank_rocker):
     assert float(np.max(np.asarray(out.residual))) < 1e-8
 
 
+@pytest.mark.slow  # compile-bound; the slow tier runs in CI too
 def test_four_bar_huang_first_order(crank_rocker):
     """Huang's step (qd += qdd dt, q += qd dt + qdd dt^2 / 2 with qdd from the linearised
     reactions) is first order: the crank-angle error over 1 s halves with dt."""

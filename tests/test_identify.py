@@ -405,6 +405,7 @@ def test_physically_consistent_starts_at_initial():
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # compiles the excitation optimiser (10-16 s) and runs it
 def test_optimised_excitation_is_better_conditioned():
     """The optimised Fourier coefficients give a lower condition number than the random start,
     both within the limits (position +-2.5 rad, velocity 1.5 rad/s, acceleration 3 rad/s^2,
@@ -480,3 +481,60 @@ def test_errors():
         ki.standard_parameters(kj.from_dh([("R", 0, 0, 1, 0)]))
     with pytest.raises(ValueError, match="FourierTrajectory needs"):
         ki.FourierTrajectory(jnp.zeros(2), jnp.zeros((3, 2)), jnp.zeros((3, 2)), 0.1)
+
+
+# --------------------------------------------------------------------------------------------
+# Degenerate limits (issue 18): a CAD export's <limit lower="0" upper="0" velocity="0"/>
+# --------------------------------------------------------------------------------------------
+
+
+def _locked_pendulum():
+    """The double pendulum (hand count 6, above) with both joints limited to the single point 0,
+    as a URDF exported with zero limits reads under ``strict_limits=True``. Same names and shapes
+    as the double pendulum of the ``regressors`` fixture: its compiled regressor is reused."""
+    nominal = kj.models.double_pendulum()
+    joints = [
+        kj.Joint("R", parent=-1, axis=(0, 0, 1), lower=0.0, upper=0.0),
+        kj.Joint("R", parent=0, axis=(0, 0, 1), translation=(1.22, 0, 0), lower=0.0, upper=0.0),
+    ]
+    inertials = [kj.Inertial(mass=14.59, com=(0.61, 0, 0), inertia=(0.0, 1.36, 1.36))] * 2
+    return kj.from_joints(joints, inertials, gravity=nominal.gravity)
+
+
+def test_base_parameters_ignore_single_point_limits():
+    """Locked limits do not hide parameters: ``base_parameters`` finds the 6 of the hand count,
+    the numerical rank (numpy's SVD) of Pinocchio's regressor stacked over random states."""
+    model = _locked_pendulum()
+    assert np.all(np.asarray(model.limits.lower) == np.asarray(model.limits.upper))
+    rng = np.random.default_rng(4)
+    q, qd, qdd = rng.uniform(-np.pi, np.pi, (30, 2)), rng.normal(size=(30, 2)), rng.normal(size=(30, 2))
+    theirs = _pinocchio_regressors(to_pinocchio(model), q, qd, qdd).reshape(-1, 20)
+    norms = np.linalg.norm(theirs, axis=0)
+    s = np.linalg.svd(theirs[:, norms > 1e-12 * norms.max()] / norms[norms > 1e-12 * norms.max()], compute_uv=False)
+    assert int(np.sum(s > 1e-8 * s[0])) == 6
+    base = ki.base_parameters(model)
+    assert base.rank == HAND_COUNTS["double_pendulum"] == 6
+
+
+def test_excitation_refuses_joints_that_cannot_move():
+    """fit_to_limits and optimize_excitation name the joint whose range has zero width or whose
+    velocity limit is 0, instead of scaling its motion to nothing."""
+    model = _locked_pendulum()
+    start = ki.FourierTrajectory(jnp.zeros(2), jnp.ones((2, 2)), jnp.ones((2, 2)), 0.5)
+    with pytest.raises(ValueError, match=r"fit_to_limits: joint 'joint1' \(coordinate 0\) has a position range of zero"):
+        ki.fit_to_limits(model, start)
+    with pytest.raises(ValueError, match=r"optimize_excitation: joint 'joint1'"):
+        ki.optimize_excitation(model, start, jnp.linspace(0, 2, 8), ki.base_parameters(model))
+    # only joint 2 locked; then only joint 2's velocity limit zero (as strict_limits keeps a
+    # URDF's velocity="0"; set with tree_at, past JointLimits' own check)
+    lower = jnp.array([-1.0, 0.0])
+    model = eqx.tree_at(lambda m: m.limits.lower, model, lower)
+    with pytest.raises(ValueError, match=r"joint 'joint2' \(coordinate 1\) has a position range of zero width"):
+        ki.fit_to_limits(model, start)
+    model = eqx.tree_at(lambda m: (m.limits.upper, m.limits.velocity), model, (jnp.ones(2), jnp.array([2.0, 0.0])))
+    with pytest.raises(ValueError, match=r"joint 'joint2' \(coordinate 1\) has a velocity limit of 0"):
+        ki.fit_to_limits(model, start)
+    # with real limits the same call goes through, within them (checked on the samples)
+    fitted = ki.fit_to_limits(eqx.tree_at(lambda m: m.limits.velocity, model, jnp.array([2.0, 0.5])), start)
+    q, qd, _ = fitted(jnp.linspace(0.0, 2.0, 1000, endpoint=False))
+    assert np.all(np.abs(q) <= 1.0 + 1e-12) and np.all(np.abs(qd) <= np.array([2.0, 0.5]) + 1e-12)

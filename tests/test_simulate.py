@@ -66,6 +66,7 @@ def test_truc_feedforward_validation(elbow):
     assert error_q < 1e-9 and error_qd < 1e-8
 
 
+@pytest.mark.slow  # compile-bound; the slow tier runs in CI too
 def test_free_panda_conserves_energy():
     """tau = 0 for 5 s: T + P constant. Relative drift = max |E(t) - E(0)| / max T(t) (the energy
     exchanged, independent of where P is zero)."""

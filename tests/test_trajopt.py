@@ -217,6 +217,7 @@ def test_two_link_matches_scipy_and_respects_limits(two_link_problem):
     np.testing.assert_allclose(np.concatenate([qd0, qd1]), 0.0, atol=1e-12)
 
 
+@pytest.mark.slow  # compile-bound; the slow tier runs in CI too
 def test_task_space_target(two_link_problem):
     """q_end free: the tip (0.5 m along link 2) reaches a target; closed-form planar kinematics."""
     model, _ = two_link_problem
@@ -252,6 +253,9 @@ def test_bad_inputs_raise_clear_errors():
         to.transcribe(model, bc, to.TorqueEffort(), method="fast")
     with pytest.raises(ValueError, match="Smoothness order"):
         to.Smoothness(order=4)
+    locked = kj.chain.JointLimits(jnp.array([-2.5, 0.0]), jnp.array([2.5, 0.0]), jnp.full(2, 12.0), jnp.full(2, 5.75))
+    with pytest.raises(ValueError, match=r"joint2: position range \[0.0, 0.0\] has zero width"):
+        to.transcribe(model, to.BoundaryConditions([0.0, 0.0], [0.5, 0.0], 1.0), to.TorqueEffort(), limits=locked)
     problem = to.transcribe(model, bc, to.TorqueEffort())
     with pytest.raises(ValueError, match=r"z must have shape \(4, 2\)"):
         problem.objective(jnp.zeros((4, 3)))

@@ -4,7 +4,9 @@ inertial placement, and round trips through to_urdf (Pinocchio cross-checks: tes
 from __future__ import annotations
 
 import re
+import warnings
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -118,10 +120,6 @@ MALFORMED = {
         _robot(_link("base", None), _link("l1"), _joint("j1", "base", "l1", extra='<mimic joint="j0"/>')),
         r"joint 'j1': <mimic> joints are not supported",
     ),
-    "lower above upper": (
-        _robot(_link("base", None), _link("l1"), _joint("j1", "base", "l1", extra='<limit lower="1" upper="-1"/>')),
-        r"joint 'j1': <limit lower=1.0 upper=-1.0>: lower exceeds upper",
-    ),
     "zero axis": (
         _robot(_link("base", None), _link("l1"), _joint("j1", "base", "l1", axis="0 0 0")),
         r"joint 'j1': <axis xyz=...> is zero",
@@ -193,14 +191,107 @@ def test_names_limits_and_missing_meshes(tmp_path):
     )
 
 
-def test_continuous_joint_has_no_position_limits_and_zero_effort_means_unlimited():
+def test_continuous_joint_has_no_position_limits_and_zero_effort_means_not_set():
     text = _robot(
         _link("base", None), _link("l1"),
         _joint("j1", "base", "l1", kind="continuous", extra='<limit lower="-1" upper="1" effort="0" velocity="2"/>'),
     )
-    limits = kj.load_urdf(text).limits
+    with pytest.warns(UserWarning, match=r"joint 'j1' \(effort 0\)"):
+        limits = kj.load_urdf(text).limits
     assert limits.lower[0] == -np.inf and limits.upper[0] == np.inf
     assert limits.effort[0] == np.inf and limits.velocity[0] == 2.0
+
+
+# --------------------------------------------------------------------------------------------
+# Degenerate limits (issue 18): CAD exporters write <limit lower="0" upper="0" effort="0"
+# velocity="0"/> for "not set"
+# --------------------------------------------------------------------------------------------
+
+CAD_PENDULUM = Path(__file__).parent / "data" / "cad_pendulum.urdf"
+
+
+def test_cad_export_limits_are_read_as_not_set_with_one_warning_naming_both_joints():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = kj.load_urdf(CAD_PENDULUM)
+    assert len(caught) == 1 and caught[0].category is UserWarning
+    message = str(caught[0].message)
+    for joint in ("shoulder", "elbow"):
+        assert f"'{joint}' (position range [0, 0], velocity 0, effort 0)" in message, message
+    assert "strict_limits=True" in message
+    assert model.joint_names == ("shoulder", "elbow")
+    np.testing.assert_array_equal(model.limits.lower, [-np.inf, -np.inf])
+    for key in ("upper", "velocity", "effort"):
+        np.testing.assert_array_equal(getattr(model.limits, key), [np.inf, np.inf])
+
+
+def test_strict_limits_keep_the_cad_export_literally_as_pinocchio_reads_it():
+    """strict_limits=True: the [0, 0] ranges and the zero velocity and effort, as Pinocchio's
+    parser reads the same file; the dynamics do not depend on the limits (Pinocchio's M)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning under strict_limits
+        model = kj.load_urdf(CAD_PENDULUM, strict_limits=True)
+    pm = pin.buildModelFromXML(CAD_PENDULUM.read_text())
+    np.testing.assert_array_equal(model.limits.lower, pm.lowerPositionLimit)
+    np.testing.assert_array_equal(model.limits.upper, pm.upperPositionLimit)
+    np.testing.assert_array_equal(model.limits.velocity, pm.velocityLimit)
+    np.testing.assert_array_equal(model.limits.effort, pm.effortLimit)
+    np.testing.assert_array_equal(model.limits.lower, [0.0, 0.0])
+    with pytest.warns(UserWarning):
+        default = kj.load_urdf(CAD_PENDULUM)
+    data = pm.createData()
+    for q in _states(2, count=3):
+        expected = pin.crba(pm, data, q)
+        expected = np.triu(expected) + np.triu(expected, 1).T
+        for m in (model, default):
+            assert relative_error(_dynamics(m, q)[0], expected) < 1e-12
+
+
+@pytest.mark.parametrize(
+    "limit, dropped, kept",
+    [
+        ('lower="1" upper="-1" effort="5" velocity="2"', "position range [1, -1]", {"velocity": 2.0, "effort": 5.0}),
+        ('lower="0.5" upper="0.5" effort="5" velocity="2"', "position range [0.5, 0.5]", {"velocity": 2.0, "effort": 5.0}),
+        ('lower="-1" upper="2" effort="5" velocity="0"', "velocity 0", {"lower": -1.0, "upper": 2.0, "effort": 5.0}),
+        ('lower="-1" upper="2" effort="-0" velocity="3"', "effort 0", {"lower": -1.0, "upper": 2.0, "velocity": 3.0}),
+        ('lower="inf" effort="5" velocity="2"', "position range [inf, inf]", {"effort": 5.0, "velocity": 2.0}),
+    ],
+)
+def test_each_degenerate_value_is_dropped_alone(limit, dropped, kept):
+    text = _robot(_link("base", None), _link("l1"), _joint("j1", "base", "l1", extra=f"<limit {limit}/>"))
+    with pytest.warns(UserWarning, match=re.escape(f"joint 'j1' ({dropped})")):
+        limits = kj.load_urdf(text).limits
+    unset = {"lower": -np.inf, "upper": np.inf, "velocity": np.inf, "effort": np.inf}
+    for key, value in {**unset, **kept}.items():
+        assert float(getattr(limits, key)[0]) == value, key
+
+
+def test_strict_limits_reject_lower_above_upper_and_keep_zeros():
+    text = _robot(_link("base", None), _link("l1"), _joint("j1", "base", "l1", extra='<limit lower="1" upper="-1"/>'))
+    with pytest.raises(URDFError, match=r"joint 'j1': <limit lower=1.0 upper=-1.0>: lower exceeds upper"):
+        kj.load_urdf(text, strict_limits=True)
+    text = _robot(_link("base", None), _link("l1"), _joint("j1", "base", "l1", extra='<limit lower="inf" effort="1" velocity="1"/>'))
+    with pytest.raises(URDFError, match=r"joint 'j1': <limit lower=inf upper=inf> holds no position"):
+        kj.load_urdf(text, strict_limits=True)
+    text = _robot(_link("base", None), _link("l1"), _joint("j1", "base", "l1", extra='<limit lower="-1" upper="1" effort="-0" velocity="0"/>'))
+    limits = kj.load_urdf(text, strict_limits=True).limits
+    assert float(limits.velocity[0]) == 0.0 and float(limits.effort[0]) == 0.0
+    assert not np.signbit(limits.effort[0])  # -0 is read as 0
+
+
+def test_joint_limits_accept_zero_velocity_and_effort_and_reject_negative_or_nan():
+    one = jnp.ones(1)
+    limits = kj.chain.JointLimits(-one, one, 0 * one, 0 * one)
+    assert float(limits.velocity[0]) == float(limits.effort[0]) == 0.0
+    for bad, match in [
+        (dict(velocity=-one), r"velocity limit must be >= 0, got -1.0"),
+        (dict(effort=jnp.full(1, jnp.nan)), r"effort limit must be >= 0, got nan"),
+        (dict(lower=jnp.full(1, jnp.inf), upper=jnp.full(1, jnp.inf)), r"position range \[inf, inf\] holds no position"),
+        (dict(lower=one, upper=-one), r"lower limit 1.0 exceeds upper limit -1.0"),
+    ]:
+        values = dict(lower=-one, upper=one, velocity=one, effort=one) | bad
+        with pytest.raises(ValueError, match=match):
+            kj.chain.JointLimits(**values)
 
 
 def test_absent_limits_are_unlimited():
@@ -369,7 +460,9 @@ BUILTIN = sorted(set(kj.models.__all__) - {"four_bar", "slider_crank", "stewart3
 @pytest.mark.parametrize("name", BUILTIN)
 def test_round_trip_of_builtin_models(name):
     model = getattr(kj.models, name)()
-    back = kj.load_urdf(kj.to_urdf(model), gravity=model.gravity)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # to_urdf writes nothing that reads as a degenerate limit
+        back = kj.load_urdf(kj.to_urdf(model), gravity=model.gravity)
     assert back.joint_names == tuple(
         j for j, kind in zip(model.joint_names, model.kinematics.kinds) if kind != "F"
     )
@@ -407,3 +500,31 @@ def test_written_urdf_is_plain_urdf():
     assert robot.tag == "robot" and robot.get("name") == "stacker"
     assert [j.get("type") for j in robot.findall("joint")] == ["prismatic", "continuous", "continuous"]
     assert not re.search(r"\binf\b|nan", text)
+
+
+def test_unlimited_effort_and_velocity_are_written_so_that_pinocchio_reads_them_unlimited():
+    """A continuous joint with nothing limited has no <limit> (Pinocchio: inf); otherwise urdfdom
+    needs effort and velocity, reads an absent bound as 0 and takes no "inf": the largest double,
+    which kronjax reads back as unlimited, without a warning."""
+    joints = [
+        kj.Joint("R", lower=-1.0, upper=1.0),
+        kj.Joint("P", parent=0, axis=(1.0, 0.0, 0.0), effort=30.0),
+        kj.Joint("R", parent=1, velocity=2.0),
+        kj.Joint("R", parent=2, axis=(0.0, 1.0, 0.0), translation=(0.0, 0.0, 0.2)),
+    ]
+    inertials = [kj.Inertial(1.0, (0.1, 0.2, 0.3), (0.1, 0.2, 0.15))] * 4
+    model = kj.from_joints(joints, inertials)
+    text = kj.to_urdf(model)
+    assert text.count("<limit") == 3 and "-1.7976931348623157e+308" in text
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        back = kj.load_urdf(text)
+    for key in ("lower", "upper", "velocity", "effort"):
+        np.testing.assert_array_equal(getattr(back.limits, key), getattr(model.limits, key))
+    pm = pin.buildModelFromXML(text)
+    big = np.finfo(float).max
+    idx_v = [pm.joints[pm.getJointId(f"joint{i}")].idx_v for i in range(1, 5)]
+    np.testing.assert_array_equal(pm.effortLimit[idx_v], [big, 30.0, big, np.inf])
+    np.testing.assert_array_equal(pm.velocityLimit[idx_v], [big, big, 2.0, np.inf])
+    prismatic = pm.joints[pm.getJointId("joint2")].idx_q  # unbounded, not [0, 0] (an absent bound)
+    assert pm.lowerPositionLimit[prismatic] == -big and pm.upperPositionLimit[prismatic] == big
