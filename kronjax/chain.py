@@ -64,7 +64,7 @@ def _float_array(x, what: str, shape: tuple[int, ...] | None = None, allow_inf: 
     :func:`_stack` or ``jnp.asarray`` makes the model's leaves), the traced array otherwise."""
     concrete = _is_concrete(x)
     try:
-        arr = np.asarray(x) if concrete else x
+        arr = np.asarray(x) if concrete else jnp.asarray(x)
     except (TypeError, ValueError) as err:
         raise TypeError(f"{what} must be numeric, got {x!r}") from err
     if not jnp.issubdtype(arr.dtype, jnp.number) or jnp.issubdtype(arr.dtype, jnp.complexfloating):

@@ -79,7 +79,9 @@ def _composite(name, unrolled):
     )
 
 
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, marks=pytest.mark.slow) if name == "branched tree" else name for name in sorted(MODELS)]
+)
 def test_composite_equals_the_papers_assembly(name):
     composite, papers = _composite(name, True), _oracles(name)
     for q in np.random.default_rng(0).uniform(-1.5, 1.5, (5, _model(name).n_dof)):

@@ -228,6 +228,7 @@ def test_parameter_gradients_against_finite_differences():
     assert relative_error(grad, central) <= 1e-7
 
 
+@pytest.mark.slow  # compile-bound; the slow tier runs in CI too
 def test_hessian_of_inverse_dynamics_against_finite_differences():
     """jax.hessian of a loss through inverse_dynamics (the rule differentiated once more) against
     central differences of its jax.grad, itself checked against central differences of the loss."""

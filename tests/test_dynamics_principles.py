@@ -445,7 +445,7 @@ def test_wrenches_in_inverse_and_forward_dynamics():
         loaded = [dy.inverse_dynamics(model, q, qd, qdd, method=m, wrenches=w) for m in METHODS]
         return free, ext, loaded, dy.forward_dynamics(model, q, qd, loaded[0], wrenches=w)
 
-    free, ext, loaded, fd = jax.jit(jax.vmap(f))(q, qd, qdd, forces)
+    free, ext, loaded, fd = jit_once(jax.vmap(f))(q, qd, qdd, forces)
     assert float(jnp.min(jnp.max(jnp.abs(ext), axis=1))) > 1e-2
     for tau in loaded:
         assert rel_err(tau, free - ext, axis=0) <= TOL
@@ -477,6 +477,7 @@ def test_every_function_over_10k_states_float64(batch64):
     assert np.all(np.isfinite(out["f_ext"]))
 
 
+@pytest.mark.slow  # compile-bound; the slow tier runs in CI too
 def test_float32_matches_float64(batch64):
     """The same 10^4 states with model.astype(float32) and float32 inputs: float32 outputs,
     within 1e-5 of the float64 results relative to each array's size per state (float32 carries

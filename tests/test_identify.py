@@ -516,6 +516,27 @@ def test_base_parameters_ignore_single_point_limits():
     assert base.rank == HAND_COUNTS["double_pendulum"] == 6
 
 
+def test_cad_export_pendulum_has_six_base_parameters():
+    """Issue 18's case: the two-link pendulum URDF with a CAD exporter's ``<limit lower="0"
+    upper="0" effort="0" velocity="0"/>`` on both joints has 6 base parameters whether its limits
+    are read as not set (the default, with a warning) or kept (``strict_limits=True``): the
+    numerical rank of Pinocchio's regressor of the same file (its own parser) over random states."""
+    path = DATA / "cad_pendulum.urdf"
+    theirs = pin.buildModelFromUrdf(str(path))
+    rng = np.random.default_rng(5)
+    q, qd, qdd = rng.uniform(-np.pi, np.pi, (30, 2)), rng.normal(size=(30, 2)), rng.normal(size=(30, 2))
+    w = _pinocchio_regressors(theirs, q, qd, qdd).reshape(60, -1)
+    norms = np.linalg.norm(w, axis=0)
+    kept = norms > 1e-12 * norms.max()
+    s = np.linalg.svd(w[:, kept] / norms[kept], compute_uv=False)
+    assert int(np.sum(s > 1e-8 * s[0])) == 6
+    with pytest.warns(UserWarning, match="shoulder.*elbow"):
+        default = kj.load_urdf(path)
+    strict = kj.load_urdf(path, strict_limits=True)
+    assert np.all(np.asarray(strict.limits.lower) == 0.0) and np.all(np.asarray(strict.limits.upper) == 0.0)
+    assert ki.base_parameters(default).rank == ki.base_parameters(strict).rank == 6
+
+
 def test_excitation_refuses_joints_that_cannot_move():
     """fit_to_limits and optimize_excitation name the joint whose range has zero width or whose
     velocity limit is 0, instead of scaling its motion to nothing."""

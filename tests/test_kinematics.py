@@ -248,6 +248,7 @@ def test_float32_matches_float64():
         np.testing.assert_allclose(a, b, atol=1e-5 * max(1.0, float(jnp.max(jnp.abs(b)))))
 
 
+@pytest.mark.slow  # compile-bound; the slow tier runs in CI too
 def test_vmap_over_1000_configurations():
     """jit(vmap(.)) over 1000 configurations equals the unbatched function at every one checked,
     in float64, and within 2e-4 in float32."""

@@ -149,6 +149,7 @@ def _gains_loss(elbow, **rollout):
     return loss, (jnp.array([0.2, -0.4, 0.6]), elbow.inertials.mass[2], jnp.array([20.0, 30.0, 10.0]))
 
 
+@pytest.mark.slow  # compile-bound; the slow tier runs in CI too
 def test_forward_mode_derivatives_match_central_differences(elbow):
     """d loss / d (q0, plant mass of link 3, PD gains) by forward mode through the solver
     (``jax.jacfwd`` with ``adjoint=diffrax.ForwardMode()``) vs central differences (h = 1e-5) of

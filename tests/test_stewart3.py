@@ -281,6 +281,7 @@ def _energy_oracle(mech):
     return jax.jit(jax.vmap(energy))
 
 
+@pytest.mark.slow  # compile-bound; the slow tier runs in CI too
 def test_energy_balance_over_a_lagrange_run(default, accelerations):
     """E(t) - E(0) = work of the motors, integrated along the run as an extra RK4 state (so the
     work and the state carry the same O(dt^4) error; no quadrature error of its own).
