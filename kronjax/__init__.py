@@ -59,6 +59,7 @@ from .kinematics import rotational_jacobian as rotational_jacobian
 from .kinematics import translational_hessian as translational_hessian
 from .kinematics import translational_jacobian as translational_jacobian
 
+from .mjcf import load_mjcf as load_mjcf
 from .urdf import load_urdf as load_urdf
 from .urdf import to_urdf as to_urdf
 

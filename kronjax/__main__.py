@@ -132,7 +132,7 @@ def info(argv: list[str] | None = None) -> int:
 
     builtin = sorted(kj.models.__all__)
     parser = argparse.ArgumentParser(prog="kronjax info", description=info.__doc__)
-    parser.add_argument("model", help="a URDF file, or a built-in model: " + ", ".join(builtin))
+    parser.add_argument("model", help="a URDF file, an MJCF file (.xml), or a built-in model: " + ", ".join(builtin))
     parser.add_argument("--root", help="URDF root link (default: the URDF's root)")
     parser.add_argument("--tip", help="URDF tip link: keep the chain from root to tip")
     args = parser.parse_args(argv)
@@ -140,8 +140,11 @@ def info(argv: list[str] | None = None) -> int:
         model = getattr(kj.models, args.model)()
     else:
         try:
-            model = kj.load_urdf(args.model, root=args.root, tip=args.tip)
-        except (FileNotFoundError, kj.urdf.URDFError) as err:
+            if args.model.lower().endswith(".xml"):
+                model = kj.load_mjcf(args.model)
+            else:
+                model = kj.load_urdf(args.model, root=args.root, tip=args.tip)
+        except (FileNotFoundError, ImportError, kj.urdf.URDFError, kj.mjcf.MJCFError) as err:
             print(f"kronjax info: {err}", file=sys.stderr)
             return 1
     mechanism = None
@@ -190,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] not in COMMANDS:
         print("usage: kronjax {" + ",".join(COMMANDS) + "} [options]", file=sys.stderr)
         print("  demo   kinematic analysis of the stacker of Tuan et al. 2019", file=sys.stderr)
-        print("  info   joints, limits, masses and M(q = 0) of a URDF file or a built-in model", file=sys.stderr)
+        print("  info   joints, limits, masses and M(q = 0) of a URDF or MJCF file or a built-in model", file=sys.stderr)
         return 2
     return COMMANDS[argv[0]](argv[1:])
 

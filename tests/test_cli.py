@@ -2,6 +2,7 @@
 
 import contextlib
 import io
+from pathlib import Path
 
 import pytest
 
@@ -76,6 +77,18 @@ def test_info_of_a_builtin_model_and_of_a_missing_file(capsys):
     assert "travel" in capsys.readouterr().out
     assert main(["info", "no/such/robot.urdf"]) == 1
     assert "no URDF file at" in capsys.readouterr().err
+
+
+def test_info_of_an_mjcf_file(capsys):
+    pytest.importorskip("mujoco")
+    path = Path(__file__).parent / "data" / "mjcf_arm.xml"
+    assert main(["info", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "5 joint coordinates" in out
+    row = next(line for line in out.splitlines() if " j1 " in line).split()
+    assert row[1:3] == ["j1", "revolute"]
+    assert main(["info", "no/such/robot.xml"]) == 1
+    assert "neither an MJCF file" in capsys.readouterr().err
 
 
 def test_info_of_a_closed_chain_names_its_constraints_and_degrees_of_freedom(capsys):

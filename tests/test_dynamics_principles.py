@@ -235,6 +235,7 @@ def _tree_oracles(model, q, qd):
     )
 
 
+@pytest.mark.slow  # compile-bound; the slow tier runs in CI too
 def test_tree_against_the_lagrangian():
     """A tree with several runs of bodies (children attached mid-run, several children at one
     body, more than one body on the base), revolute, prismatic and fixed joints and rotated joint
@@ -263,7 +264,7 @@ def test_tree_against_the_lagrangian():
     assert rel_err(got["C"], bias - grav, axis=0) <= TOL, "C"
 
 
-@pytest.mark.parametrize("kinds", ["P", "RP", "PRP"])
+@pytest.mark.parametrize("kinds", ["P", "RP", pytest.param("PRP", marks=pytest.mark.slow)])
 def test_small_trees_with_prismatic_joints_under_jit_vmap(kinds):
     """Regression: XLA:CPU (jaxlib 0.10) aborted the process compiling ``jit(vmap(rnea))`` of small
     trees with a prismatic joint (a batched dot with a non-major-to-minor output layout), at batch
@@ -553,6 +554,7 @@ def test_gradients_wrt_inertials_and_gravity_chain():
     _check_gradient(objective, _parameters(model))
 
 
+@pytest.mark.slow  # compile-bound; the slow tier runs in CI too
 def test_gradients_wrt_inertials_and_gravity_kron_path():
     """The same for the papers' path (dM/dq, C*, the Christoffel and Kane C, energies) on the
     elbow."""

@@ -352,6 +352,7 @@ def test_noise_free_recovery(panda):
     assert err <= 1e-8
 
 
+@pytest.mark.slow  # compile-bound; the slow tier runs in CI too
 def test_noisy_held_out_prediction(panda):
     """With 1% torque noise, weighted least squares predicts the torques of a held-out trajectory
     with an RMS error within 1.5 times the noise level on every joint (measured torques, noisy

@@ -345,6 +345,22 @@ def test_load_urdf_rejects_a_nan_limit():
         kj.load_urdf(URDF.format(**dict(URDF_VALUES, lower=np.nan)))
 
 
+MJCF = """<mujoco><worldbody><body name="arm" pos="{pos} 0 0.5"><joint name="j" type="hinge" axis="0 {axis} 1"/>
+  <inertial pos="0.1 0 0" mass="{mass}" diaginertia="0.1 0.1 0.1"/></body></worldbody></mujoco>"""
+MJCF_VALUES = dict(pos=0.2, axis=0.0, mass=1.0)
+
+
+@pytest.mark.parametrize("value", BAD, ids=repr)
+@pytest.mark.parametrize("field", sorted(MJCF_VALUES))
+def test_load_mjcf_rejects_non_finite_numbers(field, value):
+    """MuJoCo compiles a NaN or inf position or axis (and refuses a NaN mass): either way an
+    MJCFError, naming the joint or body, never a model with a non-finite number."""
+    pytest.importorskip("mujoco")
+    kj.load_mjcf(MJCF.format(**MJCF_VALUES))
+    with pytest.raises(kj.mjcf.MJCFError, match=r"\(j\)|'arm'|\(arm\)"):
+        kj.load_mjcf(MJCF.format(**dict(MJCF_VALUES, **{field: value})))
+
+
 @pytest.mark.parametrize("value", BAD, ids=repr)
 def test_to_urdf_of_a_non_finite_model_does_not_load_back(value):
     """to_urdf writes what the model holds; a non-finite mass never becomes a finite one."""
@@ -429,6 +445,7 @@ OTHER_COVERAGE = {
     "from_dh": "test_builders_reject_non_finite_parameters",
     "from_function": "test_builders_reject_non_finite_parameters",
     "load_urdf": "test_load_urdf_rejects_non_finite_numbers",
+    "load_mjcf": "test_load_mjcf_rejects_non_finite_numbers",
     "to_urdf": "test_to_urdf_of_a_non_finite_model_does_not_load_back",
     "Model": "the model-parameter slots of every propagation case (mass, inertia, com, placement, axis, gravity)",
     "Wrench": "the force and point slots of generalized_forces and forward_dynamics[wrenches]",

@@ -256,6 +256,9 @@ def test_bad_inputs_raise_clear_errors():
     locked = kj.chain.JointLimits(jnp.array([-2.5, 0.0]), jnp.array([2.5, 0.0]), jnp.full(2, 12.0), jnp.full(2, 5.75))
     with pytest.raises(ValueError, match=r"joint2: position range \[0.0, 0.0\] has zero width"):
         to.transcribe(model, to.BoundaryConditions([0.0, 0.0], [0.5, 0.0], 1.0), to.TorqueEffort(), limits=locked)
+    still = kj.chain.JointLimits(jnp.full(2, -2.5), jnp.full(2, 2.5), jnp.array([0.0, 12.0]), jnp.array([5.75, 0.0]))
+    with pytest.raises(ValueError, match=r"joint1: velocity limit is 0; joint2: effort limit is 0"):
+        to.transcribe(model, to.BoundaryConditions([0.0, 0.0], [0.0, 0.5], 1.0), to.TorqueEffort(), limits=still)
     problem = to.transcribe(model, bc, to.TorqueEffort())
     with pytest.raises(ValueError, match=r"z must have shape \(4, 2\)"):
         problem.objective(jnp.zeros((4, 3)))
