@@ -4,9 +4,10 @@ Speed (nearly all of the suite's time is XLA compilation of programs that then r
 times; none of this changes what a test computes or checks):
 
 * ``KRONJAX_TEST_XLA_OPT=0`` sets XLA's backend (LLVM) optimisation level 0 for every compilation
-  (about a quarter off the compile time of compile-bound files). Not the default: the code it
-  emits ran 2-3x slower (rnea at batch 10^4), which the run-bound tests (trajectory optimisation,
-  simulations, the notebooks) pay back and more.
+  (about a quarter off the compile time of compile-bound files). ``make test`` sets it (the fast
+  tier: 475 s instead of 569 s on 2 cores); ``make test-slow`` does not: the code it emits ran
+  2-3x slower (rnea at batch 10^4), which the run-bound tests of the slow tier (notebooks, soak,
+  long simulations) would pay back and more.
 * JAX's persistent compilation cache in a temporary directory for the duration of one run, shared
   by the pytest-xdist workers: an identical program compiled by another test (or worker) is
   loaded instead of compiled again. ``KRONJAX_TEST_JAX_CACHE=off`` turns it off.
