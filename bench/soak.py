@@ -1,7 +1,7 @@
 """Long batched runs (issue 18, part 5): many free Panda rollouts of many fixed steps, in chunks.
 
     python -m bench.soak                        # the full run: 1000 rollouts x 10^5 steps, float64 and float32
-    python -m bench.soak --steps 25000 --chunk-steps 500   # a quarter of the steps: 5 + 3.5 min on 2 cores
+    python -m bench.soak --steps 25000 --chunk-steps 500   # a quarter of the steps: about 3.5 + 2 min on 2 cores
     python -m bench.soak --rollouts 8 --steps 2000 --chunk-steps 500 --dtypes float64   # a smoke run
 
 The free system: ``kj.models.panda()`` (rigid bodies, no friction or damping in the model) with
@@ -22,8 +22,8 @@ integration's, not float32 rounding of the energy) relative to ``|E(0)|`` and to
 kinetic energy the rollout reached, and the memory after each chunk: the resident set (VmRSS) and
 its peak during the chunk (VmHWM, reset before each chunk through ``/proc/self/clear_refs``).
 Prints a table and writes ``bench/results/<date>-<machine>-soak.json``. On 2 shared cores (AMD EPYC)
-float64 ran at 0.9e5 rollout-steps per second (median) and float32 at 1.8e5: the full run is about
-19 and 9 minutes.
+the full run, one dtype at a time, ran at 1.26e5 rollout-steps per second (median;
+float64, 13 min) and 2.14e5 (float32, 8 min).
 
 The resident set steps up by ~2 MiB a few times in the first chunks and then stays flat: that is
 glibc's allocator keeping freed memory; ``--malloc-trim`` returns it after each chunk, and the
