@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._rotations import to_rpy
+from ._rotations import axis_angle, rpy, to_rpy
 from .chain import Inertial, Joint, Model, Tree, from_joints
 
 __all__ = ["URDFError", "load_urdf", "to_urdf"]
@@ -66,23 +66,12 @@ def _numbers(element: ET.Element, attribute: str, count: int, default, where: st
     return values
 
 
-def _rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
-    """``Rz(yaw) Ry(pitch) Rx(roll)`` in NumPy: :func:`kronjax._rotations.rpy` is JAX, whose
-    per-call dispatch made a file of 500 links take seconds to read."""
-    (cr, cp, cy), (sr, sp, sy) = np.cos([roll, pitch, yaw]), np.sin([roll, pitch, yaw])
-    return np.array([
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-        [-sp, cp * sr, cp * cr],
-    ])
-
-
 def _origin(element: ET.Element | None, where: str) -> np.ndarray:
     """The homogeneous transform of an optional ``<origin xyz rpy>`` (identity when absent)."""
     t = np.eye(4)
     if element is None:
         return t
-    t[:3, :3] = _rpy(*_numbers(element, "rpy", 3, (0, 0, 0), where))
+    t[:3, :3] = rpy(*_numbers(element, "rpy", 3, (0, 0, 0), where), xp=np)
     t[:3, 3] = _numbers(element, "xyz", 3, (0, 0, 0), where)
     return t
 
@@ -339,12 +328,6 @@ def _path(parent_joint: dict, root: str, tip: str, links: dict) -> set[str]:
     return set(path)
 
 
-def _axis_rotation(axis: np.ndarray, angle: float) -> np.ndarray:
-    """Rodrigues' formula for a unit ``axis``."""
-    k = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
-    return np.eye(3) + np.sin(angle) * k + (1.0 - np.cos(angle)) * (k @ k)
-
-
 def _mass_matrix(joints: list[Joint], masses: list[_Mass], q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``M(q)`` (``n x n``, coordinates in body order) by the composite-rigid-body algorithm in
     world coordinates, in NumPy: a check at load time, without compiling the model. Also, per
@@ -364,7 +347,7 @@ def _mass_matrix(joints: list[Joint], masses: list[_Mass], q: np.ndarray) -> tup
         axis = r @ np.asarray(joint.axis)
         if joint.kind == "R":
             motion[i] = [*axis, *np.cross(p, axis)]
-            r = r @ _axis_rotation(np.asarray(joint.axis), q[i])
+            r = r @ axis_angle(np.asarray(joint.axis), q[i], xp=np)
         elif joint.kind == "P":
             motion[i, 3:] = axis
             p = p + axis * q[i]
