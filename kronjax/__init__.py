@@ -7,6 +7,7 @@ kronjax never changes JAX's global configuration: enable float64 yourself with
 from . import batching as batching
 from . import calculus as calculus
 from . import chain as chain
+from . import configuration as configuration
 from . import constrained as constrained
 from . import dynamics as dynamics
 from . import identify as identify
@@ -30,6 +31,11 @@ from .chain import Model as Model
 from .chain import from_dh as from_dh
 from .chain import from_function as from_function
 from .chain import from_joints as from_joints
+from .configuration import difference as difference
+from .configuration import integrate as integrate
+from .configuration import neutral as neutral
+from .configuration import normalize as normalize
+from .configuration import random_configuration as random_configuration
 from .dynamics import Wrench as Wrench
 from .dynamics import coriolis_matrix as coriolis_matrix
 from .dynamics import coriolis_star as coriolis_star

@@ -71,7 +71,7 @@ def aba(model: Model, q: Array, qd: Array, tau: Array) -> tuple[Array, Array]:
     zero = jnp.zeros((), dtype)
     z3 = (zero, zero, zero)
     z33 = (z3, z3, z3)
-    parents = tree.parents
+    parents = sp.expansion(tree).parents
     motion = sp.down(parents, velocities, (z3, z3), sp.split(parents, inputs))
     per_run = sp.split(parents, dict(s_w=inputs["s_w"], s_v=inputs["s_v"], tau=inputs["tau"], ia=inertia))
     masks = np.split(moving, [start for start, _ in sp.runs(parents)[1:]])
@@ -89,4 +89,6 @@ def aba(model: Model, q: Array, qd: Array, tau: Array) -> tuple[Array, Array]:
     keep = np.flatnonzero(moving)
     qdd = jnp.concatenate([qdd for _, qdd in out])[keep]
     pivots = jnp.concatenate([pivot for _, pivot, _ in factor])[keep]
+    if tree.has_multi_dof:  # from the sub-joint chain's accelerations (_spatial module doc)
+        qdd = qdd + sp.lie_correction(tree, qd.astype(dtype))
     return qdd, pivots

@@ -38,19 +38,28 @@ from . import _spatial as sp
 from .chain import Model, Tree
 
 
+def ancestry(tree: Tree) -> tuple[np.ndarray, ...]:
+    """Static masks of a tree over the bodies of its :func:`~kronjax._spatial.expansion`:
+    ``below[j, b]`` (body ``b`` is joint ``j``'s body or under it, over the moving joints ``j``),
+    ``upto[i, j]`` (``i ⪯ j``), ``strict[i, j]`` (``i ≺ j``: ``i ⪯ j`` and not ``j ⪯ i``), and the
+    moving bodies. The sub-joints of a multi-DoF joint are each other's ancestors (each moves the
+    others' axes, which are fixed in the joint's child frame): ``⪯`` is then a preorder."""
+    ex = sp.expansion(tree)
+    return _ancestry(ex.parents, ex.kinds, tuple(ex.group))
+
+
 @functools.lru_cache(maxsize=64)
-def _ancestry(parents: tuple[int, ...], kinds: tuple[str, ...]) -> tuple[np.ndarray, ...]:
-    """Static masks of a tree: ``below[j, b]`` (body ``b`` is joint ``j``'s body or under it,
-    over the moving joints ``j``), ``upto[i, j]`` (``i ⪯ j``), ``strict[i, j]`` (``i ≺ j``)."""
+def _ancestry(parents: tuple[int, ...], kinds: tuple[str, ...], group: tuple[int, ...]) -> tuple[np.ndarray, ...]:
     nb = len(parents)
     below_body = np.eye(nb, dtype=bool)
     for b in range(nb - 1, -1, -1):  # parents precede children
         if parents[b] >= 0:
             below_body[parents[b]] |= below_body[b]
+    below_body = below_body[np.array(group)]  # a sub-joint carries its whole joint
     moving = np.array([kind != "F" for kind in kinds])
     below = below_body[moving]
     upto = below[:, moving]
-    strict = upto & ~np.eye(upto.shape[0], dtype=bool)
+    strict = upto & ~upto.T
     return below, upto, strict, np.flatnonzero(moving)
 
 
@@ -77,7 +86,8 @@ def _base_frame(model: Model, q: Array):
 
     zero, one = jnp.zeros((), dtype), jnp.ones((), dtype)
     eye = tuple(tuple(one if i == j else zero for j in range(3)) for i in range(3))
-    runs = sp.down(tree.parents, pose, (eye, (zero, zero, zero)), sp.split(tree.parents, inputs))
+    parents = sp.expansion(tree).parents
+    runs = sp.down(parents, pose, (eye, (zero, zero, zero)), sp.split(parents, inputs))
     rotation, origin = jax.tree.map(lambda *x: jnp.concatenate(x), *[pose for (pose,) in runs])
     # S in the base frame: (R s_w, R s_v + p x R s_w) from the body-frame subspace (s_w, s_v)
     s_w = sp.mul(rotation, inputs["s_w"])
@@ -92,7 +102,7 @@ def _base_frame(model: Model, q: Array):
 def _composite(model: Model, q: Array):
     """``S`` of the moving joints and the composite inertias ``Ic_j = (a, h, m)`` of their subtrees."""
     tree: Tree = model.kinematics
-    below, upto, strict, moving = _ancestry(tree.parents, tree.kinds)
+    below, upto, strict, moving = ancestry(tree)
     s, body = _base_frame(model, q)
     s = jax.tree.map(lambda x: x[moving], s)
     composite = jax.tree.map(lambda x: below.astype(x.dtype) @ x, body)
@@ -120,8 +130,9 @@ def _expand(x, axes):
 
 
 def _symmetric_from_upto(upper: Array, upto: np.ndarray) -> Array:
-    """``X[i, j]`` from the ``i ⪯ j`` entries of ``upper`` and ``X[j, i] = X[i, j]``."""
-    mirrored = upto.T & ~np.eye(upto.shape[0], dtype=bool)
+    """``X[i, j]`` from the ``i ⪯ j`` entries of ``upper`` and ``X[j, i] = X[i, j]`` (both given
+    where ``i ⪯ j ⪯ i``)."""
+    mirrored = upto.T & ~upto
     return jnp.where(upto, upper, 0) + jnp.where(mirrored, upper.T, 0)
 
 

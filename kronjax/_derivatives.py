@@ -76,7 +76,7 @@ def _velocity_stage(model: Model, q: Array, qd: Array, dtype) -> dict:
     """Everything that does not depend on ``qdd``: ``S``, the inertias, velocities, ``Ic S``,
     ``Bc^T S``, ``M`` and ``dtau/dqd`` (module doc)."""
     tree: Tree = model.kinematics
-    below, upto, strict, moving = _composite._ancestry(tree.parents, tree.kinds)
+    below, upto, strict, moving = _composite.ancestry(tree)
     s, inertia = _composite._base_frame(model, q)
     s = jax.tree.map(lambda x: x[moving].astype(dtype), s)
     a, h, m = inertia = jax.tree.map(lambda x: x.astype(dtype), inertia)

@@ -14,7 +14,9 @@ the jacobian-of-jacobian Hessians (51, 60, 67; entry ``(p, j n + k) = dJ[p, j]/d
     dJ_T[i][:, j]/dq_k = w_lo x V_i,hi      (j, k ⪯ i; lo, hi = min, max(j, k): lo ⪯ hi)
     dJ_R[i][:, j]/dq_k = w_k x w_j          (k ≺ j ⪯ i)
 
-(the first by the Jacobi identity; it is symmetric in ``j, k``, the second is not). In body axes
+(the first by the Jacobi identity; it is symmetric in ``j, k``, the second is not). With multi-DoF
+joints (:func:`kronjax._spatial.expansion`), derivatives are along the tangent space: the
+coordinates of one joint move each other's axes, so for two of them ``k ≺ j`` and ``lo = k``. In body axes
 (31, 40, 53, 61) ``J^(i) = R_i^T J`` and ``dJ^(i)/dq_k = R_i^T (dJ/dq_k - w_k x J)`` for ``k ⪯ i``.
 The time derivative ``dJ/dt = H (E_n ⊗ qd)`` (Tuan 8) is formed directly, ``O(nb n)``::
 
@@ -44,25 +46,32 @@ if TYPE_CHECKING:
 
 
 @functools.cache
-def _topology(parents: tuple[int, ...], kinds: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(bodies, support, strict)``: the body of each coordinate ``(n,)``; ``support[i, j]``
-    ``(nb, n)``: ``j ⪯ i``; ``strict[j, k]`` ``(n, n)``: ``k ≺ j``."""
+def _topology(parents: tuple[int, ...], kinds: tuple[str, ...], group: tuple[int, ...], real: tuple[int, ...]):
+    """``(bodies, support, strict, sibling)`` over the :func:`~kronjax._spatial.expansion`: the
+    body of each coordinate ``(n,)``; ``support[i, j]`` ``(nb, n)``: ``j ⪯ i`` for the model's
+    bodies ``i``; ``strict[j, k]`` ``(n, n)``: ``k ≺ j`` (coordinate ``k`` moves ``j``'s axis: an
+    ancestor's, or another of the same multi-DoF joint, fixed in its child frame);
+    ``sibling[j, k]``: ``j != k`` of the same joint."""
     nb = len(parents)
     below = np.eye(nb, dtype=bool)  # below[i, b]: body b is i or an ancestor of i
     for i, parent in enumerate(parents):
         if parent >= 0:
             below[i] |= below[parent]
     bodies = np.flatnonzero(np.array(kinds) != "F")
-    support = below[:, bodies]
-    strict = support[bodies] & ~np.eye(len(bodies), dtype=bool)
-    return bodies, support, strict
+    group = np.array(group)[bodies]
+    off_diagonal = ~np.eye(len(bodies), dtype=bool)
+    strict = below[bodies][:, group] & off_diagonal
+    sibling = (group[:, None] == group[None, :]) & off_diagonal
+    return bodies, below[np.array(real)][:, bodies], strict, sibling
 
 
 def _world(tree: Tree, q: Array, points: Array | None, dtype) -> dict:
     """Forward kinematics, the points ``P_i`` and the columns ``V_ij`` (components of ``(nb, n)``)."""
     f = sp.frames(tree, q, dtype)
-    bodies, support, strict = _topology(tree.parents, tree.kinds)
-    rot, origin = f["R"], f["p"]
+    ex = sp.expansion(tree)
+    bodies, support, strict, sibling = _topology(ex.parents, ex.kinds, tuple(ex.group), tuple(ex.real))
+    rot = tuple(tuple(c[ex.real] for c in row) for row in f["R"])
+    origin = tuple(c[ex.real] for c in f["p"])
     if points is not None:
         origin = sp.add(origin, sp.mul(rot, sp.components(points.astype(dtype))))
     pick = lambda x: tuple(c[bodies] for c in x)  # noqa: E731
@@ -71,7 +80,7 @@ def _world(tree: Tree, q: Array, points: Array | None, dtype) -> dict:
     column = lambda x: tuple(c[:, None] for c in x)  # noqa: E731
     arm = sp.add(column(origin), sp.scale(row(p), -1))
     return dict(R=rot, P=origin, w=w, t=t, p=p, V=sp.add(row(t), sp.cross(row(w), arm)),
-                support=support, strict=strict, row=row, column=column)
+                support=support, strict=strict, sibling=sibling, row=row, column=column)
 
 
 def _masked(x: tuple, mask: np.ndarray) -> tuple:
@@ -105,7 +114,8 @@ def hessians(tree: Tree, q: Array, points: Array | None, frame: str, dtype) -> t
     frame (53, 61), or ``"body*"`` (58: ``R_i^T H_T``; ``H_R`` as in ``"body"``, 61)."""
     g = _world(tree, q, points, dtype)
     n = len(g["w"][0])
-    j_first = np.less_equal.outer(np.arange(n), np.arange(n))  # [j, k]: j ⪯ k when both ⪯ i
+    # [j, k]: j ⪯ k when both ⪯ i (a sub-joint k moves its sibling j: w_k x V_ij)
+    j_first = np.less_equal.outer(np.arange(n), np.arange(n)) & ~g["sibling"]
     w_j = tuple(c[:, None] for c in g["w"])  # (n, 1): the column's axis
     w_k = tuple(c[None, :] for c in g["w"])  # (1, n): the differentiating coordinate's axis
     v_j = tuple(c[:, :, None] for c in g["V"])  # (nb, n, 1)

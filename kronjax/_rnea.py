@@ -18,6 +18,9 @@ def rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     """Joint forces of a :class:`~kronjax.chain.Tree` model for one state."""
     tree = model.kinematics
     dtype = jnp.result_type(q, qd, qdd, tree.axes, model.inertials.mass, model.gravity)
+    if tree.has_multi_dof:  # the sub-joint chain's accelerations (_spatial module doc)
+        qdd = qdd.astype(dtype) - sp.lie_correction(tree, qd.astype(dtype))
+    parents = sp.expansion(tree).parents
     inputs, moving = sp.bodies(model, q, dtype)
     inputs["qd"] = sp.per_body(model, qd, moving, dtype)
     inputs["qdd"] = sp.per_body(model, qdd, moving, dtype)
@@ -49,10 +52,10 @@ def rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     zero = jnp.zeros((), dtype)
     z3 = (zero, zero, zero)
     g = model.gravity.astype(dtype)
-    outputs = sp.down(tree.parents, forward, (z3, z3, z3, (-g[0], -g[1], -g[2])), sp.split(tree.parents, inputs))
-    subspaces = sp.split(tree.parents, (inputs["s_w"], inputs["s_v"]))
+    outputs = sp.down(parents, forward, (z3, z3, z3, (-g[0], -g[1], -g[2])), sp.split(parents, inputs))
+    subspaces = sp.split(parents, (inputs["s_w"], inputs["s_v"]))
     up_inputs = [
         dict(e=e, r=r, load=load, s_w=s_w, s_v=s_v) for (_, e, r, load), (s_w, s_v) in zip(outputs, subspaces)
     ]
-    taus = sp.up(tree.parents, backward, (z3, z3), up_inputs)
+    taus = sp.up(parents, backward, (z3, z3), up_inputs)
     return jnp.concatenate(taus)[np.flatnonzero(moving)]

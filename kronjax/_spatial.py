@@ -18,11 +18,26 @@ and ``r = pre_p + pre (a d + R(t) post_p)`` (``d``: the prismatic displacement) 
 
 Recursions (:func:`down`, :func:`up`) are a ``lax.scan`` over each unbranched run of bodies (a
 chain is one run), so compile time does not grow with the number of bodies.
+
+Multi-DoF joints (``"free"``, ``"spherical"``, ``"planar"``) run through the same recursions as a
+chain of 1-DoF *sub-joints* at zero displacement (:func:`expansion`): the first carries the joint's
+whole motion ``(G, t)`` from ``q`` (``E = G^T Pre^T``, ``r = Pre_p + Pre t``), the others have
+identity transforms, all have constant unit axes in the child frame (free: translations along x, y,
+z, then rotations about x, y, z; spherical: rotations; planar: translations along x, y, rotation
+about z), so their motion subspaces are the joint's columns of ``S`` and its velocity coordinates
+are theirs. Only the last sub-joint's body has mass (the real body). The chain is the chart ``q ·
+exp(t_1 S_1) ... exp(t_k S_k)`` at ``t = 0``: positions, velocities, ``S`` and ``M`` are the
+joint's, but its velocity-product acceleration is not: ``d/dt (S t') = S (t'' + Γ(t'))`` with
+``S Γ(v) = sum_{l < m} (S_l x S_m) v_l v_m`` (:func:`lie_correction`), so the scan recursions take
+``t'' = v' - Γ(v)``. The mask-based algorithms (:mod:`kronjax._composite`,
+:mod:`kronjax._derivatives`, :mod:`kronjax._jacobians`) need no correction: there the sub-joints of
+one joint are each other's ancestors (``group``), as the tangent space at ``q`` has it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+import functools
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -163,6 +178,112 @@ def components(x: Array) -> tuple:
     return tuple(components(x[:, i]) for i in range(x.shape[1]))
 
 
+# Sub-joints of a multi-DoF joint (module doc): kind and unit axis in the child frame, in the
+# order of the joint's velocity coordinates (Pinocchio's: linear before angular).
+_EX, _EY, _EZ = (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)
+SUB_JOINTS = {
+    "free": (("P", _EX), ("P", _EY), ("P", _EZ), ("R", _EX), ("R", _EY), ("R", _EZ)),
+    "spherical": (("R", _EX), ("R", _EY), ("R", _EZ)),
+    "planar": (("P", _EX), ("P", _EY), ("R", _EZ)),
+}
+
+
+class Expansion(NamedTuple):
+    """A tree with every multi-DoF joint replaced by its sub-joints (module doc); static.
+
+    ``parents``, ``kinds`` (``"R"``, ``"P"``, ``"F"``) of the expanded bodies; ``source``: the
+    model's body of each; ``real``: the expanded index of each model body (its last sub-joint);
+    ``group``: equal for the sub-joints of one joint, distinct otherwise; ``sub``/``lead``: masks of
+    the sub-joints and of the first sub-joint of each joint; ``axes``: ``(nb, 3)`` sub-joint axes
+    (zero elsewhere); ``q_index``: configuration index of 1-DoF joints (``-1`` elsewhere);
+    ``v_index``: velocity index (``-1`` at fixed joints); ``multi``: ``(kind, q start, v start, lead,
+    model body)`` per multi-DoF joint."""
+
+    parents: tuple[int, ...]
+    kinds: tuple[str, ...]
+    source: np.ndarray
+    real: np.ndarray
+    group: np.ndarray
+    sub: np.ndarray
+    lead: np.ndarray
+    axes: np.ndarray
+    q_index: tuple[int, ...]
+    v_index: tuple[int, ...]
+    multi: tuple[tuple[str, int, int, int, int], ...]
+
+
+@functools.lru_cache(maxsize=128)
+def _expansion(parents: tuple[int, ...], kinds: tuple[str, ...], q_index, v_index) -> Expansion:
+    out = dict(parents=[], kinds=[], source=[], group=[], sub=[], lead=[], axes=[], q_index=[], v_index=[])
+    real, multi = [], []
+    for body, (parent, kind) in enumerate(zip(parents, kinds)):
+        subs = SUB_JOINTS.get(kind, ((kind, None),))
+        first = len(out["parents"])
+        for k, (sub_kind, axis) in enumerate(subs):
+            out["parents"].append(real[parent] if k == 0 and parent >= 0 else (first + k - 1 if k else -1))
+            out["kinds"].append(sub_kind)
+            out["source"].append(body)
+            out["group"].append(first)
+            out["sub"].append(axis is not None)
+            out["lead"].append(axis is not None and k == 0)
+            out["axes"].append(axis or (0.0, 0.0, 0.0))
+            out["q_index"].append(-1 if axis is not None else q_index[body])
+            out["v_index"].append(v_index[body] + k if v_index[body] >= 0 else -1)
+        if kind in SUB_JOINTS:
+            multi.append((kind, q_index[body], v_index[body], first, body))
+        real.append(len(out["parents"]) - 1)
+    arrays = {key: np.array(value) for key, value in out.items() if key in ("source", "group", "sub", "lead", "axes")}
+    return Expansion(
+        parents=tuple(out["parents"]), kinds=tuple(out["kinds"]), real=np.array(real),
+        q_index=tuple(out["q_index"]), v_index=tuple(out["v_index"]), multi=tuple(multi), **arrays,
+    )
+
+
+def expansion(tree: Tree) -> Expansion:
+    """The static :class:`Expansion` of a tree (the tree itself when all its joints are 1-DoF)."""
+    return _expansion(tree.parents, tree.kinds, tree.q_index, tree.v_index)
+
+
+def expanded(tree: Tree) -> Tree:
+    """The tree of :func:`expansion` with its arrays (a sub-joint's placements are the identity
+    but for the first's ``Pre``; a multi-DoF joint's ``Post`` is the identity)."""
+    if not tree.has_multi_dof:
+        return tree
+    ex = expansion(tree)
+    pick = lambda x: x[ex.source]  # noqa: E731
+    dtype = tree.axes.dtype
+    later = (ex.sub & ~ex.lead)[:, None]
+    eye = jnp.eye(3, dtype=dtype)
+    pre_rotation = jnp.where(later[:, :, None], eye, pick(tree.pre_rotation))
+    return type(tree)(
+        parents=ex.parents,
+        kinds=ex.kinds,
+        axes=jnp.where(ex.sub[:, None], jnp.asarray(ex.axes, dtype), pick(tree.axes)),
+        pre_rotation=pre_rotation,
+        pre_translation=jnp.where(later, 0, pick(tree.pre_translation)),
+        post_rotation=pick(tree.post_rotation),
+        post_translation=pick(tree.post_translation),
+    )
+
+
+def lie_correction(tree: Tree, v: Array) -> Array:
+    """``Γ(v)`` ``(nv,)``: zero but at multi-DoF joints, where ``S Γ = sum_{l < m} (S_l x S_m) v_l
+    v_m`` over the joint's sub-joints (module doc). Free: ``(v_lin x w, (w_y w_z, -w_x w_z, w_x
+    w_y))``; spherical: the angular part; planar: ``(v_y w_z, -v_x w_z, 0)``."""
+    out = jnp.zeros_like(v)
+    for kind, _, start, _, _ in expansion(tree).multi:
+        if kind == "planar":
+            vx, vy, wz = v[start], v[start + 1], v[start + 2]
+            gamma = jnp.stack([vy * wz, -vx * wz, jnp.zeros_like(wz)])
+        else:
+            w = v[start + 3 : start + 6] if kind == "free" else v[start : start + 3]
+            gamma = jnp.stack([w[1] * w[2], -w[0] * w[2], w[0] * w[1]])
+            if kind == "free":
+                gamma = jnp.concatenate([jnp.cross(v[start : start + 3], w), gamma])
+        out = out.at[start : start + gamma.shape[0]].set(gamma)
+    return out
+
+
 def joint_coefficients(tree: Tree, dtype) -> dict:
     """Per-body coefficients of ``E``, ``r`` (see the module doc) and the motion subspace
     ``(s_w, s_v)`` in body coordinates: ``(R^T a, R^T (a x p))`` revolute, ``(0, R^T a)``
@@ -194,36 +315,59 @@ def joint_coefficients(tree: Tree, dtype) -> dict:
 
 
 def joint_inputs(tree: Tree, q: Array, dtype) -> tuple[dict, np.ndarray]:
-    """Per-body inputs of the kinematic recursions (joint coefficients, ``cos t``, ``sin t``,
-    ``d``) and the mask of bodies whose joint moves."""
-    kinds = np.array(tree.kinds)
-    revolute, prismatic = kinds == "R", kinds == "P"
-    angle = _spread(tree.q_index, q, revolute, dtype)
+    """Per-body inputs of the kinematic recursions over the :func:`expanded` tree (joint
+    coefficients, ``cos t``, ``sin t``, ``d``; with multi-DoF joints, ``rot = G^T`` and ``shift =
+    Pre t`` of the first sub-joints, identity and zero elsewhere) and the mask of bodies whose joint
+    moves."""
+    ex = expansion(tree)
+    kinds = np.array(ex.kinds)
+    revolute, prismatic = (kinds == "R") & ~ex.sub, (kinds == "P") & ~ex.sub
+    angle = _spread(ex.q_index, q, revolute, dtype)
     values = dict(
-        joint_coefficients(tree, dtype),
+        joint_coefficients(expanded(tree), dtype),
         cos=jnp.cos(angle),
         sin=jnp.sin(angle),
-        d=_spread(tree.q_index, q, prismatic, dtype),
+        d=_spread(ex.q_index, q, prismatic, dtype),
     )
-    return values, revolute | prismatic
+    if ex.multi:
+        values.update(_multi_dof_motion(tree, ex, q.astype(dtype), dtype))
+    return values, kinds != "F"
+
+
+def _multi_dof_motion(tree: Tree, ex: Expansion, q: Array, dtype) -> dict:
+    """``rot`` (components of ``G^T``) and ``shift`` (``Pre t``) per expanded body."""
+    from .chain import JOINT_NQ, joint_motion
+
+    nb = len(ex.parents)
+    leads = np.array([lead for _, _, _, lead, _ in ex.multi])
+    motions = [joint_motion(kind, q[start : start + JOINT_NQ[kind]]) for kind, start, _, _, _ in ex.multi]
+    pre = tree.pre_rotation.astype(dtype)[np.array([body for *_, body in ex.multi])]
+    g_t = jnp.stack([g.T for g, _ in motions])
+    shift = jnp.einsum("bij,bj->bi", pre, jnp.stack([t for _, t in motions]))
+    rot = jnp.tile(jnp.eye(3, dtype=dtype), (nb, 1, 1)).at[leads].set(g_t)
+    return dict(rot=components(rot), shift=components(jnp.zeros((nb, 3), dtype).at[leads].set(shift)))
 
 
 def bodies(model: Model, q: Array, dtype) -> tuple[dict, np.ndarray]:
-    """:func:`joint_inputs` and the bodies' inertials."""
-    values, moving = joint_inputs(model.kinematics, q, dtype)
+    """:func:`joint_inputs` and the bodies' inertials (zero at sub-joints but the last)."""
+    tree = model.kinematics
+    values, moving = joint_inputs(tree, q, dtype)
     ine = model.inertials
-    values.update(
-        mass=ine.mass.astype(dtype),
-        com=components(ine.com.astype(dtype)),
-        inertia=components(ine.inertia.astype(dtype)),
-    )
+    mass, com, inertia = (x.astype(dtype) for x in (ine.mass, ine.com, ine.inertia))
+    if tree.has_multi_dof:
+        ex = expansion(tree)
+        real = np.zeros(len(ex.parents), bool)
+        real[ex.real] = True
+        massless = lambda x: jnp.where(real.reshape((-1,) + (1,) * (x.ndim - 1)), x[ex.source], 0)  # noqa: E731
+        mass, com, inertia = massless(mass), massless(com), massless(inertia)
+    values.update(mass=mass, com=components(com), inertia=components(inertia))
     return values, moving
 
 
 def per_body(model: Model, x: Array, mask: np.ndarray, dtype) -> Array:
-    """A joint-coordinate vector ``(n,)`` spread over the bodies, zero where ``mask`` is false
-    (at least at fixed joints, which have no coordinate)."""
-    return _spread(model.kinematics.q_index, x, mask, dtype)
+    """A velocity-space vector ``(nv,)`` spread over the expanded bodies, zero where ``mask`` is
+    false (at least at fixed joints, which have no coordinate)."""
+    return _spread(expansion(model.kinematics).v_index, x, mask, dtype)
 
 
 def _spread(q_index: tuple[int, ...], x: Array, mask: np.ndarray, dtype) -> Array:
@@ -236,6 +380,8 @@ def joint_transform(b: dict):
     c, s = b["cos"], b["sin"]
     e = tuple(tuple(b["e0"][i][j] + c * b["e_cos"][i][j] + s * b["e_sin"][i][j] for j in range(3)) for i in range(3))
     r = tuple(b["r0"][i] + c * b["r_cos"][i] + s * b["r_sin"][i] + b["d"] * b["r_d"][i] for i in range(3))
+    if "rot" in b:  # a tree with multi-DoF joints
+        e, r = matmul(b["rot"], e), add(r, b["shift"])
     return e, r
 
 
@@ -293,7 +439,8 @@ def split(parents: tuple[int, ...], stack) -> list:
 
 
 def frames(tree: Tree, q: Array, dtype) -> dict:
-    """Forward kinematics of a tree in the base frame, per body (components of ``(nb,)`` arrays).
+    """Forward kinematics of a tree in the base frame, per body of the :func:`expanded` tree
+    (components of ``(nb,)`` arrays).
 
     Returns ``R`` (rows of ``A_i^(0)``, base from body), ``p`` (the body origin ``^0 d_i``),
     ``w`` and ``t`` (the joint's motion subspace in base axes: ``R s_w``, ``R s_v``; zero at fixed
@@ -311,6 +458,7 @@ def frames(tree: Tree, q: Array, dtype) -> dict:
 
     one, zero = jnp.ones((), dtype), jnp.zeros((), dtype)
     eye = ((one, zero, zero), (zero, one, zero), (zero, zero, one))
-    out = down(tree.parents, step, (eye, (zero, zero, zero)), split(tree.parents, inputs))
+    parents = expansion(tree).parents
+    out = down(parents, step, (eye, (zero, zero, zero)), split(parents, inputs))
     (rot, origin), w, t = jax.tree.map(lambda *x: jnp.concatenate(x), *out)
     return dict(R=rot, p=origin, w=w, t=t, moving=moving)

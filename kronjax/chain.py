@@ -7,13 +7,24 @@ kronjax function with respect to the model reaches them (identification, calibra
 Two kinds of kinematics are supported:
 
 * :class:`Tree` -- bodies connected by revolute (``"R"``), prismatic (``"P"``) and fixed (``"F"``)
-  joints about any axis, each body with one parent (``-1`` is the base), so serial chains and
-  branched trees both work. Body ``i``'s frame is::
+  joints about any axis, and by the multi-DoF joints ``"free"``, ``"spherical"`` and ``"planar"``,
+  each body with one parent (``-1`` is the base), so serial chains, branched trees and
+  floating-base robots all work. Body ``i``'s frame is::
 
       T_i = T_parent(i) · Pre_i · Joint_i(q) · Post_i
 
   with constant placements ``Pre_i`` and ``Post_i``. The Denavit-Hartenberg builders fill
   ``Pre``/``Post`` so that the body frames are the D-H frames of the paper (Tuan, Table 1).
+
+Configuration and velocity (Pinocchio's conventions): ``q`` has ``nq`` numbers and ``v`` (``qd``)
+``nv``, per joint in body order: revolute and prismatic 1 and 1; ``"free"`` ``q = [x, y, z, qx, qy,
+qz, qw]`` (the child frame's origin in the joint frame and the unit quaternion of its rotation) and
+``v = [v, w]`` (linear and angular velocity of the child frame, in the child frame); ``"spherical"``
+``q = [qx, qy, qz, qw]``, ``v = w`` (child frame); ``"planar"`` ``q = [x, y, cos t, sin t]`` (a
+rotation ``t`` about the joint frame's z), ``v = [vx, vy, wz]`` (child frame). Every quantity with
+a velocity index (Jacobians, ``M``, joint forces) is indexed by the ``nv`` velocity coordinates;
+derivatives with respect to the configuration are taken along them (``q ⊕ dv``,
+:func:`kronjax.configuration.integrate`).
 * :class:`PosesFunction` -- any pure JAX function ``q -> (rotations, origins)`` of the body frames
   (the design's "kinematic chains are pure JAX functions of q").
 
@@ -32,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
+from . import _lie
 from ._rotations import axis_angle, rot_x, rot_z
 
 __all__ = [
@@ -47,8 +59,14 @@ __all__ = [
     "from_function",
 ]
 
-JOINT_KINDS = ("R", "P", "F")
-_JOINT_KIND_NAMES = {"R": "revolute", "P": "prismatic", "F": "fixed"}
+JOINT_KINDS = ("R", "P", "F", "free", "spherical", "planar")
+_JOINT_KIND_NAMES = {
+    "R": "revolute", "P": "prismatic", "F": "fixed", "free": "6-DoF free-flyer", "spherical": "ball",
+    "planar": "planar (x, y, rotation about z)",
+}
+MULTI_DOF = ("free", "spherical", "planar")
+JOINT_NQ = {"R": 1, "P": 1, "F": 0, "free": 7, "spherical": 4, "planar": 4}
+JOINT_NV = {"R": 1, "P": 1, "F": 0, "free": 6, "spherical": 3, "planar": 3}
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 
 
@@ -199,12 +217,13 @@ def _stack_inertials(inertials, nb: int, names: Sequence[str]) -> Inertials | No
 
 
 class Tree(eqx.Module):
-    """A tree of bodies connected by 1-DOF joints.
+    """A tree of bodies, each moved by one joint.
 
     Attributes:
         parents: parent body of each body (``-1``: the base); a parent precedes its children.
-        kinds: joint kind of each body: ``"R"`` revolute, ``"P"`` prismatic, ``"F"`` fixed.
-        axes: ``(nb, 3)`` unit joint axes, in the frame after ``Pre``.
+        kinds: joint kind of each body: ``"R"`` revolute, ``"P"`` prismatic, ``"F"`` fixed,
+            ``"free"``, ``"spherical"``, ``"planar"`` (module doc; these three need ``Post = 1``).
+        axes: ``(nb, 3)`` unit joint axes, in the frame after ``Pre`` (unused by multi-DoF joints).
         pre_rotation, pre_translation: ``(nb, 3, 3)``, ``(nb, 3)``: placement of the joint frame in
             the parent's body frame.
         post_rotation, post_translation: placement of the body frame in the moved joint frame.
@@ -241,23 +260,45 @@ class Tree(eqx.Module):
         ]:
             if arr.shape != shape:
                 raise ValueError(f"Tree.{name} must have shape {shape}, got {arr.shape}")
+        multi = [i for i, kind in enumerate(self.kinds) if kind in MULTI_DOF]
+        if multi and _is_concrete(self.post_rotation, self.post_translation):
+            post_r, post_p = np.asarray(self.post_rotation), np.asarray(self.post_translation)
+            for i in multi:
+                if not (np.allclose(post_r[i], np.eye(3), rtol=0, atol=1e-12) and not np.any(post_p[i])):
+                    raise ValueError(f"body {i}: a {self.kinds[i]} joint needs the identity Post placement")
 
     @property
     def n_bodies(self) -> int:
         return len(self.parents)
 
     @property
+    def nq(self) -> int:
+        """Length of the configuration ``q``."""
+        return sum(JOINT_NQ[kind] for kind in self.kinds)
+
+    @property
+    def nv(self) -> int:
+        """Number of velocity coordinates (length of ``v``, ``qd``, ``tau``)."""
+        return sum(JOINT_NV[kind] for kind in self.kinds)
+
+    @property
     def n_dof(self) -> int:
-        return sum(kind != "F" for kind in self.kinds)
+        """``nv``."""
+        return self.nv
+
+    @property
+    def has_multi_dof(self) -> bool:
+        return any(kind in MULTI_DOF for kind in self.kinds)
 
     @property
     def q_index(self) -> tuple[int, ...]:
-        """Index into ``q`` of each body's joint coordinate (``-1`` for fixed joints)."""
-        index, k = [], 0
-        for kind in self.kinds:
-            index.append(-1 if kind == "F" else k)
-            k += kind != "F"
-        return tuple(index)
+        """Index into ``q`` of each body's first configuration number (``-1`` for fixed joints)."""
+        return _starts(self.kinds, JOINT_NQ)
+
+    @property
+    def v_index(self) -> tuple[int, ...]:
+        """Index into ``v`` of each body's first velocity coordinate (``-1`` for fixed joints)."""
+        return _starts(self.kinds, JOINT_NV)
 
     def poses(self, q: Float[Array, " n"]) -> tuple[Float[Array, "nb 3 3"], Float[Array, "nb 3"]]:
         """Rotations ``(nb, 3, 3)`` and origins ``(nb, 3)`` of the body frames in the base frame.
@@ -276,6 +317,8 @@ class Tree(eqx.Module):
                 joint_r = axis_angle(self.axes[i], q[k])
             elif kind == "P":
                 joint_p = self.axes[i] * q[k]
+            elif kind in MULTI_DOF:
+                joint_r, joint_p = joint_motion(kind, q[k : k + JOINT_NQ[kind]])
             local_r = self.pre_rotation[i] @ joint_r @ self.post_rotation[i]
             local_p = self.pre_translation[i] + self.pre_rotation[i] @ (
                 joint_p + joint_r @ self.post_translation[i]
@@ -287,6 +330,21 @@ class Tree(eqx.Module):
                 rotations.append(rotations[parent] @ local_r)
                 origins.append(origins[parent] + rotations[parent] @ local_p)
         return jnp.stack(rotations), jnp.stack(origins)
+
+
+def _starts(kinds: tuple[str, ...], sizes: dict[str, int]) -> tuple[int, ...]:
+    index, k = [], 0
+    for kind in kinds:
+        index.append(k if sizes[kind] else -1)
+        k += sizes[kind]
+    return tuple(index)
+
+
+def joint_motion(kind: str, q: Float[Array, " nq_joint"]) -> tuple[Float[Array, "3 3"], Float[Array, "3"]]:
+    """Rotation (joint frame from child frame) and translation of a multi-DoF joint's motion from its
+    configuration numbers (module doc). A quaternion is used as given: ``R = 1 + 2 w [u] + 2 [u]^2``
+    is a rotation only for a unit ``(u, w)`` (:func:`kronjax.configuration.normalize`)."""
+    return _lie.rotation(kind, q), _lie.translation(kind, q)
 
 
 class PosesFunction(eqx.Module):
@@ -442,8 +500,45 @@ class Model(eqx.Module):
 
     @property
     def n_dof(self) -> int:
-        """Number of joint coordinates ``n`` (length of ``q``)."""
+        """Number of velocity coordinates ``n = nv`` (the length of ``q`` too unless the model has
+        free, spherical or planar joints)."""
         return self.kinematics.n_dof
+
+    @property
+    def nv(self) -> int:
+        """Number of velocity coordinates (length of ``v``/``qd``, ``qdd``, ``tau``)."""
+        return self.kinematics.n_dof
+
+    @property
+    def nq(self) -> int:
+        """Length of the configuration ``q`` (``nv`` plus one per quaternion)."""
+        return getattr(self.kinematics, "nq", self.kinematics.n_dof)
+
+    @property
+    def has_multi_dof(self) -> bool:
+        """Whether a joint is free, spherical or planar (so that ``q`` lives on a Lie group)."""
+        return getattr(self.kinematics, "has_multi_dof", False)
+
+    def _joint_slice(self, joint: str, index: str, sizes: dict[str, int]) -> slice:
+        if not isinstance(joint, str) or joint not in self.joint_names:
+            raise KeyError(f"no joint named {joint!r}; joints are {list(self.joint_names)}")
+        i = self.joint_names.index(joint)
+        if not isinstance(self.kinematics, Tree):
+            return slice(i, i + 1)
+        kind = self.kinematics.kinds[i]
+        if kind == "F":
+            raise ValueError(f"joint {joint!r} is fixed: it has no coordinate")
+        start = getattr(self.kinematics, index)[i]
+        return slice(start, start + sizes[kind])
+
+    def velocity_index(self, joint: str) -> slice:
+        """The slice of ``v`` (and of ``qdd``, ``tau``, the columns of Jacobians and ``M``) that
+        belongs to the joint named ``joint``."""
+        return self._joint_slice(joint, "v_index", JOINT_NV)
+
+    def configuration_index(self, joint: str) -> slice:
+        """The slice of ``q`` that belongs to the joint named ``joint``."""
+        return self._joint_slice(joint, "q_index", JOINT_NQ)
 
     @property
     def n_bodies(self) -> int:
@@ -451,12 +546,12 @@ class Model(eqx.Module):
 
     @property
     def coordinate_names(self) -> tuple[str, ...]:
-        """The name of the joint of each of the ``n`` joint coordinates (the moving joints in
-        coordinate order; ``q1, q2, ...`` for a :class:`PosesFunction` model whose joints are not
+        """The name of the joint of each of the ``n`` velocity coordinates (the moving joints in
+        coordinate order, a multi-DoF joint's name once per coordinate; ``q1, q2, ...`` for a :class:`PosesFunction` model whose joints are not
         one per coordinate)."""
         kinds = getattr(self.kinematics, "kinds", None)
         if kinds is not None:
-            return tuple(name for name, kind in zip(self.joint_names, kinds) if kind != "F")
+            return tuple(name for name, kind in zip(self.joint_names, kinds) for _ in range(JOINT_NV[kind]))
         if len(self.joint_names) == self.n_dof:
             return self.joint_names
         return tuple(f"q{k + 1}" for k in range(self.n_dof))
@@ -475,16 +570,22 @@ class Model(eqx.Module):
             )
         return int(body)
 
-    def check_q(self, q: ArrayLike, name: str = "q") -> Float[Array, " n"]:
-        """``q`` as a floating array of shape ``(n,)``, or a clear error."""
-        q = jnp.asarray(q)
-        if not jnp.issubdtype(q.dtype, jnp.floating):
-            q = q.astype(jnp.result_type(float))
-        if q.shape != (self.n_dof,):
-            raise ValueError(
-                f"{name} must have shape ({self.n_dof},) for this {self.n_dof}-DOF model, got {q.shape}"
-            )
-        return q
+    def check_q(self, q: ArrayLike, name: str = "q") -> Float[Array, " nq"]:
+        """A configuration as a floating array of shape ``(nq,)``, or a clear error."""
+        return self._check_vector(q, name, self.nq, "configuration numbers")
+
+    def check_v(self, v: ArrayLike, name: str = "qd") -> Float[Array, " nv"]:
+        """A velocity-space vector (``qd``, ``qdd``, ``tau``) as a floating array of shape ``(nv,)``."""
+        return self._check_vector(v, name, self.nv, "velocity coordinates")
+
+    def _check_vector(self, x: ArrayLike, name: str, size: int, what: str) -> Array:
+        x = jnp.asarray(x)
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            x = x.astype(jnp.result_type(float))
+        if x.shape != (size,):
+            model = f"{size}-DOF model" if self.nq == self.nv else f"model with nq = {self.nq}, nv = {self.nv} ({what})"
+            raise ValueError(f"{name} must have shape ({size},) for this {model}, got {x.shape}")
+        return x
 
     def astype(self, dtype) -> Model:
         """The same model with every floating-point parameter cast to ``dtype`` (e.g. float32)."""
@@ -495,6 +596,17 @@ class Model(eqx.Module):
     def poses(self, q: Float[Array, " n"]) -> tuple[Float[Array, "nb 3 3"], Float[Array, "nb 3"]]:
         """Rotations and origins of all body frames in the base frame (no input checks)."""
         return self.kinematics.poses(q)
+
+
+def require_one_dof_joints(model: Model, what: str) -> None:
+    """A clear error where a function does not handle free, spherical or planar joints yet."""
+    if getattr(model, "has_multi_dof", False):  # a non-Model gets its TypeError from the caller
+        kinds = sorted({kind for kind in model.kinematics.kinds if kind in MULTI_DOF})
+        raise NotImplementedError(
+            f"{what} does not support models with {' or '.join(kinds)} joints yet (nq != nv); "
+            "supported for them: forward kinematics, jacobians, hessians, jacobians_dot, mass_matrix, gravity, "
+            "inverse_dynamics (rnea), forward_dynamics, their derivatives, and kronjax.configuration"
+        )
 
 
 def choose_method(model: Model, method: str, methods: tuple[str, ...], tree_method: str, other_method: str) -> str:
@@ -530,7 +642,7 @@ def _model(kinematics, inertials, gravity, body_names, joint_names, limits) -> M
     joints = _names(joint_names, nb, "joint")
     moving = joints
     if isinstance(kinematics, Tree):
-        moving = [name for name, kind in zip(joints, kinematics.kinds) if kind != "F"]
+        moving = [name for name, kind in zip(joints, kinematics.kinds) for _ in range(JOINT_NV[kind])]
     return Model(
         kinematics=kinematics,
         inertials=_stack_inertials(inertials, nb, bodies),
@@ -635,14 +747,16 @@ class Joint:
     """One joint of a tree, given by the user to :func:`from_joints`.
 
     Attributes:
-        kind: ``"R"`` revolute, ``"P"`` prismatic or ``"F"`` fixed.
+        kind: ``"R"`` revolute, ``"P"`` prismatic, ``"F"`` fixed, or ``"free"``, ``"spherical"``,
+            ``"planar"`` (several coordinates; conventions in the module doc).
         parent: index of the parent body, ``-1`` for the base; parents precede children.
-        axis: joint axis in the joint frame (normalised to unit length).
+        axis: joint axis in the joint frame (normalised to unit length; unused by multi-DoF joints).
         rotation, translation: placement of the joint frame in the parent's body frame (the body
             frame is the moved joint frame, as in URDF and Pinocchio).
         name: joint name (default ``joint<i+1>``); ``body_name`` likewise (default ``link<i+1>``).
         lower, upper, velocity, effort: limits of the joint coordinate (unlimited by default;
-            ignored for fixed joints).
+            ignored for fixed joints). A multi-DoF joint takes velocity and effort limits (one
+            value for all its velocity coordinates) but no position limits.
     """
 
     kind: str
@@ -679,6 +793,15 @@ def _check_rotation(r, what: str) -> None:
         raise ValueError(f"{what} is not a proper rotation (orthonormal, det = +1):\n{r}")
 
 
+def _joint_kind(kind) -> str:
+    if isinstance(kind, str):
+        if kind.upper() in ("R", "P", "F"):
+            return kind.upper()
+        if kind.lower() in MULTI_DOF:
+            return kind.lower()
+    return kind
+
+
 def from_joints(joints: Sequence[Joint], inertials=None, *, gravity=None) -> Model:
     """A tree from a list of :class:`Joint`, one per body, in an order where parents come first.
 
@@ -702,22 +825,25 @@ def from_joints(joints: Sequence[Joint], inertials=None, *, gravity=None) -> Mod
     dtype = jnp.result_type(*axes, *pre_r, *pre_p)
     tree = Tree(
         parents=tuple(int(j.parent) for j in joints),
-        kinds=tuple(j.kind.upper() if isinstance(j.kind, str) else j.kind for j in joints),
+        kinds=tuple(_joint_kind(j.kind) for j in joints),
         axes=_stack(axes).astype(dtype),
         pre_rotation=_stack(pre_r).astype(dtype),
         pre_translation=_stack(pre_p).astype(dtype),
         post_rotation=jnp.tile(jnp.eye(3, dtype=dtype), (nb, 1, 1)),
         post_translation=jnp.zeros((nb, 3), dtype),
     )
-    moving = [(i, j) for i, (j, kind) in enumerate(zip(joints, tree.kinds)) if kind != "F"]
+    moving = [(i, j, kind) for i, (j, kind) in enumerate(zip(joints, tree.kinds)) if kind != "F"]
     limits = None
     if moving:
-        limits = {
-            key: _stack(
-                [_float_array(getattr(j, key), f"joint {i} ({j.name or f'joint{i + 1}'}) {key} limit", (), True) for i, j in moving]
-            )
-            for key in ("lower", "upper", "velocity", "effort")
-        }
+        limits = {key: [] for key in ("lower", "upper", "velocity", "effort")}
+        for i, j, kind in moving:
+            what = f"joint {i} ({j.name or f'joint{i + 1}'})"
+            for key, values in limits.items():
+                value = _float_array(getattr(j, key), f"{what} {key} limit", (), True)
+                if kind in MULTI_DOF and key in ("lower", "upper") and _is_concrete(value) and np.isfinite(value):
+                    raise ValueError(f"{what}: a {kind} joint takes no position limits, got {key} = {value}")
+                values.extend([value] * JOINT_NV[kind])
+        limits = {key: _stack(values) for key, values in limits.items()}
     return _model(
         tree,
         inertials,

@@ -62,7 +62,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
 from .calculus import khang_jacobian
-from .chain import Model, PosesFunction, Tree
+from .chain import Model, PosesFunction, Tree, require_one_dof_joints
 from .dynamics import Wrench, inverse_dynamics, mass_matrix
 
 __all__ = [
@@ -296,6 +296,7 @@ def loop_closure(
     Returns:
         A holonomic :class:`Constraint` of ``LOOP_CLOSURE_KINDS[kind]`` equations.
     """
+    require_one_dof_joints(model, "loop_closure")
     if not isinstance(model, Model):
         raise TypeError(f"model must be a kronjax Model, got {type(model).__name__}")
     if kind not in LOOP_CLOSURE_KINDS:
@@ -417,6 +418,7 @@ class Mechanism(eqx.Module):
     q0: Float[Array, " n"]
 
     def __check_init__(self):
+        require_one_dof_joints(self.model, "kronjax.constrained")
         if self.constraints.n_dof != self.model.n_dof:
             raise ValueError(
                 f"constraints on {self.constraints.n_dof} coordinates for a model with {self.model.n_dof}"
@@ -757,7 +759,7 @@ def check_state(
             "kronjax.constrained.project(model, constraints, q, qd)"
         )
     if qd is not None:
-        qd = model.check_q(qd, "qd")
+        qd = model.check_v(qd, "qd")
         v = float(np.max(np.abs(np.asarray(cons.velocity_residual(q, qd)))))
         if v > tol:
             raise ValueError(
@@ -803,7 +805,7 @@ def project(
     """
     cons = _stack(constraints)
     q = _state(model, cons, q=q)[0]
-    qd = None if qd is None else model.check_q(qd, "qd")
+    qd = None if qd is None else model.check_v(qd, "qd")
     rtol = _default_rtol(q.dtype) if rtol is None else rtol
     return _project(model, cons, q, qd, int(iterations), rtol)
 

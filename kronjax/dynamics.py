@@ -45,7 +45,8 @@ from jaxtyping import Array, ArrayLike, Float
 from . import _aba, _composite, _derivatives, _rnea
 from ._finite import all_finite
 from .calculus import product_rule, skew
-from .chain import Model, Tree, choose_method
+from .chain import Model, Tree, choose_method, require_one_dof_joints
+from .configuration import configuration_tangent
 from .kinematics import _hessians, _jacobians
 
 __all__ = [
@@ -132,7 +133,8 @@ def _kinetic(ine, v: Array, w: Array) -> Array:
 
 
 def _check_state(model: Model, **arrays) -> list[Array]:
-    return [model.check_q(x, name) for name, x in arrays.items()]
+    """``q`` checked as a configuration ``(nq,)``, every other array as ``(nv,)``."""
+    return [model.check_q(x, name) if name == "q" else model.check_v(x, name) for name, x in arrays.items()]
 
 
 # --------------------------------------------------------------------------------------------
@@ -171,6 +173,7 @@ def mass_matrix(model: Model, q: Float[ArrayLike, " n"], method: str = "auto") -
 
 
 def _mass_matrix_derivative(model: Model, q: Array, method: str = "auto") -> Array:
+    require_one_dof_joints(model, "mass_matrix_derivative (and C*, the Coriolis matrices)")
     ine = _inertials(model)
     n = q.shape[0]
     if _matrix_method(model, method) == "composite":
@@ -215,6 +218,7 @@ def _coriolis_star_from(dm: Array) -> Array:
 
 
 def _coriolis_star(model: Model, q: Array, method: str = "auto") -> Array:
+    require_one_dof_joints(model, "coriolis_star (and the Coriolis matrices)")
     if _matrix_method(model, method) == "composite":
         _inertials(model)
         return _composite.coriolis_star(model, q)
@@ -269,6 +273,7 @@ def coriolis_matrix(
     """
     if form not in CORIOLIS_FORMS:
         raise ValueError(f"unknown Coriolis form {form!r}; expected one of {CORIOLIS_FORMS}")
+    require_one_dof_joints(model, "coriolis_matrix")
     q, qd = _check_state(model, q=q, qd=qd)
     n = q.shape[0]
     if form == "kane":
@@ -327,6 +332,7 @@ def kinetic_energy(
     """Kinetic energy ``T = sum_i 1/2 m_i v_Gi . v_Gi + 1/2 w_i . I_Gi w_i`` (Truc 22, Parsa 13),
     with ``w_i`` in the body frame; equals ``1/2 qd^T M qd`` (Tuan 93). Computed from one
     forward-mode pass through the poses (no Jacobian matrices)."""
+    require_one_dof_joints(model, "kinetic_energy")
     q, qd = _check_state(model, q=q, qd=qd)
     ine = _inertials(model)
     _, v, w = _velocities(model, q, qd)
@@ -415,7 +421,7 @@ def _as_wrenches(wrenches) -> list[Wrench]:
 
 
 def _generalized_forces(model: Model, q: Array, wrenches: list[Wrench]) -> Array:
-    nb, n = model.n_bodies, q.shape[0]
+    nb, n = model.n_bodies, model.nv
     if not wrenches:
         return jnp.zeros(n, q.dtype)
     bodies = [_wrench_body(model, k, w) for k, w in enumerate(wrenches)]
@@ -540,6 +546,8 @@ def inverse_dynamics(
         wrenches: external loads (see :func:`generalized_forces`); ``None`` for none.
     """
     method = _resolve_method(model, method)
+    if method != "rnea":
+        require_one_dof_joints(model, f"inverse_dynamics(method={method!r})")
     q, qd, qdd = _check_state(model, q=q, qd=qd, qdd=qdd)
     _inertials(model)
     tau = {"rnea": _tree_rnea, "lagrangian": _lagrangian, "kron": _kron_id}[method](model, q, qd, qdd)
@@ -655,10 +663,17 @@ def _tau_change(model: Model, state: tuple, model_tangent: Model, linear: list) 
     """Tangent of ``tau = rnea(model, *state)``: :func:`_linear_change` (analytic partial
     derivatives times state tangents) plus, when the model moves, the forward-mode derivative of
     Newton-Euler with respect to the model."""
-    change = _linear_change(linear, state[0])
+    change = _linear_change(linear, state[1])  # shaped like qd: (nv,)
     if not _is_zero(model_tangent):
         change = change + jax.jvp(lambda m: _rnea.rnea(m, *state), (model,), (_filled(model_tangent),))[1]
     return change
+
+
+def _tangent(model: Model, q: Array, tq):
+    """A change of ``q`` as velocity coordinates (the analytic derivatives are along them)."""
+    if isinstance(tq, SymbolicZero) or not model.has_multi_dof:
+        return tq
+    return configuration_tangent(model, q, tq)
 
 
 @jax.custom_jvp
@@ -671,6 +686,7 @@ def _tree_rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
 def _tree_rnea_jvp(primals, tangents):
     model, q, qd, qdd = primals
     t_model, tq, tqd, tqdd = tangents
+    tq = _tangent(model, q, tq)
     tau, dq, dqd, mass = _derivatives.rnea_derivatives(model, q, qd, qdd)
     return tau, _tau_change(model, (q, qd, qdd), t_model, [(dq, tq), (dqd, tqd), (mass, tqdd)])
 
@@ -692,7 +708,7 @@ def _tree_aba_jvp(primals, tangents):
         tangents = tuple(_filled(t) for t in tangents)
         return jax.jvp(lambda *args: _checked_aba(*args), primals, tangents)
     qdd, dq, dqd, minv, pivots = _derivatives.aba_derivatives(model, q, qd, tau)
-    change = _linear_change([(dq, tq), (dqd, tqd)], q)
+    change = _linear_change([(dq, _tangent(model, q, tq)), (dqd, tqd)], qd)
     rhs = -change if isinstance(ttau, SymbolicZero) else ttau - change
     return _positive_definite(qdd, pivots, _mass_inputs(model, q)), minv @ rhs
 

@@ -63,7 +63,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, ArrayLike, Float
 
-from .chain import Inertials, Model, _is_concrete
+from .chain import Inertials, Model, _is_concrete, require_one_dof_joints
 from .dynamics import _inertials, _resolve_method, inverse_dynamics
 
 __all__ = [
@@ -322,6 +322,7 @@ def regressor(
     model structure and batch shape compiles, later ones reuse it; inside a user's ``jit`` it is
     inlined. (The input checks above run in Python first.)
     """
+    require_one_dof_joints(model, "regressor")
     if not isinstance(model, Model):
         raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
     _resolve_method(model, method)
@@ -540,6 +541,7 @@ def base_parameters(
         samples: number of random states (default ``2 p / n + 20``).
         friction: include the ``2 n`` friction parameters.
     """
+    require_one_dof_joints(model, "base_parameters")
     if not isinstance(model, Model):
         raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
     p = 10 * model.n_bodies + (2 * model.n_dof if friction else 0)
@@ -970,6 +972,7 @@ def fit_to_limits(
             (``lower >= upper``) or its velocity limit is 0 (checked when the limits are concrete,
             not traced).
     """
+    require_one_dof_joints(model, "fit_to_limits")
     _check_excitable(model, "fit_to_limits")
     return _fit_to_limits(model, trajectory, acceleration, margin, int(samples))
 
@@ -1007,6 +1010,7 @@ def condition_number(
     """Condition number ``s_max / s_min`` of the base regressor stacked over the samples of the
     trajectory at ``times`` (Gautier and Khalil 1992; Swevers et al. 1997): the criterion an
     excitation trajectory minimises. Jit-able and differentiable in the trajectory."""
+    require_one_dof_joints(model, "condition_number")
     q, qd, qdd = trajectory(times)
     w = base.regressor(regressor(model, q, qd, qdd, friction=friction)).reshape(-1, base.rank)
     s = jnp.linalg.svd(w, compute_uv=False)
@@ -1044,6 +1048,7 @@ def optimize_excitation(
         ValueError: naming the joint, as :func:`fit_to_limits`, when a joint's limits leave it no
             motion.
     """
+    require_one_dof_joints(model, "optimize_excitation")
     _check_excitable(model, "optimize_excitation")
     times = jnp.asarray(times, trajectory.sine.dtype)
     opt = _ADAM if optimizer is None else optimizer

@@ -31,7 +31,8 @@ from jaxtyping import Array, ArrayLike, Float
 
 from . import _jacobians as _tree
 from .calculus import block_skew, skew
-from .chain import Model, choose_method
+from .chain import Model, choose_method, require_one_dof_joints
+from .configuration import _integrate
 
 __all__ = [
     "FramePoses",
@@ -98,7 +99,7 @@ def _autodiff_jacobians(model: Model, q: Array, points: Array, frame: str) -> tu
         r, p = model.poses(q)
         return (p + jnp.einsum("bij,bj->bi", r, points), r), r
 
-    (jt, dr), r = jax.jacfwd(placed, has_aux=True)(q)
+    (jt, dr), r = jax.jacfwd(_along_tangent(model, q, placed), has_aux=True)(_tangent_origin(model, q))
     jr = _angular_jacobian(r, dr, frame)
     if frame == "body":
         jt = jnp.einsum("bji,bjk->bik", r, jt)
@@ -106,12 +107,27 @@ def _autodiff_jacobians(model: Model, q: Array, points: Array, frame: str) -> tu
 
 
 def _autodiff_hessians(model: Model, q: Array, points: Array, frame: str) -> tuple[Array, Array]:
-    n = q.shape[0]
+    n = model.nv
     if frame == "body*":
         ht = _autodiff_hessians(model, q, points, "base")[0]
         return jnp.einsum("bji,bjk->bik", model.poses(q)[0], ht), _autodiff_hessians(model, q, points, "body")[1]
-    ht, hr = jax.jacfwd(lambda q: _autodiff_jacobians(model, q, points, frame))(q)
+    jacobians = _along_tangent(model, q, lambda q: _autodiff_jacobians(model, q, points, frame))
+    ht, hr = jax.jacfwd(jacobians)(_tangent_origin(model, q))
     return ht.reshape(*ht.shape[:-2], n * n), hr.reshape(*hr.shape[:-2], n * n)
+
+
+def _along_tangent(model: Model, q: Array, f):
+    """``f`` as a function of a velocity ``v`` at ``q``: ``v -> f(q ⊕ v)`` (``f`` itself when all
+    joints are 1-DoF), whose derivative at ``v = 0`` is along the tangent space
+    (:mod:`kronjax.configuration`)."""
+    if not model.has_multi_dof:
+        return f
+    return lambda v: f(_integrate(model, q, v))
+
+
+def _tangent_origin(model: Model, q: Array) -> Array:
+    """Where :func:`_along_tangent`'s function is differentiated: ``q``, or ``v = 0``."""
+    return q if not model.has_multi_dof else jnp.zeros(model.nv, q.dtype)
 
 
 def _method(model: Model, method: str) -> str:
@@ -137,7 +153,8 @@ def _jacobians_dot(model: Model, q: Array, qd: Array, points: Array | None, fram
     if _method(model, method) == "analytic":
         return _tree.jacobians_dot(model.kinematics, q, qd, points, frame, _dtype(model, q, qd))
     points = _zeros_if_none(model, q, points)
-    return jax.jvp(lambda q: _autodiff_jacobians(model, q, points, frame), (q,), (qd,))[1]
+    jacobians = _along_tangent(model, q, lambda q: _autodiff_jacobians(model, q, points, frame))
+    return jax.jvp(jacobians, (_tangent_origin(model, q),), (qd.astype(q.dtype),))[1]
 
 
 def _dtype(model: Model, *arrays):
@@ -227,7 +244,7 @@ def jacobians_dot(
     Args: as :func:`jacobians`; ``qd``: ``(n,)`` joint velocities.
     """
     _check_frame(frame, _JACOBIAN_FRAMES)
-    q, qd = model.check_q(q), model.check_q(qd, "qd")
+    q, qd = model.check_q(q), model.check_v(qd, "qd")
     return _jacobians_dot(model, q, qd, _points(model, points, q.dtype), frame, method)
 
 
@@ -314,12 +331,12 @@ def linear_velocity(
     model: Model, q, qd, body: int | str, point=None, frame: str = "base"
 ) -> Float[Array, "3"]:
     """``v = J_T qd`` of a frame origin or body point, in the base (30, 44) or body frame (32, 46)."""
-    return translational_jacobian(model, q, body, point, frame) @ model.check_q(qd, "qd")
+    return translational_jacobian(model, q, body, point, frame) @ model.check_v(qd, "qd")
 
 
 def angular_velocity(model: Model, q, qd, body: int | str, frame: str = "base") -> Float[Array, "3"]:
     """``omega = J_R qd`` in the base (38) or body frame (39)."""
-    return rotational_jacobian(model, q, body, frame) @ model.check_q(qd, "qd")
+    return rotational_jacobian(model, q, body, frame) @ model.check_v(qd, "qd")
 
 
 def _accelerations(model: Model, q, qd, qdd, body, point, frame: str) -> tuple[Array, Array]:
@@ -327,7 +344,7 @@ def _accelerations(model: Model, q, qd, qdd, body, point, frame: str) -> tuple[A
     (equal to ``J qdd + H (qd ⊗ qd)``, 52, 62, 66), turned into body axes for ``"body"`` (59, 63)."""
     _check_frame(frame, _JACOBIAN_FRAMES)
     q, b, points = _prepare(model, q, body, point)
-    qd, qdd = model.check_q(qd, "qd"), model.check_q(qdd, "qdd")
+    qd, qdd = model.check_v(qd, "qd"), model.check_v(qdd, "qdd")
     jt, jr = (x[b] for x in _jacobians(model, q, points, "base"))
     jtd, jrd = (x[b] for x in _jacobians_dot(model, q, qd, points, "base"))
     a, alpha = jt @ qdd + jtd @ qd, jr @ qdd + jrd @ qd
@@ -394,6 +411,7 @@ def relative_motion(
 ) -> RelativeMotion:
     """Motion of ``body``'s frame relative to ``reference``'s frame (``None``: the base), by
     autodiff of the relative pose ``A_c^(b) = A_b^T A_c``, ``^b d_c^(b) = A_b^T (d_c - d_b)``."""
+    require_one_dof_joints(model, "relative_motion")
     if expressed_in not in ("reference", "moving"):
         raise ValueError(f"expressed_in must be 'reference' or 'moving', got {expressed_in!r}")
     q = model.check_q(q)

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from .chain import Model
+from .chain import Model, require_one_dof_joints
 from .dynamics import INVERSE_DYNAMICS_METHODS, forward_dynamics, gravity, inverse_dynamics
 
 __all__ = [
@@ -190,6 +190,7 @@ def rollout(
                       solver=diffrax.Dopri8(), rtol=1e-10, atol=1e-10)
         jax.vmap(lambda q0: rollout(model, q0, qd0, None, ts).q[-1])(q0s)   # many initial states
     """
+    require_one_dof_joints(model, "rollout")
     if not isinstance(model, Model):
         raise TypeError(f"model must be a kronjax Model, got {type(model).__name__}")
     q0 = model.check_q(q0, "q0")
@@ -352,6 +353,7 @@ def feedforward(model: Model, reference: Reference, *, method: str = "rnea") -> 
             trees), ``"kron"`` (the papers' ``M qdd + C* (qd ⊗ qd) + g``), ``"lagrangian"``,
             ``"auto"``.
     """
+    require_one_dof_joints(model, "feedforward")
     _check_reference(reference)
     return FeedForward(model, reference, _check_method(method))
 
@@ -368,6 +370,7 @@ def computed_torque(
     ``edd + Kd ed + Kp e = 0``. ``kp``, ``kd``: scalars or ``(n,)`` diagonal gains (pytree
     leaves: differentiable). ``model`` is the controller's model, which may differ from the plant.
     """
+    require_one_dof_joints(model, "computed_torque")
     _check_reference(reference)
     return ComputedTorque(model, reference, _gain(kp, "kp"), _gain(kd, "kd"), _check_method(method))
 

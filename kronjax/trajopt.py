@@ -59,7 +59,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, ArrayLike, Float
 
-from .chain import JointLimits, Model
+from .chain import JointLimits, Model, require_one_dof_joints
 from .dynamics import INVERSE_DYNAMICS_METHODS, inverse_dynamics
 
 __all__ = [
@@ -641,6 +641,7 @@ def transcribe(
         limits: the joint limits (default ``model.limits``, unlimited where the model has none).
         margin: shrink every limit by this fraction (a safety margin for the samples).
     """
+    require_one_dof_joints(model, "transcribe")
     if not isinstance(model, Model):
         raise TypeError(f"model must be a kronjax Model, got {type(model).__name__}")
     if not isinstance(boundary, BoundaryConditions):
@@ -1066,6 +1067,7 @@ def optimize(
         A :class:`Result`: ``result.trajectory`` (a :class:`BSpline`, also a reference for
         :mod:`kronjax.simulate`) and ``result.report`` (:class:`SolverReport`).
     """
+    require_one_dof_joints(model, "optimize")
     start = time.perf_counter()
     problem = transcribe(model, boundary, cost, **transcription)
     dtype = boundary.q_start.dtype

@@ -1,8 +1,9 @@
 """URDF in and out: :func:`load_urdf` and :func:`to_urdf`.
 
-kronjax reads the kinematic tree and the inertials of a fixed-base robot: joints ``revolute``,
-``continuous``, ``prismatic`` and ``fixed``, ``<origin xyz rpy>``, ``<axis>``, ``<inertial>`` (with
-its own origin) and ``<limit>``. Visuals, collisions, meshes, transmissions and Gazebo tags are not
+kronjax reads the kinematic tree and the inertials of a robot: joints ``revolute``,
+``continuous``, ``prismatic``, ``fixed``, ``floating`` (a ``"free"`` joint) and ``planar`` (in the
+joint frame's x-y plane), ``<origin xyz rpy>``, ``<axis>``, ``<inertial>`` (with its own origin)
+and ``<limit>``; ``floating_base=True`` puts the whole robot on a free-flyer joint. Visuals, collisions, meshes, transmissions and Gazebo tags are not
 read, so a URDF that names mesh files that are not on this machine loads.
 
 The parser is the standard library's :mod:`xml.etree.ElementTree`: URDF is a small XML dialect,
@@ -28,12 +29,13 @@ from pathlib import Path
 import numpy as np
 
 from ._rotations import axis_angle, rpy, to_rpy
-from .chain import Inertial, Joint, Model, Tree, from_joints
+from .chain import Inertial, Joint, Model, Tree, from_joints, require_one_dof_joints
 
 __all__ = ["URDFError", "load_urdf", "to_urdf"]
 
 _MOVING = {"revolute": "R", "continuous": "R", "prismatic": "P"}
-_NOT_SUPPORTED = ("floating", "planar")
+_MULTI_DOF = {"floating": "free", "planar": "planar"}
+ROOT_JOINT = "root_joint"  # the free-flyer of floating_base=True, named as Pinocchio names it
 # what to_urdf writes for an unlimited effort or velocity: URDF parsers (urdfdom) accept no "inf"
 _UNLIMITED = float(np.finfo(np.float64).max)
 
@@ -195,14 +197,10 @@ def _joint(element: ET.Element, links: dict) -> _UrdfJoint:
         raise URDFError("a <joint> has no name")
     where = f"joint {name!r}"
     kind = element.get("type")
-    if kind in _NOT_SUPPORTED:
+    if kind not in (*_MOVING, *_MULTI_DOF, "fixed"):
         raise URDFError(
-            f"{where}: joint type {kind!r} is not supported yet (kronjax models fixed-base trees "
-            "of revolute, continuous, prismatic and fixed joints)"
-        )
-    if kind not in (*_MOVING, "fixed"):
-        raise URDFError(
-            f"{where}: unknown joint type {kind!r}; expected revolute, continuous, prismatic or fixed"
+            f"{where}: unknown joint type {kind!r}; expected revolute, continuous, prismatic, fixed, "
+            "floating or planar"
         )
     if element.find("mimic") is not None:
         raise URDFError(
@@ -229,6 +227,11 @@ def _joint(element: ET.Element, links: dict) -> _UrdfJoint:
         if abs(norm - 1.0) > 1e-9:
             warnings.warn(f"{where}: axis {axis} is not a unit vector; normalised", stacklevel=4)
         axis = axis / scale / (norm / scale)
+    if kind == "planar" and not np.allclose(axis, (0.0, 0.0, 1.0), rtol=0, atol=1e-9):
+        raise URDFError(
+            f"{where}: a planar joint moves in its joint frame's x-y plane: its <axis> must be 0 0 1 "
+            f"(got {axis}); rotate the joint's <origin> instead"
+        )
     return _UrdfJoint(
         name=name,
         kind=kind,
@@ -392,9 +395,32 @@ def _first_bad_pivot(m: np.ndarray, tol: float) -> int | None:
     return bad - 1
 
 
+def _sub_joints(joints: list[Joint], masses: list[_Mass]) -> tuple[list[Joint], list[_Mass]]:
+    """Free and planar joints as chains of 1-DoF joints in the child frame (the translations, then
+    the rotations; massless but for the last), which have the same ``M`` at some configuration."""
+    subs = {"free": ("P", "P", "P", "R", "R", "R"), "planar": ("P", "P", "R")}
+    out, out_masses, index = [], [], {}
+    for i, (joint, mass) in enumerate(zip(joints, masses)):
+        parent = -1 if joint.parent < 0 else index[joint.parent]
+        kinds = subs.get(joint.kind)
+        if kinds is None:
+            out.append(Joint(joint.kind, parent, joint.axis, joint.rotation, joint.translation, joint.name))
+            out_masses.append(mass)
+        else:
+            axes = np.eye(3)[[0, 1, 2, 0, 1, 2] if joint.kind == "free" else [0, 1, 2]]
+            for k, (kind, axis) in enumerate(zip(kinds, axes)):
+                first = k == 0
+                out.append(Joint(kind, parent if first else len(out) - 1, axis, joint.rotation if first else np.eye(3),
+                                 joint.translation if first else np.zeros(3), joint.name))
+                out_masses.append(mass if k == len(kinds) - 1 else _Mass())
+        index[i] = len(out) - 1
+    return out, out_masses
+
+
 def _check_mass_matrix(joints: list[Joint], masses: list[_Mass]) -> None:
     """URDFError naming the joint where ``M`` is singular to working precision at a random
     configuration (so at almost every configuration: the rank of ``M(q)`` is generic)."""
+    joints, masses = _sub_joints(joints, masses)
     q = np.random.default_rng(0).uniform(-np.pi, np.pi, len(joints))
     m, scale = _mass_matrix(joints, masses, q)
     names = [joint.name for joint in joints if joint.kind != "F"]
@@ -431,6 +457,7 @@ def load_urdf(
     gravity=None,
     merge_fixed: bool = True,
     strict_limits: bool = False,
+    floating_base: bool = False,
 ) -> Model:
     """A kronjax :class:`~kronjax.chain.Model` from a URDF file or string.
 
@@ -447,10 +474,15 @@ def load_urdf(
             the root belong to the base and are dropped. With ``False`` those links stay bodies of
             kind ``"F"`` (frames you can name in every kronjax function, e.g. a tool frame).
         strict_limits: keep degenerate ``<limit>`` values as written (see Returns).
+        floating_base: put the root link on a free-flyer joint named ``"root_joint"`` (body 0,
+            ``q[:7] = [x, y, z, qx, qy, qz, qw]``, ``v[:6]`` the root link's linear and angular
+            velocity in its own frame), as Pinocchio's ``buildModelFromUrdf(path,
+            JointModelFreeFlyer())``; the root link and the links fixed to it are then body 0
+            instead of the base. A URDF ``floating`` joint is read as such a joint wherever it is.
 
     Returns:
         A model with one body per moving joint (``revolute`` and ``continuous`` become ``"R"``,
-        ``prismatic`` ``"P"``), named after the joint's child link, the joint names kept, the
+        ``prismatic`` ``"P"``, ``floating`` ``"free"``, ``planar`` ``"planar"``), named after the joint's child link, the joint names kept, the
         ``<limit>`` values in ``model.limits`` (``inf`` where absent, and where written as the
         largest double, as :func:`to_urdf` writes unlimited values; a continuous joint has no
         position limits). CAD exporters write ``lower="0" upper="0" effort="0" velocity="0"`` for
@@ -463,7 +495,9 @@ def load_urdf(
 
     Raises:
         URDFError: (a ``ValueError``) for malformed input, naming the element: XML syntax, an
-            empty text, unknown or unsupported (``floating``, ``planar``) joint types, ``<mimic>``,
+            empty text, unknown joint types, a planar joint whose axis is not z, ``<mimic>``,
+            ``floating_base=True`` with a root link that is already the child of a floating joint's
+            chain of fixed joints (two free-flyers),
             missing or undefined parent/child links, two parents for a link, loops, duplicate names,
             non-numeric or non-finite attributes (limits may be ``inf``), negative masses, inertias
             that are not positive semi-definite, zero axes, negative velocity or effort limits,
@@ -485,6 +519,11 @@ def load_urdf(
     merged: list[list[str]] = []  # the links that make up each body
     degenerate: list[str] = []
     body_of: dict[str, tuple[int, np.ndarray]] = {root: (-1, np.eye(4))}
+    if floating_base:
+        joints.append(Joint(kind="free", name=ROOT_JOINT, body_name=root))
+        body_mass.append(masses[root])
+        merged.append([root])
+        body_of[root] = (0, np.eye(4))
     stack = list(reversed(children.get(root, [])))
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked for below, by name
         while stack:  # depth first, children in file order: parents before children, like Pinocchio
@@ -507,9 +546,17 @@ def load_urdf(
                 limits, dropped = _settled_limits(joint, strict_limits)
                 if dropped:
                     degenerate.append(f"{joint.name!r} ({', '.join(dropped)})")
+            if joint.kind in _MULTI_DOF:
+                if floating_base and joint.kind == "floating" and parent_body == 0:
+                    raise URDFError(
+                        f"joint {joint.name!r}: the root link {root!r} already holds link {joint.child!r} by a "
+                        "floating joint; floating_base=True would add a second free-flyer: load with "
+                        "floating_base=False"
+                    )
+                limits = {key: joint.limits[key] for key in ("velocity", "effort")}
             joints.append(
                 Joint(
-                    kind=_MOVING.get(joint.kind, "F"),
+                    kind=_MOVING.get(joint.kind) or _MULTI_DOF.get(joint.kind, "F"),
                     parent=parent_body,
                     axis=joint.axis if joint.kind in _MOVING else (0.0, 0.0, 1.0),
                     rotation=to_child[:3, :3],
@@ -577,6 +624,7 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
     ranges (of a model loaded with ``strict_limits=True``) are written as they are: load them
     back with ``strict_limits=True``.
     """
+    require_one_dof_joints(model, "to_urdf")
     tree = model.kinematics
     if not isinstance(tree, Tree):
         raise TypeError("to_urdf needs a model with a joint tree (from_dh, from_joints, load_urdf), not a poses function")

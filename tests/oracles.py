@@ -115,7 +115,13 @@ def to_pinocchio(model: kj.Model):
             joint_of.append(parent_joint)
             body_in_joint.append(pre * post)
         else:
-            jmodel = pin.JointModelRevoluteUnaligned(axis) if kind == "R" else pin.JointModelPrismaticUnaligned(axis)
+            jmodel = {
+                "R": lambda: pin.JointModelRevoluteUnaligned(axis),
+                "P": lambda: pin.JointModelPrismaticUnaligned(axis),
+                "free": pin.JointModelFreeFlyer,
+                "spherical": pin.JointModelSpherical,
+                "planar": pin.JointModelPlanar,
+            }[kind]()
             jid = pm.addJoint(parent_joint, jmodel, pre, model.joint_names[i])
             joint_ids.append(jid)
             joint_of.append(jid)

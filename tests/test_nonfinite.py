@@ -143,6 +143,10 @@ CASES = {
     "forward_dynamics": lambda x: kj.forward_dynamics(x["model"], x["q"], x["qd"], x["tau"]),
     "inverse_dynamics_derivatives": lambda x: kj.inverse_dynamics_derivatives(x["model"], x["q"], x["qd"], x["qdd"]),
     "forward_dynamics_derivatives": lambda x: kj.forward_dynamics_derivatives(x["model"], x["q"], x["qd"], x["tau"]),
+    # configuration space (Euclidean on this model; the Lie-group joints in tests/test_lie.py)
+    "integrate": lambda x: kj.integrate(x["model"], x["q"], x["qd"]),
+    "difference": lambda x: kj.difference(x["model"], x["q"], x["qdd"]),
+    "normalize": lambda x: kj.normalize(x["model"], x["q"]),
 }
 
 
@@ -450,6 +454,8 @@ OTHER_COVERAGE = {
     "Model": "the model-parameter slots of every propagation case (mass, inertia, com, placement, axis, gravity)",
     "Wrench": "the force and point slots of generalized_forces and forward_dynamics[wrenches]",
     "check_finite": "test_check_finite_*",
+    "neutral": "takes no numbers (the model's structure only)",
+    "random_configuration": "reads only a key and the model's limits, which JointLimits checks (test_limits_may_be_infinite_but_not_nan)",
 }
 
 

@@ -61,14 +61,11 @@ MALFORMED = {
         _robot(_link("base", None), _link("l1"), _joint("j1", "base", "l1", kind="ball")),
         r"joint 'j1': unknown joint type 'ball'",
     ),
-    "floating joint": (
-        _robot(_link("base", None), _link("l1"), _joint("j1", "base", "l1", kind="floating")),
-        r"joint 'j1': joint type 'floating' is not supported yet",
+    "planar joint about x": (
+        _robot(_link("base", None), _link("l1"), _joint("j1", "base", "l1", kind="planar", axis="1 0 0")),
+        r"joint 'j1': a planar joint moves in its joint frame's x-y plane: its <axis> must be 0 0 1",
     ),
-    "planar joint": (
-        _robot(_link("base", None), _link("l1"), _joint("j1", "base", "l1", kind="planar")),
-        r"joint 'j1': joint type 'planar' is not supported yet",
-    ),
+
     "missing parent": (
         _robot(_link("base", None), _link("l1"), '<joint name="j1" type="revolute"><child link="l1"/></joint>'),
         r"joint 'j1': missing <parent link=...>",

@@ -1,0 +1,122 @@
+"""Configuration space of a model: ``q`` on a Lie group, velocities in its tangent space.
+
+Revolute and prismatic coordinates are Euclidean; free, spherical and planar joints
+(:mod:`kronjax.chain`, Pinocchio's conventions) carry unit quaternions or ``(cos, sin)`` pairs, so
+``q`` has ``nq`` numbers and a velocity ``v`` has ``nv``. ``integrate(q, v) = q ⊕ v`` applies the
+exponential map of each joint on the right (the velocity is expressed in the child frame), and
+``difference(q0, q1)`` is its inverse; they agree with ``pinocchio.integrate`` and
+``pinocchio.difference``. Derivatives "with respect to ``q``" of every kronjax quantity
+(Jacobians, Hessians, ``dtau/dq``) are taken along ``v``: ``d/dε f(q ⊕ ε e_k)`` at ``ε = 0``.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
+
+from . import _lie
+from .chain import JOINT_NQ, JOINT_NV, MULTI_DOF, Model, joint_motion
+
+__all__ = ["neutral", "integrate", "difference", "normalize", "random_configuration"]
+
+
+def configuration_tangent(model: Model, q: Float[Array, " nq"], dq: Float[Array, " nq"]) -> Float[Array, " nv"]:
+    """The velocity ``v`` ``(nv,)`` of a change ``dq`` ``(nq,)`` of the configuration numbers:
+    ``q + ε dq = q ⊕ ε v`` to first order, for a ``dq`` tangent to the unit quaternions (the part
+    that changes a quaternion's norm is dropped). Free: ``v = (R^T dp, 2 vec(q̄ ⊗ dq))``;
+    spherical: ``2 vec(q̄ ⊗ dq)``; planar: ``(R^T (dx, dy), c ds - s dc)``."""
+    tree = model.kinematics
+    parts = []
+    for kind, start in zip(tree.kinds, tree.q_index):
+        if kind in ("R", "P"):
+            parts.append(dq[start : start + 1])
+        elif kind in MULTI_DOF:
+            qj, dqj = q[start : start + JOINT_NQ[kind]], dq[start : start + JOINT_NQ[kind]]
+            rotation, _ = joint_motion(kind, qj)
+            if kind == "planar":
+                c, s = qj[2], qj[3]
+                parts += [rotation[:2, :2].T @ dqj[:2], (c * dqj[3] - s * dqj[2])[None]]
+                continue
+            if kind == "free":
+                parts.append(rotation.T @ dqj[:3])
+                qj, dqj = qj[3:], dqj[3:]
+            parts.append(_quaternion_velocity(qj, dqj))
+    return jnp.concatenate(parts) if parts else jnp.zeros(0, dq.dtype)
+
+
+def _quaternion_velocity(quat: Array, dquat: Array) -> Array:
+    """``2 vec(q̄ ⊗ dq)``: the angular velocity in the child frame of ``dq = 1/2 q ⊗ (w, 0)``."""
+    u, w = quat[:3], quat[3]
+    du, dw = dquat[:3], dquat[3]
+    return 2 * (w * du - dw * u - jnp.cross(u, du))
+
+
+def _joints(model: Model):
+    """``(kind, q slice, v slice)`` of every joint with a coordinate."""
+    tree = model.kinematics
+    kinds = getattr(tree, "kinds", None) or ("R",) * model.nq
+    q_index = getattr(tree, "q_index", tuple(range(model.nq)))
+    v_index = getattr(tree, "v_index", tuple(range(model.nv)))
+    for kind, qi, vi in zip(kinds, q_index, v_index):
+        if kind != "F":
+            yield kind, slice(qi, qi + JOINT_NQ[kind]), slice(vi, vi + JOINT_NV[kind])
+
+
+def neutral(model: Model, dtype=None) -> Float[Array, " nq"]:
+    """The neutral configuration (``pinocchio.neutral``): zero coordinates, identity quaternions
+    ``[0, 0, 0, 1]``, planar ``[0, 0, 1, 0]``."""
+    dtype = dtype or jnp.result_type(float)
+    parts = [_lie.neutral(kind, dtype) for kind, _, _ in _joints(model)]
+    return jnp.concatenate(parts) if parts else jnp.zeros(0, dtype)
+
+
+def integrate(model: Model, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv"]) -> Float[Array, " nq"]:
+    """``q ⊕ v`` (``pinocchio.integrate``): every joint moved with the constant velocity ``v`` (its
+    slice, in the child frame) for unit time. ``q + v`` when every joint is 1-DoF."""
+    q, v = model.check_q(q), model.check_v(v, "v")
+    return _integrate(model, q, v)
+
+
+def _integrate(model: Model, q: Array, v: Array) -> Array:
+    if not model.has_multi_dof:
+        return q + v.astype(q.dtype)
+    return jnp.concatenate([_lie.integrate(kind, q[qs], v[vs]) for kind, qs, vs in _joints(model)])
+
+
+def difference(model: Model, q0: Float[ArrayLike, " nq"], q1: Float[ArrayLike, " nq"]) -> Float[Array, " nv"]:
+    """``q1 ⊖ q0`` (``pinocchio.difference``): the velocity ``v`` with ``integrate(model, q0, v) =
+    q1`` (rotations by at most ``pi``). ``q1 - q0`` when every joint is 1-DoF."""
+    q0, q1 = model.check_q(q0, "q0"), model.check_q(q1, "q1")
+    if not model.has_multi_dof:
+        return q1 - q0
+    return jnp.concatenate([_lie.difference(kind, q0[qs], q1[qs]) for kind, qs, _ in _joints(model)])
+
+
+def normalize(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, " nq"]:
+    """``q`` with every quaternion and ``(cos, sin)`` pair scaled to unit norm
+    (``pinocchio.normalize``); other coordinates unchanged."""
+    q = model.check_q(q)
+    if not model.has_multi_dof:
+        return q
+    return jnp.concatenate([_lie.normalize(kind, q[qs]) for kind, qs, _ in _joints(model)])
+
+
+def random_configuration(model: Model, key: Array, translation_range: float = 1.0) -> Float[Array, " nq"]:
+    """A random configuration: revolute and prismatic coordinates uniform within the model's
+    position limits where both are finite, else in ``[-pi, pi]``; rotations uniform on SO(3)
+    (free, spherical) or in ``[-pi, pi]`` (planar); the translations of free and planar joints
+    uniform in ``[-translation_range, translation_range]`` (metres)."""
+    limits = model.limits
+    parts = []
+    for k, (kind, _, vs) in zip(jax.random.split(key, model.nq), _joints(model)):
+        if kind in ("R", "P"):
+            lower, upper = (-jnp.pi, jnp.pi) if limits is None else (limits.lower[vs], limits.upper[vs])
+            bounded = jnp.isfinite(lower) & jnp.isfinite(upper)
+            parts.append(_lie.random(kind, k, jnp.where(bounded, lower, -jnp.pi), jnp.where(bounded, upper, jnp.pi)))
+        elif kind == "spherical":
+            parts.append(_lie.random(kind, k))
+        else:
+            size = 3 if kind == "free" else 2
+            parts.append(_lie.random(kind, k, -translation_range * jnp.ones(size), translation_range * jnp.ones(size)))
+    return jnp.concatenate(parts)

@@ -1,0 +1,374 @@
+"""Free, spherical and planar joints and floating-base robots (issue 15) against Pinocchio and
+first principles.
+
+Oracles: Pinocchio 4.1 (``JointModelFreeFlyer``, ``JointModelSpherical``, ``JointModelPlanar``,
+``buildModelFromUrdf(path, JointModelFreeFlyer())``) for ``M``, inverse and forward dynamics,
+gravity, their analytical derivatives, joint Jacobians (LOCAL_WORLD_ALIGNED and LOCAL), classical
+accelerations ``J vd + H (v ⊗ v)`` and ``J vd + Jdot v``, ``integrate`` and ``difference``; first
+principles for a free-floating humanoid in zero gravity (momentum conserved and power balanced
+along the forward dynamics) and central differences on the manifold for derivatives with respect to
+the configuration. Configurations come from Pinocchio's ``randomConfiguration``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pinocchio as pin
+import pytest
+from oracles import jit_once, random_inertia, random_rotation, relative_error, symmetric_from_upper, to_pinocchio
+
+import kronjax as kj
+
+DATA = Path(__file__).parent / "data"
+STATES = 20
+TOL = 1e-10
+
+
+def mixed_model() -> kj.Model:
+    """A tree with every joint kind: a free-flyer root, then a revolute-spherical-prismatic branch
+    (a fixed tool at its end) and a planar-revolute branch; random placements, axes and full
+    inertias."""
+    rng = np.random.default_rng(3)
+    spec = [("free", -1), ("R", 0), ("spherical", 1), ("P", 2), ("F", 3), ("planar", 0), ("R", 5)]
+    joints, inertials = [], []
+    for i, (kind, parent) in enumerate(spec):
+        axis = rng.normal(size=3)
+        joints.append(
+            kj.Joint(kind=kind, parent=parent, axis=axis / np.linalg.norm(axis), rotation=random_rotation(rng),
+                     translation=rng.normal(size=3) * 0.3, name=f"j{i}", body_name=f"b{i}")
+        )
+        inertials.append(kj.Inertial(rng.uniform(0.5, 2.0), rng.normal(size=3) * 0.1, random_inertia(rng)))
+    return kj.from_joints(joints, inertials)
+
+
+class Twin:
+    """A kronjax model, its Pinocchio twin and the maps between their coordinates (by joint name:
+    Pinocchio's URDF parser orders sibling joints by name, kronjax by file order)."""
+
+    def __init__(self, model: kj.Model, pm):
+        self.model, self.pm, self.pd = model, pm, pm.createData()
+        moving = [name for name, kind in zip(model.joint_names, model.kinematics.kinds) if kind != "F"]
+        ids = [pm.getJointId(name) for name in moving]
+        self.ids = {name: jid for name, jid in zip(moving, ids)}
+        self.q_perm = np.concatenate([np.arange(pm.idx_qs[j], pm.idx_qs[j] + pm.nqs[j]) for j in ids])
+        self.v_perm = np.concatenate([np.arange(pm.idx_vs[j], pm.idx_vs[j] + pm.nvs[j]) for j in ids])
+
+    def states(self, count: int = STATES, seed: int = 0):
+        """Pinocchio's random configurations (translations in [-1, 1]), random v and a."""
+        rng = np.random.default_rng(seed)
+        pin.seed(seed)
+        bound = np.ones(self.pm.nq)
+        qs = np.stack([pin.randomConfiguration(self.pm, -bound, bound) for _ in range(count)])
+        vs, accs = rng.normal(size=(2, count, self.pm.nv))
+        return qs, vs, accs
+
+    def ours(self, q, v, a):
+        return q[..., self.q_perm], v[..., self.v_perm], a[..., self.v_perm]
+
+    def vec(self, x):
+        return np.asarray(x)[self.v_perm]
+
+    def mat(self, m):
+        return np.asarray(m)[np.ix_(self.v_perm, self.v_perm)]
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    model = mixed_model()
+    return Twin(model, to_pinocchio(model))
+
+
+@pytest.fixture(scope="module", params=[pytest.param("humanoid", marks=pytest.mark.slow), "quadruped"])
+def robot(request):
+    path = DATA / f"{request.param}.urdf"
+    twin = Twin(kj.load_urdf(path, floating_base=True), pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()))
+    twin.name = request.param
+    return twin
+
+
+def _dynamics(model):
+    def values(q, v, a):
+        dq, dv, _ = kj.inverse_dynamics_derivatives(model, q, v, a)
+        fq, fv, minv = kj.forward_dynamics_derivatives(model, q, v, a)
+        return dict(
+            M=kj.mass_matrix(model, q), tau=kj.inverse_dynamics(model, q, v, a), qdd=kj.forward_dynamics(model, q, v, a),
+            g=kj.gravity(model, q), dtau_dq=dq, dtau_dv=dv, dqdd_dq=fq, dqdd_dv=fv, minv=minv,
+        )
+
+    return jit_once(jax.vmap(values))
+
+
+def _pinocchio_dynamics(twin: Twin, q, v, a) -> dict:
+    pm, pd = twin.pm, twin.pd
+    dq, dv, _ = pin.computeRNEADerivatives(pm, pd, q, v, a)
+    dq, dv = dq.copy(), dv.copy()
+    fq, fv, minv = (x.copy() for x in pin.computeABADerivatives(pm, pd, q, v, a))
+    return dict(
+        M=twin.mat(symmetric_from_upper(pin.crba(pm, pd, q))), tau=twin.vec(pin.rnea(pm, pd, q, v, a)),
+        qdd=twin.vec(pin.aba(pm, pd, q, v, a)), g=twin.vec(pin.computeGeneralizedGravity(pm, pd, q)),
+        dtau_dq=twin.mat(dq), dtau_dv=twin.mat(dv), dqdd_dq=twin.mat(fq), dqdd_dv=twin.mat(fv),
+        minv=twin.mat(symmetric_from_upper(minv)),
+    )
+
+
+def _check_dynamics(twin: Twin, count: int) -> None:
+    qs, vs, accs = twin.states(count)
+    ours = _dynamics(twin.model)(*(jnp.asarray(x) for x in twin.ours(qs, vs, accs)))
+    for k in range(count):
+        expected = _pinocchio_dynamics(twin, qs[k], vs[k], accs[k])
+        for name, value in expected.items():
+            assert relative_error(ours[name][k], value) < TOL, (name, k)
+
+
+def test_mixed_tree_dynamics_against_pinocchio(mixed):
+    assert (mixed.model.nq, mixed.model.nv) == (mixed.pm.nq, mixed.pm.nv) == (18, 15)
+    _check_dynamics(mixed, STATES)
+
+
+def test_floating_base_robots_against_pinocchio(robot):
+    nq, nv = {"humanoid": (38, 37), "quadruped": (19, 18)}[robot.name]
+    assert (robot.model.nq, robot.model.nv) == (robot.pm.nq, robot.pm.nv) == (nq, nv)
+    assert robot.model.joint_names[0] == "root_joint" and robot.model.kinematics.kinds[0] == "free"
+    _check_dynamics(robot, 5)
+
+
+def test_mixed_tree_kinematics_against_pinocchio(mixed):
+    model, pm, pd = mixed.model, mixed.pm, mixed.pd
+
+    def values(q, v, a):
+        out = {}
+        for frame in ("base", "body"):
+            out[f"J_{frame}"] = kj.jacobians(model, q, frame=frame)
+        out["H"] = kj.hessians(model, q)
+        out["Jdot"] = kj.jacobians_dot(model, q, v)
+        return out
+
+    qs, vs, accs = mixed.states()
+    ours = jit_once(jax.vmap(values))(*(jnp.asarray(x) for x in mixed.ours(qs, vs, accs)))
+    bodies = [b for b, kind in enumerate(model.kinematics.kinds) if kind != "F"]
+    for k in range(STATES):
+        q, v, a = qs[k], vs[k], accs[k]
+        pin.computeJointJacobians(pm, pd, q)
+        pin.forwardKinematics(pm, pd, q, v, a)
+        qk, vk, ak = mixed.ours(q, v, a)
+        for b in bodies:
+            jid = mixed.ids[model.joint_names[b]]
+            for frame, reference in (("base", pin.LOCAL_WORLD_ALIGNED), ("body", pin.LOCAL)):
+                expected = pin.getJointJacobian(pm, pd, jid, reference)[:, mixed.v_perm]
+                jt, jr = (x[k, b] for x in ours[f"J_{frame}"])
+                assert relative_error(np.vstack([jt, jr]), expected) < TOL, (frame, b, k)
+            acc = pin.getClassicalAcceleration(pm, pd, jid, pin.LOCAL_WORLD_ALIGNED)
+            expected = np.concatenate([acc.linear, acc.angular])
+            jt, jr = (x[k, b] for x in ours["J_base"])
+            ht, hr = (x[k, b] for x in ours["H"])
+            jtd, jrd = (x[k, b] for x in ours["Jdot"])
+            vv = np.kron(vk, vk)
+            by_hessian = np.concatenate([jt @ ak + ht @ vv, jr @ ak + hr @ vv])
+            by_jdot = np.concatenate([jt @ ak + jtd @ vk, jr @ ak + jrd @ vk])
+            assert relative_error(by_hessian, expected) < TOL, (b, k)
+            assert relative_error(by_jdot, expected) < TOL, (b, k)
+
+
+def test_analytic_kinematics_equal_autodiff_along_the_tangent_space(mixed):
+    """The analytic Jacobians, Hessians and dJ/dt against ``jax.jacfwd`` / ``jax.jvp`` of the poses
+    composed with ``integrate`` (derivatives along ``q ⊕ v``), both frames, at the centres of mass."""
+    model = mixed.model
+
+    def both(q, v):
+        out = []
+        for method in ("analytic", "autodiff"):
+            for frame in ("base", "body"):
+                out.append((
+                    kj.jacobians(model, q, frame=frame, points="com", method=method),
+                    kj.hessians(model, q, frame=frame, points="com", method=method),
+                    kj.jacobians_dot(model, q, v, frame=frame, points="com", method=method),
+                ))
+        return out
+
+    qs, vs, accs = mixed.states(3, seed=1)
+    fn = jit_once(both)
+    for k in range(3):
+        q, v, _ = mixed.ours(qs[k], vs[k], accs[k])
+        out = fn(jnp.asarray(q), jnp.asarray(v))
+        for analytic, autodiff in zip(out[:2], out[2:]):
+            for x, y in zip(jax.tree.leaves(analytic), jax.tree.leaves(autodiff)):
+                assert relative_error(x, y) < 1e-12
+
+
+def test_integrate_and_difference_against_pinocchio(mixed):
+    model, pm = mixed.model, mixed.pm
+    qs, vs, _ = mixed.states(STATES, seed=2)
+    q1s = np.stack([pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq)) for _ in range(STATES)])
+    integrate = jit_once(jax.vmap(lambda q, v: kj.integrate(model, q, v)))
+    difference = jit_once(jax.vmap(lambda q0, q1: kj.difference(model, q0, q1)))
+    ours_q, ours_v, _ = mixed.ours(qs, vs, vs)
+    ours_q1 = q1s[:, mixed.q_perm]
+    got_q = np.asarray(integrate(ours_q, ours_v))
+    got_v = np.asarray(difference(ours_q, ours_q1))
+    for k in range(STATES):
+        expected = pin.integrate(pm, qs[k], vs[k])[mixed.q_perm]
+        quaternions = [s for s in (slice(3, 7), slice(8, 12)) if np.dot(got_q[k, s], expected[s]) < 0]
+        for s in quaternions:  # a quaternion and its negative are the same rotation
+            expected[s] = -expected[s]
+        assert relative_error(got_q[k], expected) < TOL
+        assert relative_error(got_v[k], mixed.vec(pin.difference(pm, qs[k], q1s[k]))) < TOL
+    assert relative_error(kj.neutral(model), pin.neutral(pm)[mixed.q_perm]) == 0
+    unnormalised = ours_q[0] * np.where(np.isin(np.arange(model.nq), [3, 4, 5, 6, 8, 9, 10, 11, 15, 16]), 1.7, 1.0)
+    assert relative_error(kj.normalize(model, unnormalised), ours_q[0]) < 1e-15
+
+
+def test_random_configuration_is_on_the_manifold(mixed):
+    model = mixed.model
+    qs = jax.vmap(lambda key: kj.random_configuration(model, key))(jax.random.split(jax.random.key(0), 500))
+    for s in (slice(3, 7), slice(8, 12), slice(15, 17)):  # free, spherical quaternions; planar (cos, sin)
+        assert np.max(np.abs(np.linalg.norm(qs[:, s], axis=1) - 1)) < 1e-14
+    assert np.all(np.abs(qs[:, :3]) <= 1.0)
+
+
+def test_derivatives_with_respect_to_the_configuration_are_along_the_tangent_space(mixed):
+    """``jax.jvp`` of inverse and forward dynamics (through their analytic derivative rules) along
+    ``t -> q ⊕ t d`` against central differences of the same curve, and ``jax.grad`` of a loss
+    with respect to ``q`` (``(nq,)``, through the rules) against central differences along a curve
+    through ``q`` with the same ambient tangent."""
+    model = mixed.model
+    qs, vs, accs = mixed.states(2, seed=3)
+    q, v, a = (jnp.asarray(x) for x in mixed.ours(qs[0], vs[0], accs[0]))
+    d = jnp.asarray(np.random.default_rng(4).normal(size=model.nv))
+    curve = lambda t: kj.integrate(model, q, t * d)  # noqa: E731
+    for f in (lambda q: kj.inverse_dynamics(model, q, v, a), lambda q: kj.forward_dynamics(model, q, v, a)):
+        along = jax.jit(lambda t: f(curve(t)))
+        tangent = jax.jvp(along, (0.0,), (1.0,))[1]
+        h = 1e-5
+        central = (along(h) - along(-h)) / (2 * h)
+        assert relative_error(tangent, central) < 1e-8
+    loss = lambda q: jnp.sum(kj.inverse_dynamics(model, q, v, a) ** 2)  # noqa: E731
+    grad = jax.grad(loss)(q)
+    ambient = jax.jvp(curve, (0.0,), (1.0,))[1]  # the same curve's velocity in q's numbers
+    h = 1e-5
+    central = (loss(curve(h)) - loss(curve(-h))) / (2 * h)
+    assert abs(float(grad @ ambient) - float(central)) < 1e-7 * abs(float(central))
+
+
+@pytest.mark.parametrize("name", [pytest.param("humanoid", marks=pytest.mark.slow), "quadruped"])
+def test_free_floating_robot_conserves_momentum_and_balances_power(name):
+    """In zero gravity with no force on the base (``tau[:6] = 0``) and any joint torques, the
+    accelerations of :func:`forward_dynamics` keep the linear and angular momentum constant
+    (``dh/dt = 0``, ``h`` summed over the bodies' centres of mass from their Jacobians), and the
+    kinetic energy changes by the torques' power (``dT/dt = v . tau``)."""
+    path = DATA / f"{name}.urdf"
+    model = kj.load_urdf(path, floating_base=True, gravity=(0.0, 0.0, 0.0))
+    pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+    twin = Twin(model, pm)
+    ine = model.inertials
+
+    def momentum_and_energy(q, v):
+        (jt, _), (_, jr) = kj.jacobians(model, q, points="com"), kj.jacobians(model, q, frame="body")
+        rotations, origins = kj.forward_kinematics(model, q)
+        centres = origins + jnp.einsum("bij,bj->bi", rotations, ine.com)
+        velocity, spin = jt @ v, jr @ v
+        linear = jnp.einsum("b,bi->i", ine.mass, velocity)
+        angular = jnp.sum(ine.mass[:, None] * jnp.cross(centres, velocity), 0) + jnp.einsum(
+            "bij,bjk,bk->i", rotations, ine.inertia, spin
+        )
+        return linear, angular, 0.5 * v @ kj.mass_matrix(model, q) @ v
+
+    @jit_once
+    def rates(q, v, tau):
+        a = kj.forward_dynamics(model, q, v, tau)
+        state = lambda t: (kj.integrate(model, q, t * v), v + t * a)  # noqa: E731
+        values, changes = jax.jvp(lambda t: momentum_and_energy(*state(t)), (0.0,), (1.0,))
+        return values, changes
+
+    qs, vs, taus = twin.states(3, seed=5)
+    for k in range(3):
+        q, v, tau = twin.ours(qs[k], vs[k], taus[k])
+        tau[:6] = 0.0
+        (linear, angular, _), (d_linear, d_angular, d_energy) = rates(q, v, tau)
+        assert np.max(np.abs(d_linear)) < 1e-10 * (1 + np.max(np.abs(linear)))
+        assert np.max(np.abs(d_angular)) < 1e-10 * (1 + np.max(np.abs(angular)))
+        assert abs(float(d_energy) - float(v @ tau)) < 1e-10 * (1 + abs(float(v @ tau)))
+
+
+@pytest.mark.slow
+def test_float32_and_a_batch_of_ten_thousand_states():
+    """float32 within 1e-4 (relative, of the largest entry) of float64 (matmul precision is not at
+    stake: the recursions are element-wise), and ``jax.vmap`` over 10^4 states equal to one state
+    at a time."""
+    model = kj.load_urdf(DATA / "quadruped.urdf", floating_base=True)
+    keys = jax.random.split(jax.random.key(1), 10_000)
+    qs = jax.vmap(lambda key: kj.random_configuration(model, key))(keys)
+    vs, accs = jax.random.normal(jax.random.key(2), (2, 10_000, model.nv))
+    batch = jax.jit(jax.vmap(lambda q, v, a: kj.inverse_dynamics(model, q, v, a)))(qs, vs, accs)
+    one = jax.jit(lambda q, v, a: kj.inverse_dynamics(model, q, v, a))
+    for k in (0, 4321, 9999):
+        assert relative_error(batch[k], one(qs[k], vs[k], accs[k])) < 1e-13
+    small = model.astype(jnp.float32)
+    f32 = jax.jit(jax.vmap(lambda q, v, a: (kj.inverse_dynamics(small, q, v, a), kj.forward_dynamics(small, q, v, a))))
+    f64 = jax.jit(jax.vmap(lambda q, v, a: (kj.inverse_dynamics(model, q, v, a), kj.forward_dynamics(model, q, v, a))))
+    x32, x64 = f32(*(x[:100].astype(jnp.float32) for x in (qs, vs, accs))), f64(qs[:100], vs[:100], accs[:100])
+    for a, b in zip(x32, x64):
+        assert a.dtype == jnp.float32
+        assert relative_error(a, b) < 1e-4
+
+
+def test_indices_and_names(mixed):
+    model = mixed.model
+    assert model.velocity_index("j0") == slice(0, 6) and model.configuration_index("j0") == slice(0, 7)
+    assert model.velocity_index("j2") == slice(7, 10) and model.configuration_index("j2") == slice(8, 12)
+    assert model.velocity_index("j5") == slice(11, 14) and model.configuration_index("j5") == slice(13, 17)
+    assert model.coordinate_names[:7] == ("j0",) * 6 + ("j1",)
+    with pytest.raises(KeyError, match="no joint named 'elbow'"):
+        model.velocity_index("elbow")
+    with pytest.raises(ValueError, match="joint 'j4' is fixed"):
+        model.configuration_index("j4")
+
+
+def test_bad_input_gets_a_clear_error(mixed):
+    model = mixed.model
+    q = kj.neutral(model)
+    with pytest.raises(ValueError, match=r"q must have shape \(18,\) for this model with nq = 18, nv = 15"):
+        kj.mass_matrix(model, jnp.zeros(15))
+    with pytest.raises(ValueError, match=r"qd must have shape \(15,\)"):
+        kj.inverse_dynamics(model, q, jnp.zeros(18), jnp.zeros(15))
+    with pytest.raises(NotImplementedError, match=r"coriolis_star \(and the Coriolis matrices\) does not support models with free or planar or spherical joints yet"):
+        kj.coriolis_star(model, q)
+    with pytest.raises(NotImplementedError, match="rollout"):
+        kj.simulate.rollout(model, q, jnp.zeros(15), None, jnp.linspace(0, 1, 3))
+    with pytest.raises(ValueError, match="a spherical joint takes no position limits"):
+        kj.from_joints([kj.Joint("spherical", upper=1.0)], [kj.Inertial(1.0, inertia=(1.0, 1.0, 1.0))])
+    with pytest.raises(ValueError, match="needs the identity Post placement"):
+        tree = model.kinematics
+        kj.chain.Tree(tree.parents, tree.kinds, tree.axes, tree.pre_rotation, tree.pre_translation,
+                      tree.post_rotation, tree.post_translation.at[0, 0].set(1.0))
+
+
+URDF_FLOATING = """<robot name="r">
+  <link name="world"/>
+  <link name="body"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+  <link name="arm"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial></link>
+  <joint name="float" type="{kind}"><parent link="world"/><child link="body"/>{axis}</joint>
+  <joint name="hinge" type="revolute"><parent link="body"/><child link="arm"/><origin xyz="0.3 0 0.1"/><axis xyz="0 1 0"/>
+    <limit lower="-1" upper="1" effort="10" velocity="2"/></joint>
+</robot>"""
+
+
+def test_urdf_floating_and_planar_joints():
+    floating = kj.load_urdf(URDF_FLOATING.format(kind="floating", axis=""))
+    assert floating.kinematics.kinds == ("free", "R") and (floating.nq, floating.nv) == (8, 7)
+    planar = kj.load_urdf(URDF_FLOATING.format(kind="planar", axis='<axis xyz="0 0 1"/>'))
+    assert planar.kinematics.kinds == ("planar", "R") and (planar.nq, planar.nv) == (5, 4)
+    for model, text in ((floating, URDF_FLOATING.format(kind="floating", axis="")),
+                        (planar, URDF_FLOATING.format(kind="planar", axis='<axis xyz="0 0 1"/>'))):
+        twin = Twin(model, pin.buildModelFromXML(text))
+        qs, vs, accs = twin.states(1)
+        q, v, a = twin.ours(qs[0], vs[0], accs[0])
+        expected = twin.vec(pin.rnea(twin.pm, twin.pd, qs[0], vs[0], accs[0]))
+        assert relative_error(kj.inverse_dynamics(model, q, v, a), expected) < TOL
+    with pytest.raises(kj.urdf.URDFError, match="planar joint moves in its joint frame's x-y plane"):
+        kj.load_urdf(URDF_FLOATING.format(kind="planar", axis='<axis xyz="1 0 0"/>'))
+    with pytest.raises(kj.urdf.URDFError, match="would add a second free-flyer"):
+        kj.load_urdf(URDF_FLOATING.format(kind="floating", axis=""), floating_base=True)
