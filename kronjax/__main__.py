@@ -121,7 +121,8 @@ def _trajopt_demo() -> None:
 
 
 def info(argv: list[str] | None = None) -> int:
-    """Print a model: joints, limits, masses and the mass matrix at q = 0."""
+    """Print a model: joints, limits, masses and the mass matrix at q = 0 (the neutral configuration
+    with free, spherical or planar joints)."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -135,6 +136,7 @@ def info(argv: list[str] | None = None) -> int:
     parser.add_argument("model", help="a URDF file, an MJCF file (.xml), or a built-in model: " + ", ".join(builtin))
     parser.add_argument("--root", help="URDF root link (default: the URDF's root)")
     parser.add_argument("--tip", help="URDF tip link: keep the chain from root to tip")
+    parser.add_argument("--floating-base", action="store_true", help="URDF: the root link on a free-flyer joint")
     args = parser.parse_args(argv)
     if args.model in builtin:
         model = getattr(kj.models, args.model)()
@@ -143,7 +145,7 @@ def info(argv: list[str] | None = None) -> int:
             if args.model.lower().endswith(".xml"):
                 model = kj.load_mjcf(args.model)
             else:
-                model = kj.load_urdf(args.model, root=args.root, tip=args.tip)
+                model = kj.load_urdf(args.model, root=args.root, tip=args.tip, floating_base=args.floating_base)
         except (FileNotFoundError, ImportError, kj.urdf.URDFError, kj.mjcf.MJCFError) as err:
             print(f"kronjax info: {err}", file=sys.stderr)
             return 1
@@ -151,14 +153,15 @@ def info(argv: list[str] | None = None) -> int:
     if isinstance(model, kj.constrained.Mechanism):
         mechanism, model = model, model.model
     tree = model.kinematics
-    print(f"{args.model}: {model.n_dof} joint coordinates, {model.n_bodies} bodies, gravity {np.asarray(model.gravity)}")
-    kinds = {"R": "revolute", "P": "prismatic", "F": "fixed"}
+    sizes = f"{model.n_dof} joint coordinates" if model.nq == model.nv else f"nq = {model.nq}, nv = {model.nv}"
+    print(f"{args.model}: {sizes}, {model.n_bodies} bodies, gravity {np.asarray(model.gravity)}")
+    kinds = {"R": "revolute", "P": "prismatic", "F": "fixed", "free": "free", "spherical": "spherical", "planar": "planar"}
     header = f"  {'#':>2}  {'joint':<24} {'type':<9} {'parent':<16} {'body':<16} {'lower':>9} {'upper':>9} {'velocity':>9} {'effort':>9} {'mass':>9}"
     print(header)
     for i in range(model.n_bodies):
         kind = tree.kinds[i] if isinstance(tree, kj.chain.Tree) else "R"
         parent = tree.parents[i] if isinstance(tree, kj.chain.Tree) else i - 1
-        k = tree.q_index[i] if isinstance(tree, kj.chain.Tree) else i
+        k = tree.v_index[i] if isinstance(tree, kj.chain.Tree) else i  # a multi-DoF joint: its first
         limits = ["" for _ in range(4)]
         if k >= 0 and model.limits is not None:
             limits = [f"{float(getattr(model.limits, key)[k]):9.4g}" for key in ("lower", "upper", "velocity", "effort")]
@@ -169,7 +172,7 @@ def info(argv: list[str] | None = None) -> int:
             + " ".join(f"{x:>9}" for x in limits)
             + f" {mass:>9}"
         )
-    q = jnp.zeros(model.n_dof)
+    q = kj.neutral(model)
     if mechanism is not None:
         q = mechanism.q0
         for part in mechanism.constraints.parts:
@@ -179,7 +182,8 @@ def info(argv: list[str] | None = None) -> int:
         print(f"closed chain: {dof} degree{'s' if dof != 1 else ''} of freedom; assembled q0 = {np.asarray(q).round(6)} (residual {residual:.1e})")
     if model.inertials is not None:
         print(f"total mass {float(jnp.sum(model.inertials.mass)):.6g}")
-        print(_matrix("M(q0)" if mechanism is not None else "M(q = 0)", kj.mass_matrix(model, q)))
+        at = "M(q0)" if mechanism is not None else ("M(q = 0)" if model.nq == model.nv else "M(q = neutral)")
+        print(_matrix(at, kj.mass_matrix(model, q)))
     else:
         print("no inertials (kinematics only)")
     return 0

@@ -188,11 +188,14 @@ def _columns(model: Model, q: Array, combine) -> Array:
         return -out
 
     if n <= UNROLLED_COLUMNS:
-        # parents precede children, so k ⪯ j gives k <= j and j ≺ k gives k > j: the columns k <= j
-        # of D_j hold only the first case, the others only the last two
+        # parents precede children and the coordinates of a multi-DoF joint are consecutive, so
+        # k ⪯ j gives k <= end(j), the last coordinate of j's joint, and j ≺ k gives k > end(j): the
+        # columns k <= end(j) of D_j hold only the first case, the others only the last two
+        same = upto & upto.T
+        end = [int(np.flatnonzero(same[j])[-1]) + 1 for j in range(n)]
         blocks = [
-            [terms(j, slice(0, j + 1), ("between",))]
-            + ([terms(j, slice(j + 1, n), ("beyond", "below"))] if j + 1 < n else [])
+            [terms(j, slice(0, end[j]), ("between",))]
+            + ([terms(j, slice(end[j], n), ("beyond", "below"))] if end[j] < n else [])
             for j in range(n)
         ]
         return jnp.concatenate([combine(jnp.concatenate(b, axis=1)) for b in blocks], axis=1)
@@ -201,12 +204,14 @@ def _columns(model: Model, q: Array, combine) -> Array:
 
 
 def mass_matrix_derivative(model: Model, q: Float[Array, " n"]) -> Float[Array, "n n*n"]:
-    """``dM/dq`` in Khang's layout: entry ``(i, j n + k) = dM[i, j]/dq_k``."""
+    """``dM/dq`` in Khang's layout: entry ``(i, j n + k) = dM[i, j]/dq_k`` (along the velocity
+    coordinates with multi-DoF joints)."""
     return _columns(model, q, lambda d: d)
 
 
 def coriolis_star(model: Model, q: Float[Array, " n"]) -> Float[Array, "n n*n"]:
-    """``C*``, entry ``(i, j n + k) = dM[i, j]/dq_k - 1/2 dM[k, j]/dq_i`` (Tuan 101)."""
+    """``C*``, entry ``(i, j n + k) = dM[i, j]/dq_k - 1/2 dM[k, j]/dq_i`` (Tuan 101); models with
+    1-DoF joints only (:func:`kronjax.dynamics.coriolis_star` corrects it for the others)."""
     return _columns(model, q, lambda d: d - 0.5 * d.T)
 
 

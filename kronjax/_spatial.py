@@ -266,22 +266,48 @@ def expanded(tree: Tree) -> Tree:
     )
 
 
+@functools.cache
+def structure_constants(kind: str) -> np.ndarray:
+    """``c[p, l, m]`` ``(k, k, k)`` of a multi-DoF joint's ``k`` sub-joints, nonzero for ``l < m``:
+    ``S_l x S_m = sum_p c[p, l, m] S_p`` (the motions of the sub-joints in the child frame, a
+    basis of the joint's Lie algebra, closed under the motion cross product)."""
+    basis = np.array([(*axis, 0, 0, 0) if sub == "R" else (0, 0, 0, *axis) for sub, axis in SUB_JOINTS[kind]], float)
+    k = len(basis)
+    c = np.zeros((k, k, k))
+    for l in range(k):
+        for m in range(l + 1, k):
+            (w1, v1), (w2, v2) = np.split(basis[l], 2), np.split(basis[m], 2)
+            bracket = np.concatenate([np.cross(w1, w2), np.cross(w1, v2) + np.cross(v1, w2)])
+            c[:, l, m] = basis @ bracket  # the basis is orthonormal
+            assert np.allclose(basis.T @ c[:, l, m], bracket), kind
+    return c
+
+
 def lie_correction(tree: Tree, v: Array) -> Array:
     """``Γ(v)`` ``(nv,)``: zero but at multi-DoF joints, where ``S Γ = sum_{l < m} (S_l x S_m) v_l
     v_m`` over the joint's sub-joints (module doc). Free: ``(v_lin x w, (w_y w_z, -w_x w_z, w_x
     w_y))``; spherical: the angular part; planar: ``(v_y w_z, -v_x w_z, 0)``."""
     out = jnp.zeros_like(v)
     for kind, _, start, _, _ in expansion(tree).multi:
-        if kind == "planar":
-            vx, vy, wz = v[start], v[start + 1], v[start + 2]
-            gamma = jnp.stack([vy * wz, -vx * wz, jnp.zeros_like(wz)])
-        else:
-            w = v[start + 3 : start + 6] if kind == "free" else v[start : start + 3]
-            gamma = jnp.stack([w[1] * w[2], -w[0] * w[2], w[0] * w[1]])
-            if kind == "free":
-                gamma = jnp.concatenate([jnp.cross(v[start : start + 3], w), gamma])
-        out = out.at[start : start + gamma.shape[0]].set(gamma)
+        c = structure_constants(kind)
+        vj = v[start : start + c.shape[0]]
+        out = out.at[start : start + c.shape[0]].set(jnp.einsum("plm,l,m->p", c.astype(v.dtype), vj, vj))
     return out
+
+
+def lie_derivative_terms(tree: Tree) -> np.ndarray:
+    """``A[p, l, m]`` ``(nv, nv, nv)``: the structure constants of every multi-DoF joint placed at
+    its velocity coordinates (zero elsewhere), so that ``Γ(v) = A (v ⊗ v)`` (:func:`lie_correction`).
+    In the chart of the sub-joint chain ``t`` at ``q`` (module doc), ``v = B(t) t'`` with ``B(0) =
+    1`` and ``dB[p, l]/dt_m = A[p, l, m]``: the terms by which the chart's Coriolis matrices differ
+    from those of the velocity coordinates."""
+    nv = tree.nv
+    a = np.zeros((nv, nv, nv))
+    for kind, _, start, _, _ in expansion(tree).multi:
+        c = structure_constants(kind)
+        block = slice(start, start + c.shape[0])
+        a[block, block, block] = c
+    return a
 
 
 def joint_coefficients(tree: Tree, dtype) -> dict:

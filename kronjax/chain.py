@@ -604,8 +604,8 @@ def require_one_dof_joints(model: Model, what: str) -> None:
         kinds = sorted({kind for kind in model.kinematics.kinds if kind in MULTI_DOF})
         raise NotImplementedError(
             f"{what} does not support models with {' or '.join(kinds)} joints yet (nq != nv); "
-            "supported for them: forward kinematics, jacobians, hessians, jacobians_dot, mass_matrix, gravity, "
-            "inverse_dynamics (rnea), forward_dynamics, their derivatives, and kronjax.configuration"
+            "supported for them: kinematics (poses, Jacobians, Hessians), kronjax.dynamics (but the Lagrangian "
+            "inverse dynamics) and kronjax.configuration"
         )
 
 

@@ -47,7 +47,8 @@ from ._finite import all_finite
 from .calculus import product_rule, skew
 from .chain import Model, Tree, choose_method, require_one_dof_joints
 from .configuration import configuration_tangent
-from .kinematics import _hessians, _jacobians
+from . import _spatial as sp
+from .kinematics import _along_tangent, _hessians, _jacobians, _tangent_origin
 
 __all__ = [
     "CORIOLIS_FORMS",
@@ -121,7 +122,7 @@ def _velocities(model: Model, q: Array, qd: Array) -> tuple[Array, Array, Array]
     """Centres of mass ``(nb, 3)`` and their velocities ``(nb, 3)`` in the base frame, and angular
     velocities in the body frames ``(nb, 3)``, by one forward-mode pass through the poses."""
     com = _inertials(model).com
-    (r, p), (rd, pd) = jax.jvp(model.poses, (q,), (qd,))
+    (r, p), (rd, pd) = jax.jvp(_along_tangent(model, q, model.poses), (_tangent_origin(model, q),), (qd.astype(q.dtype),))
     centres = p + jnp.einsum("bij,bj->bi", r, com)
     v = pd + jnp.einsum("bij,bj->bi", rd, com)
     w = _vee(jnp.einsum("bji,bjk->bik", r, rd))  # S(omega_i) = R^T Rdot (Truc 10)
@@ -173,9 +174,8 @@ def mass_matrix(model: Model, q: Float[ArrayLike, " n"], method: str = "auto") -
 
 
 def _mass_matrix_derivative(model: Model, q: Array, method: str = "auto") -> Array:
-    require_one_dof_joints(model, "mass_matrix_derivative (and C*, the Coriolis matrices)")
     ine = _inertials(model)
-    n = q.shape[0]
+    n = model.nv
     if _matrix_method(model, method) == "composite":
         return _composite.mass_matrix_derivative(model, q)
     jt, jr, ht, hr = _com_hessians(model, q)
@@ -217,8 +217,28 @@ def _coriolis_star_from(dm: Array) -> Array:
     return dm - 0.5 * dvec_t
 
 
+def _chart_terms(model: Model, q: Array, dm: Array) -> tuple[Array, Array, Array]:
+    """For a model with multi-DoF joints: ``(dM_c, A, M)``, the derivative of the mass matrix in
+    the chart of sub-joints at ``q`` (:mod:`kronjax._spatial`) ``(n, n, n)`` from the tangent
+    one ``dm`` ``(n, n^2)``, the chart's structure terms ``A`` ``(n, n, n)`` and ``M``.
+
+    In the chart ``v = B(t) t'``, ``B(0) = 1``, ``dB[p, l]/dt_m = A[p, l, m]``, so its mass matrix
+    ``B^T M B`` has ``dM_c[i, j, m] = dM[i, j, m] + A[p, i, m] M[p, j] + M[i, p] A[p, j, m]``; the
+    chart's ``C*_c`` (Tuan 101) and ``C_c`` (Truc 52) hold for ``t'' = v' - A (v ⊗ v)`` (the
+    Lie-bracket term), so ``C* = C*_c - M A`` and ``C = C_c - M A (E_n ⊗ v)``: ``M v' + C* (v ⊗ v)
+    + g = tau``, and ``Mdot - 2 C`` stays skew-symmetric (``M A(v) - (M A(v))^T`` is)."""
+    n = dm.shape[0]
+    m = _mass_matrix(model, q)
+    a = jnp.asarray(sp.lie_derivative_terms(model.kinematics), m.dtype)
+    chart = dm.reshape(n, n, n) + jnp.einsum("pim,pj->ijm", a, m) + jnp.einsum("ip,pjm->ijm", m, a)
+    return chart, a, m
+
+
 def _coriolis_star(model: Model, q: Array, method: str = "auto") -> Array:
-    require_one_dof_joints(model, "coriolis_star (and the Coriolis matrices)")
+    if model.has_multi_dof:
+        n = model.nv
+        chart, a, m = _chart_terms(model, q, _mass_matrix_derivative(model, q, method))
+        return _coriolis_star_from(chart.reshape(n, n * n)) - m @ a.reshape(n, n * n)
     if _matrix_method(model, method) == "composite":
         _inertials(model)
         return _composite.coriolis_star(model, q)
@@ -273,12 +293,12 @@ def coriolis_matrix(
     """
     if form not in CORIOLIS_FORMS:
         raise ValueError(f"unknown Coriolis form {form!r}; expected one of {CORIOLIS_FORMS}")
-    require_one_dof_joints(model, "coriolis_matrix")
     q, qd = _check_state(model, q=q, qd=qd)
-    n = q.shape[0]
+    n = model.nv
     if form == "kane":
         ine = _inertials(model)
-        (jt, jr), (jtd, jrd) = jax.jvp(lambda q: _com_jacobians(model, q), (q,), (qd,))
+        jacobians = _along_tangent(model, q, lambda q: _com_jacobians(model, q))
+        (jt, jr), (jtd, jrd) = jax.jvp(jacobians, (_tangent_origin(model, q),), (qd.astype(q.dtype),))
         w = jnp.einsum("bpi,i->bp", jr, qd)
         wx = skew(w)  # (nb, 3, 3)
         inertia = ine.inertia
@@ -288,15 +308,20 @@ def coriolis_matrix(
             + jnp.einsum("bpr,brs,bsi->bpi", inertia, wx, jr)
         )
         return jnp.einsum("b,bpi,bpj->ij", ine.mass, jt, jtd) + jnp.einsum("bpi,bpj->ij", jr, inner)
-    dm = _mass_matrix_derivative(model, q).reshape(n, n, n)  # [i, j, k] = dM[i, j]/dq_k
+    dm = _mass_matrix_derivative(model, q)
+    correction = 0
+    if model.has_multi_dof:  # in the chart of sub-joints (_chart_terms), then back
+        dm, a, m = _chart_terms(model, q, dm)
+        correction = m @ jnp.einsum("plk,k->pl", a, qd.astype(a.dtype))
+    dm = dm.reshape(n, n, n)  # [i, j, k] = dM[i, j]/dq_k
     qd = qd.astype(dm.dtype)
     # the products with E_n ⊗ qd and qd ⊗ E_n as sums of n slices: under vmap, matrix products
     # with them are batches of tiny matrix products, which XLA:CPU runs slowly
     u = sum(dm[:, :, k] * qd[k] for k in range(n))  # Mdot = dM/dq (E_n ⊗ qd)
     v = sum(dm[:, j, :] * qd[j] for j in range(n))  # dM/dq (qd ⊗ E_n)
     if form == "tuan":
-        return u - 0.5 * v.T
-    return 0.5 * (u + v - v.T)
+        return u - 0.5 * v.T - correction
+    return 0.5 * (u + v - v.T) - correction
 
 
 def gravity(model: Model, q: Float[ArrayLike, " n"]) -> Float[Array, " n"]:
@@ -332,7 +357,6 @@ def kinetic_energy(
     """Kinetic energy ``T = sum_i 1/2 m_i v_Gi . v_Gi + 1/2 w_i . I_Gi w_i`` (Truc 22, Parsa 13),
     with ``w_i`` in the body frame; equals ``1/2 qd^T M qd`` (Tuan 93). Computed from one
     forward-mode pass through the poses (no Jacobian matrices)."""
-    require_one_dof_joints(model, "kinetic_energy")
     q, qd = _check_state(model, q=q, qd=qd)
     ine = _inertials(model)
     _, v, w = _velocities(model, q, qd)
@@ -546,8 +570,8 @@ def inverse_dynamics(
         wrenches: external loads (see :func:`generalized_forces`); ``None`` for none.
     """
     method = _resolve_method(model, method)
-    if method != "rnea":
-        require_one_dof_joints(model, f"inverse_dynamics(method={method!r})")
+    if method == "lagrangian":  # Euler-Lagrange in q; Euler-Poincare on the Lie group is not written
+        require_one_dof_joints(model, "inverse_dynamics(method='lagrangian')")
     q, qd, qdd = _check_state(model, q=q, qd=qd, qdd=qdd)
     _inertials(model)
     tau = {"rnea": _tree_rnea, "lagrangian": _lagrangian, "kron": _kron_id}[method](model, q, qd, qdd)

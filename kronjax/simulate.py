@@ -23,6 +23,42 @@ differentiable and do not trigger recompilation when their values change:
 
 A *reference* is a callable ``t -> (q_r, qd_r, qdd_r)``, each ``(n,)``, for example a
 :class:`kronjax.trajopt.BSpline` or a closed form such as Truc's (73).
+
+Free, spherical and planar joints (``nq != nv``, :mod:`kronjax.configuration`): ``q`` lives on
+a Lie group (unit quaternions, ``(cos, sin)`` pairs) and ``qd`` is the velocity ``v`` in the
+tangent space (``nv`` numbers), so ``qdot = qd`` no longer holds. :func:`rollout` then integrates
+in local coordinates, re-centred at every step (Hairer, Lubich, Wanner, *Geometric Numerical
+Integration*, sec. IV.5; a Runge-Kutta-Munthe-Kaas method when the chart is the exponential
+map): a step from ``(q0, v0)`` solves, with the user's diffrax solver unchanged, the ODE in
+``z = (delta, v)`` (``nv + nv`` numbers, ``delta(t0) = 0``)::
+
+    d(delta)/dt = chart_rate(q0, delta, v)          q = chart(q0, delta)
+    dv/dt       = forward_dynamics(q, v, tau(t, q, v))
+
+and maps the result back: ``q1 = chart(q0, delta1)``. The chart of each joint is
+``R = R0 exp([delta_w])`` for its rotation (quaternion product with ``exp3``), ``p = p0 +
+delta_p`` for the free joint's translation (in the parent frame), ``theta = theta0 + delta_theta``
+and ``(x, y) = (x0, y0) + delta_xy`` for a planar joint, ``q0 + delta`` for revolute and prismatic
+joints; so ``chart_rate`` is ``J_r(delta_w)^-1 w`` for a rotation (``J_r`` the right Jacobian of
+SO(3), exactly invertible for the small ``|delta_w| = O(|w| dt)`` of a step), ``R(q) v_lin`` for
+the free joint's translation, ``R(theta) v_xy`` planar, ``v`` otherwise. Why this method:
+
+* the ODE of a step is smooth and Euclidean, so the solver keeps its order, its embedded error
+  estimate and its dense output (evaluated in the chart and mapped), whatever the solver;
+* every state (and every dense-output value) is a chart image, so quaternions are unit and
+  ``(cos, sin)`` pairs on the circle by construction (normalised at each evaluation: to
+  round-off, with no drift, over any number of steps), unlike ambient integration of
+  ``qdot = q ⊗ (0, w) / 2``, whose quaternion norm drifts by the local error at every step and
+  needs a projection that the error estimate does not see;
+* the chart ``SO(3) x R^3`` for the free joint, rather than the ``SE(3)`` exponential of
+  :func:`kronjax.configuration.integrate`, has the simpler ``dexp^-1`` (the translation is
+  Euclidean) and the same order: any smooth chart, re-centred at every step, does.
+
+The error estimate of the step, in ``delta``, is carried to the configuration numbers as
+``chart(q0, delta1) - chart(q0, delta1 - err)``, so the step-size controller sees ``y = (q, v)``
+as for a 1-DoF model (the FSAL stage of Tsit5 and Dopri5 is recomputed at each step: the chart
+changes, one extra evaluation of the forward dynamics per step). Models whose joints are all
+1-DoF integrate ``(q, qd)`` directly, as above, at no extra cost.
 """
 
 from __future__ import annotations
@@ -37,7 +73,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from .chain import Model, require_one_dof_joints
+from . import _lie
+from .chain import JOINT_NQ, JOINT_NV, MULTI_DOF, Model, require_one_dof_joints
 from .dynamics import INVERSE_DYNAMICS_METHODS, forward_dynamics, gravity, inverse_dynamics
 
 __all__ = [
@@ -67,16 +104,16 @@ class Rollout(NamedTuple):
 
     Attributes:
         ts: ``(T,)`` the save times.
-        q: ``(T, n)`` joint coordinates at ``ts`` (``q[0] = q0``).
-        qd: ``(T, n)`` joint velocities at ``ts``.
+        q: ``(T, nq)`` configurations at ``ts`` (``q[0] = q0``, its quaternions normalised).
+        qd: ``(T, nv)`` velocities at ``ts`` (``n = nq = nv`` for 1-DoF joints).
         num_steps: number of accepted solver steps.
         success: ``True`` when the solver reached ``ts[-1]`` (with ``throw=False``, a failed
             element of a ``vmap`` batch has ``False`` here instead of raising).
     """
 
     ts: Float[Array, " T"]
-    q: Float[Array, "T n"]
-    qd: Float[Array, "T n"]
+    q: Float[Array, "T nq"]
+    qd: Float[Array, "T nv"]
     num_steps: Int[Array, ""]
     success: Bool[Array, ""]
 
@@ -89,6 +126,221 @@ class _VectorField(eqx.Module):
         q, qd = y
         tau = jnp.asarray(self.torque(t, q, qd), q.dtype)
         return qd, forward_dynamics(self.model, q, qd, tau)
+
+
+# --------------------------------------------------------------------------------------------
+# Models with free, spherical or planar joints: integration in local coordinates (module doc)
+# --------------------------------------------------------------------------------------------
+
+# (name, kind, q start, v start) of every joint with a coordinate: static, hashable
+_Joints = tuple[tuple[str, str, int, int], ...]
+
+
+def _moving_joints(model: Model) -> _Joints:
+    tree = model.kinematics
+    return tuple(
+        (name, kind, qi, vi)
+        for name, kind, qi, vi in zip(model.joint_names, tree.kinds, tree.q_index, tree.v_index)
+        if kind != "F"
+    )
+
+
+def _inverse_right_jacobian(theta: Array, w: Array) -> Array:
+    """``J_r(theta)^-1 w`` for SO(3): the rate of ``theta`` in ``R = R0 exp([theta])`` whose
+    angular velocity in the moving frame is ``w``: ``w + theta x w / 2 + beta theta x (theta x
+    w)`` with ``beta = 1/t^2 - (1 + cos t) / (2 t sin t)``, ``t = |theta|`` (valid for ``t < 2
+    pi``; a step's ``t`` is ``O(|w| dt)``)."""
+    t2 = jnp.dot(theta, theta)
+    small = t2 < 1e-2
+    t = jnp.sqrt(jnp.where(small, 1.0, t2))  # double where: finite derivatives at theta = 0
+    series = 1 / 12 + t2 / 720 * (1 + t2 / 42 * (1 + t2 / 40))
+    beta = jnp.where(small, series, 1 / t**2 - (1 + jnp.cos(t)) / (2 * t * jnp.sin(t)))
+    txw = jnp.cross(theta, w)
+    return w + 0.5 * txw + beta * jnp.cross(theta, txw)
+
+
+def _unit(x: Array) -> Array:
+    return x / jnp.linalg.norm(x)
+
+
+def _chart(joints: _Joints, q0: Array, delta: Array) -> Array:
+    """``q = chart(q0, delta)`` (``(nq,)`` from ``(nq,)`` and ``(nv,)``; module doc), unit
+    quaternions and ``(cos, sin)`` pairs normalised."""
+    parts = []
+    for _, kind, qi, vi in joints:
+        qj, dj = q0[qi : qi + JOINT_NQ[kind]], delta[vi : vi + JOINT_NV[kind]]
+        if kind == "free":
+            quat = _unit(_lie.quat_multiply(qj[3:], _lie.quat_exp3(dj[3:])))
+            parts += [qj[:3] + dj[:3], quat]
+        elif kind == "spherical":
+            parts.append(_unit(_lie.quat_multiply(qj, _lie.quat_exp3(dj))))
+        elif kind == "planar":
+            c, s = jnp.cos(dj[2]), jnp.sin(dj[2])
+            cs = jnp.stack([qj[2] * c - qj[3] * s, qj[3] * c + qj[2] * s])
+            parts += [qj[:2] + dj[:2], _unit(cs)]
+        else:
+            parts.append(qj + dj)
+    return jnp.concatenate(parts)
+
+
+def _chart_rate(joints: _Joints, q: Array, delta: Array, v: Array) -> Array:
+    """``d(delta)/dt`` ``(nv,)`` at ``q = chart(q0, delta)`` moving with velocity ``v``."""
+    parts = []
+    for _, kind, qi, vi in joints:
+        qj, dj, vj = q[qi : qi + JOINT_NQ[kind]], delta[vi : vi + JOINT_NV[kind]], v[vi : vi + JOINT_NV[kind]]
+        if kind == "free":
+            parts += [_lie.quat_rotate(qj[3:], vj[:3]), _inverse_right_jacobian(dj[3:], vj[3:])]
+        elif kind == "spherical":
+            parts.append(_inverse_right_jacobian(dj, vj))
+        elif kind == "planar":
+            parts += [_lie._rot2(qj[2], qj[3], vj[:2]), vj[2:]]
+        else:
+            parts.append(vj)
+    return jnp.concatenate(parts)
+
+
+def _configuration_rate(joints: _Joints, q: Array, v: Array) -> Array:
+    """``qdot`` ``(nq,)`` of the configuration numbers (``d/dε integrate(q, ε v)`` at 0):
+    ``R v_lin`` and ``q ⊗ (w, 0) / 2`` free, ``q ⊗ (w, 0) / 2`` spherical, ``(R v_xy, wz (-s,
+    c))`` planar, ``v`` otherwise."""
+    parts = []
+    for _, kind, qi, vi in joints:
+        qj, vj = q[qi : qi + JOINT_NQ[kind]], v[vi : vi + JOINT_NV[kind]]
+        zero = jnp.zeros(1, q.dtype)
+        if kind == "free":
+            parts += [_lie.quat_rotate(qj[3:], vj[:3]), 0.5 * _lie.quat_multiply(qj[3:], jnp.concatenate([vj[3:], zero]))]
+        elif kind == "spherical":
+            parts.append(0.5 * _lie.quat_multiply(qj, jnp.concatenate([vj, zero])))
+        elif kind == "planar":
+            parts += [_lie._rot2(qj[2], qj[3], vj[:2]), vj[2] * jnp.stack([-qj[3], qj[2]])]
+        else:
+            parts.append(vj)
+    return jnp.concatenate(parts)
+
+
+def _normalize(joints: _Joints, q: Array) -> Array:
+    parts = []
+    for _, kind, qi, _ in joints:
+        qj = q[qi : qi + JOINT_NQ[kind]]
+        parts.append(_lie.normalize(kind, qj) if kind in MULTI_DOF else qj)
+    return jnp.concatenate(parts)
+
+
+def _check_unit(joints: _Joints, q: Array, name: str) -> None:
+    """Outside ``jit``: a clear error for a quaternion or ``(cos, sin)`` pair far from unit norm."""
+    if not _is_concrete(q):
+        return
+    values = np.asarray(q)
+    for joint, kind, qi, _ in joints:
+        if kind in MULTI_DOF:
+            part = values[qi + JOINT_NQ[kind] - (2 if kind == "planar" else 4) : qi + JOINT_NQ[kind]]
+            norm = float(np.linalg.norm(part))
+            if not abs(norm - 1) <= _UNIT_TOLERANCE:
+                what = "(cos, sin) pair" if kind == "planar" else "quaternion"
+                raise ValueError(
+                    f"{name}: the {what} of {kind} joint {joint!r} has norm {norm!r}, not 1 (within "
+                    f"{_UNIT_TOLERANCE}); pass kronjax.normalize(model, {name})"
+                )
+
+
+_UNIT_TOLERANCE = 1e-6
+
+
+class _ManifoldVectorField(eqx.Module):
+    """``(qdot, vdot)`` in the ambient ``(nq, nv)`` layout: what diffrax's initial step-size
+    heuristic evaluates; the steps use :meth:`acceleration` in local coordinates."""
+
+    model: Model
+    torque: TorqueFn
+    joints: _Joints = eqx.field(static=True)
+
+    def acceleration(self, t, q, v):
+        tau = jnp.asarray(self.torque(t, q, v), v.dtype)
+        return forward_dynamics(self.model, q, v, tau)
+
+    def __call__(self, t, y, args):
+        q, v = y
+        return _configuration_rate(self.joints, q, v), self.acceleration(t, q, v)
+
+
+class _LocalField(eqx.Module):
+    """The vector field of one step in ``z = (delta, v)`` around the chart centre ``q0``."""
+
+    field: _ManifoldVectorField
+    q0: Array
+
+    def __call__(self, t, z, args):
+        delta, v = z
+        q = _chart(self.field.joints, self.q0, delta)
+        return _chart_rate(self.field.joints, q, delta, v), self.field.acceleration(t, q, v)
+
+
+class _ChartInterpolation(diffrax.AbstractLocalInterpolation):
+    """The dense output of a step: the inner solver's, in the chart at ``q0``, mapped to ``q``."""
+
+    t0: Float[Array, ""]
+    t1: Float[Array, ""]
+    q0: Array
+    inner: diffrax.AbstractLocalInterpolation
+    joints: _Joints = eqx.field(static=True)
+
+    def evaluate(self, t0, t1=None, left: bool = True):
+        if t1 is not None:
+            return jax.tree.map(jnp.subtract, self.evaluate(t1, left=left), self.evaluate(t0, left=left))
+        delta, v = self.inner.evaluate(t0, left=left)
+        return _chart(self.joints, self.q0, delta), v
+
+
+class _InterpolationFactory(eqx.Module):
+    inner_cls: Callable = eqx.field(static=True)
+    joints: _Joints = eqx.field(static=True)
+
+    def __call__(self, *, t0, t1, q0, inner):
+        return _ChartInterpolation(t0, t1, q0, self.inner_cls(t0=t0, t1=t1, **inner), self.joints)
+
+
+class _LocalCoordinatesSolver(diffrax.AbstractWrappedSolver):
+    """A diffrax solver taking each step of ``solver`` in local coordinates (module doc). The
+    state is ``y = (q, v)`` with ``q`` on the manifold; ``terms`` is an ``ODETerm`` of a
+    :class:`_ManifoldVectorField`."""
+
+    solver: diffrax.AbstractSolver
+    field: _ManifoldVectorField
+
+    @property
+    def term_structure(self):
+        return diffrax.AbstractTerm
+
+    @property
+    def interpolation_cls(self):  # pyright: ignore
+        return _InterpolationFactory(self.solver.interpolation_cls, self.field.joints)
+
+    def order(self, terms):
+        return self.solver.order(terms)
+
+    def error_order(self, terms):
+        return self.solver.error_order(terms)
+
+    def init(self, terms, t0, t1, y0, args):
+        return None
+
+    def step(self, terms, t0, t1, y0, args, solver_state, made_jump):
+        del solver_state
+        q0, v0 = y0
+        local = diffrax.ODETerm(_LocalField(self.field, q0))
+        z0 = (jnp.zeros_like(v0), v0)
+        # a fresh inner state: an FSAL stage of the previous step belongs to another chart
+        inner_state = self.solver.init(local, t0, t1, z0, args)
+        (delta1, v1), z_error, dense, _, result = self.solver.step(local, t0, t1, z0, args, inner_state, made_jump)
+        joints = self.field.joints
+        q1 = _chart(joints, q0, delta1)
+        y_error = None
+        if z_error is not None:
+            y_error = (q1 - _chart(joints, q0, delta1 - z_error[0]), z_error[1])
+        return (q1, v1), y_error, dict(q0=q0, inner=dense), None, result
+
+    def func(self, terms, t0, y0, args):
+        return terms.vf(t0, y0, args)
 
 
 def _is_concrete(x) -> bool:
@@ -119,7 +371,7 @@ def _check_ts(ts) -> Array:
 def _check_torque(torque, t, q, qd) -> None:
     if not callable(torque):
         raise TypeError(f"torque must be a callable torque(t, q, qd) -> tau, got {torque!r}")
-    n = q.shape[0]
+    n = qd.shape[0]
     try:
         out = jax.eval_shape(torque, t, q, qd)
     except TypeError as err:
@@ -153,14 +405,23 @@ def rollout(
     """Simulate ``M qdd + C* (qd ⊗ qd) + g = tau(t, q, qd)`` (Tuan 100) from ``(q0, qd0)`` at
     ``ts[0]`` and return ``q`` and ``qd`` at the times ``ts``.
 
+    With free, spherical or planar joints (``nq != nv``), ``q`` is integrated on the manifold
+    (module doc): its quaternions and ``(cos, sin)`` pairs stay unit to round-off over any run.
+
     Args:
         model: the plant (a :class:`~kronjax.chain.Model` with inertials).
-        q0, qd0: ``(n,)`` initial state at ``t = ts[0]``.
-        torque: ``torque(t, q, qd) -> tau`` (``(n,)``), e.g. from :func:`feedforward`,
+        q0: ``(nq,)`` initial configuration at ``t = ts[0]``. Its quaternions and ``(cos, sin)``
+            pairs are normalised; outside ``jit``, one whose norm differs from 1 by more than
+            ``1e-6`` is an error (use :func:`kronjax.normalize`); inside ``jit`` it is normalised
+            silently.
+        qd0: ``(nv,)`` initial velocity (``v`` in Pinocchio's convention for multi-DoF joints).
+        torque: ``torque(t, q, qd) -> tau`` (``(nv,)``), e.g. from :func:`feedforward`,
             :func:`computed_torque`, :func:`pd`, :func:`open_loop`, or any pure JAX function;
             ``None`` for ``tau = 0`` (a free motion). Equinox Modules (the builders' results)
             carry their arrays as pytree leaves: new gains do not recompile, and gradients reach
-            them. A plain Python function is static: a new function object recompiles.
+            them. A plain Python function is static: a new function object recompiles. The
+            feed-forward, computed-torque and PD laws handle 1-DoF joints only;
+            :func:`open_loop` and user functions work with every model.
         ts: ``(T,)`` strictly increasing save times, ``T >= 2``.
         solver: a diffrax solver; default ``diffrax.Tsit5()`` (5th order). For tight tolerances
             a higher order pays off: ``diffrax.Dopri8()``.
@@ -171,6 +432,8 @@ def rollout(
             constant steps of ``dt`` (fast, no error control); given with tolerances, it is the
             adaptive controller's first step.
         max_steps: the most steps the solver may take (diffrax's ``max_steps``).
+            With multi-DoF joints, each step of ``solver`` is taken in local coordinates; the
+            solver may be any diffrax ODE solver (explicit or implicit Runge-Kutta).
         adjoint: how diffrax differentiates (default ``diffrax.RecursiveCheckpointAdjoint()``,
             reverse mode through the steps; ``diffrax.ForwardMode()`` for ``jax.jacfwd``).
         throw: raise when the solver fails (too many steps, a non-positive-definite ``M``);
@@ -182,7 +445,7 @@ def rollout(
     pass ``kj.check_finite(q0, "q0")`` (and the like) instead.
 
     Returns:
-        A :class:`Rollout` with ``q``, ``qd`` of shape ``(T, n)`` at ``ts``.
+        A :class:`Rollout` with ``q`` ``(T, nq)`` and ``qd`` ``(T, nv)`` at ``ts``.
 
     Example::
 
@@ -190,16 +453,18 @@ def rollout(
                       solver=diffrax.Dopri8(), rtol=1e-10, atol=1e-10)
         jax.vmap(lambda q0: rollout(model, q0, qd0, None, ts).q[-1])(q0s)   # many initial states
     """
-    require_one_dof_joints(model, "rollout")
     if not isinstance(model, Model):
         raise TypeError(f"model must be a kronjax Model, got {type(model).__name__}")
+    multi_dof = model.has_multi_dof
     q0 = model.check_q(q0, "q0")
-    qd0 = model.check_q(qd0, "qd0")
+    qd0 = model.check_v(qd0, "qd0") if multi_dof else model.check_q(qd0, "qd0")
     dtype = jnp.result_type(q0, qd0)
     q0, qd0 = q0.astype(dtype), qd0.astype(dtype)
     ts = _check_ts(ts).astype(dtype)
     if torque is None:
         torque = _ZeroTorque()
+    if multi_dof and isinstance(torque, (FeedForward, ComputedTorque, PD)):
+        require_one_dof_joints(model, f"rollout with a {type(torque).__name__} torque law")
     _check_torque(torque, ts[0], q0, qd0)
     if solver is None:
         solver = diffrax.Tsit5()
@@ -220,8 +485,16 @@ def rollout(
             rtol=jnp.asarray((1e-5 if single else DEFAULT_RTOL) if rtol is None else rtol, dtype),
             atol=jnp.asarray((1e-5 if single else DEFAULT_ATOL) if atol is None else atol, dtype),
         )
+    if multi_dof:
+        joints = _moving_joints(model)
+        _check_unit(joints, q0, "q0")
+        q0 = _normalize(joints, q0)
+        field = _ManifoldVectorField(model, torque, joints)
+        term, solver = diffrax.ODETerm(field), _LocalCoordinatesSolver(solver, field)
+    else:
+        term = diffrax.ODETerm(_VectorField(model, torque))
     solution = diffrax.diffeqsolve(
-        diffrax.ODETerm(_VectorField(model, torque)),
+        term,
         solver,
         t0=ts[0],
         t1=ts[-1],
@@ -244,7 +517,7 @@ def rollout(
 
 class _ZeroTorque(eqx.Module):
     def __call__(self, t, q, qd):
-        return jnp.zeros_like(q)
+        return jnp.zeros_like(qd)
 
 
 def _gain(k, what: str) -> Array:
@@ -391,6 +664,8 @@ def pd(
         gravity_compensation: a model whose gravity vector ``g(q)`` is added (PD with gravity
             compensation; ``None`` for a plain PD law).
     """
+    if gravity_compensation is not None:
+        require_one_dof_joints(gravity_compensation, "pd")
     if not callable(reference):
         setpoint = jnp.asarray(reference)
         if setpoint.ndim != 1:

@@ -72,6 +72,20 @@ def test_info_prints_joints_limits_masses_and_mass_matrix_of_a_urdf(tmp_path, ca
     assert "M(q = 0) =" in out and "[[0.2]]" in out  # Izz about the joint axis
 
 
+def test_info_of_a_floating_base_robot(tmp_path, capsys):
+    """A single body on a free-flyer: M at the neutral configuration is diag(m, m, m, I)."""
+    path = tmp_path / "box.urdf"
+    path.write_text(
+        '<robot name="box"><link name="box"><inertial><mass value="2.5"/>'
+        '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.2" iyz="0" izz="0.3"/></inertial></link></robot>'
+    )
+    assert main(["info", str(path), "--floating-base"]) == 0
+    out = capsys.readouterr().out
+    assert "nq = 7, nv = 6, 1 bodies" in out
+    assert next(line for line in out.splitlines() if "root_joint" in line).split()[1:5] == ["root_joint", "free", "(base)", "box"]
+    assert "M(q = neutral) =" in out and "[[2.5 0.  0.  0.  0.  0. ]" in out and "[0.  0.  0.  0.  0.  0.3]]" in out
+
+
 def test_info_of_a_builtin_model_and_of_a_missing_file(capsys):
     assert main(["info", "stacker"]) == 0
     assert "travel" in capsys.readouterr().out

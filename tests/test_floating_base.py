@@ -136,6 +136,48 @@ def test_floating_base_robots_against_pinocchio(robot):
     _check_dynamics(robot, 5)
 
 
+def test_coriolis_terms_on_the_tangent_space(mixed):
+    """``dM/dq`` (both methods) against ``jax.jacfwd`` of ``M(q ⊕ d)``; ``M vd + C* (v ⊗ v) + g``
+    (both methods; ``method="kron"``) and ``M vd + C v + g`` (three forms) against Pinocchio's rnea;
+    Truc's ``C`` against Pinocchio's ``computeCoriolisMatrix``; ``Mdot - 2 C`` skew-symmetric for
+    the forms of Truc and Kane, ``Mdot`` along ``q ⊕ t v``; the kinetic energy ``v M v / 2``."""
+    model, pm, pd = mixed.model, mixed.pm, mixed.pd
+    n = model.nv
+
+    def values(q, v, a):
+        out = dict(mdot=jax.jvp(lambda t: kj.mass_matrix(model, kj.integrate(model, q, t * v)), (0.0,), (1.0,))[1])
+        out["dm_autodiff"] = jax.jacfwd(lambda d: kj.mass_matrix(model, kj.integrate(model, q, d)))(jnp.zeros(n))
+        for method in ("composite", "jacobians"):
+            out[f"dm_{method}"] = kj.mass_matrix_derivative(model, q, method=method)
+            out[f"cstar_{method}"] = kj.coriolis_star(model, q, method=method)
+        for form in kj.dynamics.CORIOLIS_FORMS:
+            out[form] = kj.coriolis_matrix(model, q, v, form=form)
+        out["kron"] = kj.inverse_dynamics(model, q, v, a, method="kron")
+        out["M"], out["g"] = kj.mass_matrix(model, q), kj.gravity(model, q)
+        out["T"] = kj.kinetic_energy(model, q, v)
+        return out
+
+    qs, vs, accs = mixed.states(5, seed=6)
+    ours = jit_once(jax.vmap(values))(*(jnp.asarray(x) for x in mixed.ours(qs, vs, accs)))
+    for k in range(5):
+        q, v, a = mixed.ours(qs[k], vs[k], accs[k])
+        tau = mixed.vec(pin.rnea(pm, pd, qs[k], vs[k], accs[k]))
+        pin.computeCoriolisMatrix(pm, pd, qs[k], vs[k])
+        o = {key: np.asarray(value[k]) for key, value in ours.items()}
+        m, g, vv = o["M"], o["g"], np.kron(v, v)
+        for method in ("composite", "jacobians"):
+            assert relative_error(o[f"dm_{method}"], o["dm_autodiff"].reshape(n, n * n)) < 1e-12
+            assert relative_error(m @ a + o[f"cstar_{method}"] @ vv + g, tau) < TOL
+        assert relative_error(o["kron"], tau) < TOL
+        for form in kj.dynamics.CORIOLIS_FORMS:
+            assert relative_error(m @ a + o[form] @ v + g, tau) < TOL, form
+        assert relative_error(o["truc"], mixed.mat(pd.C)) < TOL
+        for form in ("truc", "kane"):
+            skew = o["mdot"] - 2 * o[form]
+            assert np.max(np.abs(skew + skew.T)) < TOL * np.max(np.abs(o["mdot"])), form
+        assert abs(float(o["T"]) - 0.5 * v @ m @ v) < TOL * abs(float(o["T"]))
+
+
 def test_mixed_tree_kinematics_against_pinocchio(mixed):
     model, pm, pd = mixed.model, mixed.pm, mixed.pd
 
@@ -334,8 +376,8 @@ def test_bad_input_gets_a_clear_error(mixed):
         kj.mass_matrix(model, jnp.zeros(15))
     with pytest.raises(ValueError, match=r"qd must have shape \(15,\)"):
         kj.inverse_dynamics(model, q, jnp.zeros(18), jnp.zeros(15))
-    with pytest.raises(NotImplementedError, match=r"coriolis_star \(and the Coriolis matrices\) does not support models with free or planar or spherical joints yet"):
-        kj.coriolis_star(model, q)
+    with pytest.raises(NotImplementedError, match=r"inverse_dynamics\(method='lagrangian'\) does not support models with free or planar or spherical joints yet"):
+        kj.inverse_dynamics(model, q, jnp.zeros(15), jnp.zeros(15), method="lagrangian")
     with pytest.raises(NotImplementedError, match="rollout"):
         kj.simulate.rollout(model, q, jnp.zeros(15), None, jnp.linspace(0, 1, 3))
     with pytest.raises(ValueError, match="a spherical joint takes no position limits"):
