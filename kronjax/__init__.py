@@ -6,6 +6,7 @@ kronjax never changes JAX's global configuration: enable float64 yourself with
 
 from . import batching as batching
 from . import calculus as calculus
+from . import centroidal as centroidal
 from . import chain as chain
 from . import configuration as configuration
 from . import constrained as constrained
@@ -25,6 +26,11 @@ from .calculus import skew as skew
 from .calculus import symmetrize as symmetrize
 from .calculus import unvec as unvec
 from .calculus import vec as vec
+from .centroidal import center_of_mass as center_of_mass
+from .centroidal import center_of_mass_jacobian as center_of_mass_jacobian
+from .centroidal import centroidal_momentum as centroidal_momentum
+from .centroidal import centroidal_momentum_matrix as centroidal_momentum_matrix
+from .centroidal import centroidal_momentum_matrix_dot as centroidal_momentum_matrix_dot
 from .chain import Inertial as Inertial
 from .chain import Joint as Joint
 from .chain import Model as Model

@@ -20,6 +20,8 @@ def aba(model: Model, q: Array, qd: Array, tau: Array) -> tuple[Array, Array]:
     """``(qdd, pivots)``: joint accelerations of a :class:`~kronjax.chain.Tree` model, and the
     pivots ``D`` of the moving joints (all positive iff ``M(q)`` is positive definite)."""
     tree = model.kinematics
+    if tree.has_mimic:  # coupled coordinates across bodies: no articulated-body factorisation
+        raise NotImplementedError("the articulated-body algorithm does not take mimic joints")
     ine = model.inertials
     dtype = jnp.result_type(q, qd, tau, tree.axes, ine.mass, model.gravity)
     inputs, moving = sp.bodies(model, q, dtype)

@@ -139,7 +139,7 @@ def _symmetric_from_upto(upper: Array, upto: np.ndarray) -> Array:
 def mass_matrix(model: Model, q: Float[Array, " n"]) -> Float[Array, "n n"]:
     s, composite, (upto, _) = _composite(model, q)
     f = _inertia_times(composite, s)  # F_j
-    return _symmetric_from_upto(_spatial_dot(_expand(s, 1), _expand(f, 0)), upto)
+    return sp.reduce(model.kinematics, _symmetric_from_upto(_spatial_dot(_expand(s, 1), _expand(f, 0)), upto), (0, 1))
 
 
 # Up to this many joints dM/dq and C* are assembled from unrolled per-column blocks (compile time
@@ -206,12 +206,17 @@ def _columns(model: Model, q: Array, combine) -> Array:
 def mass_matrix_derivative(model: Model, q: Float[Array, " n"]) -> Float[Array, "n n*n"]:
     """``dM/dq`` in Khang's layout: entry ``(i, j n + k) = dM[i, j]/dq_k`` (along the velocity
     coordinates with multi-DoF joints)."""
-    return _columns(model, q, lambda d: d)
+    dm = _columns(model, q, lambda d: d)
+    if model.kinematics.has_mimic:
+        n = dm.shape[0]
+        dm = sp.reduce(model.kinematics, dm.reshape(n, n, n), (0, 1, 2))
+        dm = dm.reshape(dm.shape[0], -1)
+    return dm
 
 
 def coriolis_star(model: Model, q: Float[Array, " n"]) -> Float[Array, "n n*n"]:
     """``C*``, entry ``(i, j n + k) = dM[i, j]/dq_k - 1/2 dM[k, j]/dq_i`` (Tuan 101); models with
-    1-DoF joints only (:func:`kronjax.dynamics.coriolis_star` corrects it for the others)."""
+    independent 1-DoF joints only (:func:`kronjax.dynamics.coriolis_star` handles the others)."""
     return _columns(model, q, lambda d: d - 0.5 * d.T)
 
 
@@ -219,4 +224,4 @@ def gravity(model: Model, q: Float[Array, " n"]) -> Float[Array, " n"]:
     """``g_j = -S_j . Ic_j (0, g0) = -(S_w . h x g0 + S_v . m g0)``."""
     s, (_, h, m), _ = _composite(model, q)
     g0 = tuple(model.gravity.astype(m.dtype))
-    return -(sp.dot(s[0], sp.cross(h, g0)) + sp.dot(s[1], sp.scale(g0, m)))
+    return sp.reduce(model.kinematics, -(sp.dot(s[0], sp.cross(h, g0)) + sp.dot(s[1], sp.scale(g0, m))), (0,))

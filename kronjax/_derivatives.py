@@ -141,10 +141,12 @@ def rnea_derivatives(
     """``(tau, dtau/dq, dtau/dqd, M)`` of a :class:`~kronjax.chain.Tree` model at one state; each
     matrix has row = joint force ``k``, column = coordinate ``j`` (module doc)."""
     dtype = _dtype(model, q, qd, qdd)
+    tree = model.kinematics
     q, qd, qdd = (x.astype(dtype) for x in (q, qd, qdd))
-    k = _velocity_stage(model, q, qd, dtype)
-    a_parent, fc, tau = _forces(model, k, qdd)
-    return tau, _acceleration_stage(k, a_parent, fc), k["dtau_dqd"], k["mass"]
+    k = _velocity_stage(model, q, sp.full_velocities(tree, qd), dtype)
+    a_parent, fc, tau = _forces(model, k, sp.full_velocities(tree, qdd))
+    matrices = (_acceleration_stage(k, a_parent, fc), k["dtau_dqd"], k["mass"])
+    return (sp.reduce(tree, tau, (0,)), *(sp.reduce(tree, x, (0, 1)) for x in matrices))
 
 
 def aba_derivatives(
@@ -155,13 +157,15 @@ def aba_derivatives(
     is needed), with the Cholesky pivots of ``M`` (all positive iff ``M`` is positive definite).
     ``dqdd/d(q, qd) = -M^-1 dtau/d(q, qd)`` (Carpentier and Mansard sec. V)."""
     dtype = _dtype(model, q, qd, tau)
+    tree = model.kinematics
     q, qd, tau = (x.astype(dtype) for x in (q, qd, tau))
-    k = _velocity_stage(model, q, qd, dtype)
-    _, _, bias = _forces(model, k, jnp.zeros_like(tau))
-    minv, pivots = spd_inverse(k["mass"])
-    qdd = minv @ (tau - bias)
-    a_parent, fc, _ = _forces(model, k, qdd)
-    return qdd, _acceleration_stage(k, a_parent, fc), k["dtau_dqd"], minv, pivots
+    k = _velocity_stage(model, q, sp.full_velocities(tree, qd), dtype)
+    _, _, bias = _forces(model, k, jnp.zeros_like(k["mass"][0]))
+    minv, pivots = spd_inverse(sp.reduce(tree, k["mass"], (0, 1)))
+    qdd = minv @ (tau - sp.reduce(tree, bias, (0,)))
+    a_parent, fc, _ = _forces(model, k, sp.full_velocities(tree, qdd))
+    dq, dqd = (sp.reduce(tree, x, (0, 1)) for x in (_acceleration_stage(k, a_parent, fc), k["dtau_dqd"]))
+    return qdd, dq, dqd, minv, pivots
 
 
 def spd_inverse(m: Float[Array, "n n"]) -> tuple[Float[Array, "n n"], Float[Array, " n"]]:

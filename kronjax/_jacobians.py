@@ -106,7 +106,7 @@ def jacobians(tree: Tree, q: Array, points: Array | None, frame: str, dtype) -> 
     jr = _masked(g["row"](g["w"]), g["support"])
     if frame == "body":
         jt, jr = _to_body(g["R"], jt), _to_body(g["R"], jr)
-    return _stacked(jt), _stacked(jr)
+    return sp.reduce(tree, _stacked(jt), (2,)), sp.reduce(tree, _stacked(jr), (2,))
 
 
 def hessians(tree: Tree, q: Array, points: Array | None, frame: str, dtype) -> tuple[Array, Array]:
@@ -131,14 +131,23 @@ def hessians(tree: Tree, q: Array, points: Array | None, frame: str, dtype) -> t
         if frame == "body":
             ht = sp.add(ht, sp.scale(sp.cross(tuple(c[None] for c in w_k), v_j), -1))
         ht = _to_body(g["R"], ht)
-    return _stacked(_masked(ht, both)), _stacked(_masked(hr, both))
+    return _reduce_hessian(tree, _stacked(_masked(ht, both))), _reduce_hessian(tree, _stacked(_masked(hr, both)))
+
+
+def _reduce_hessian(tree: Tree, h: Array) -> Array:
+    """``H (G ⊗ G)`` (mimic joints: :func:`kronjax._spatial.reduce`)."""
+    if not tree.has_mimic:
+        return h
+    n = int(round(h.shape[-1] ** 0.5))
+    h = sp.reduce(tree, h.reshape(*h.shape[:-1], n, n), (2, 3))
+    return h.reshape(*h.shape[:2], -1)
 
 
 def jacobians_dot(tree: Tree, q: Array, qd: Array, points: Array | None, frame: str, dtype) -> tuple[Array, Array]:
     """``(dJ_T/dt, dJ_R/dt)``, each ``(nb, 3, n)``: ``H (E_n ⊗ qd)`` (Tuan 8) of :func:`hessians`
     in the base frame, or the time derivative of the body-frame Jacobians."""
     g = _world(tree, q, points, dtype)
-    qd = qd.astype(dtype)
+    qd = sp.full_velocities(tree, qd.astype(dtype))
     w, row, column = g["w"], g["row"], g["column"]
     spin = sp.scale(w, qd)  # w_j qd_j
     drift = sp.scale(sp.add(g["t"], sp.cross(g["p"], w)), qd)  # (t_j + p_j x w_j) qd_j: at the base origin
@@ -153,4 +162,4 @@ def jacobians_dot(tree: Tree, q: Array, qd: Array, points: Array | None, frame: 
         jt, jr = _masked(g["V"], g["support"]), _masked(row(w), g["support"])
         jtd = _to_body(g["R"], sp.add(jtd, sp.scale(sp.cross(column(omega), jt), -1)))
         jrd = _to_body(g["R"], sp.add(jrd, sp.scale(sp.cross(column(omega), jr), -1)))
-    return _stacked(_masked(jtd, g["support"])), _stacked(_masked(jrd, g["support"]))
+    return tuple(sp.reduce(tree, _stacked(_masked(x, g["support"])), (2,)) for x in (jtd, jrd))

@@ -58,4 +58,4 @@ def rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
         dict(e=e, r=r, load=load, s_w=s_w, s_v=s_v) for (_, e, r, load), (s_w, s_v) in zip(outputs, subspaces)
     ]
     taus = sp.up(parents, backward, (z3, z3), up_inputs)
-    return jnp.concatenate(taus)[np.flatnonzero(moving)]
+    return sp.reduce(tree, jnp.concatenate(taus)[np.flatnonzero(moving)], (0,))

@@ -196,8 +196,12 @@ class Expansion(NamedTuple):
     ``group``: equal for the sub-joints of one joint, distinct otherwise; ``sub``/``lead``: masks of
     the sub-joints and of the first sub-joint of each joint; ``axes``: ``(nb, 3)`` sub-joint axes
     (zero elsewhere); ``q_index``: configuration index of 1-DoF joints (``-1`` elsewhere);
-    ``v_index``: velocity index (``-1`` at fixed joints); ``multi``: ``(kind, q start, v start, lead,
-    model body)`` per multi-DoF joint."""
+    ``v_index``: velocity index (``-1`` at fixed joints); a mimic joint has its primary's, and
+    ``scale``, ``offset`` (1 and 0 elsewhere): its coordinate is ``scale q + offset``; ``multi``:
+    ``(kind, q start, v start, lead, model body)`` per multi-DoF joint; ``reduction``: with mimic
+    joints, ``G`` ``(n_full, nv)``, the velocities of the moving expanded bodies (the *full*
+    coordinates, in which the mask-based algorithms work) from ``v``: ``v_full = G v``, so that
+    ``tau = G^T tau_full``, ``M = G^T M_full G``, ``J = J_full G``; ``None`` without mimic joints."""
 
     parents: tuple[int, ...]
     kinds: tuple[str, ...]
@@ -209,14 +213,23 @@ class Expansion(NamedTuple):
     axes: np.ndarray
     q_index: tuple[int, ...]
     v_index: tuple[int, ...]
+    scale: np.ndarray
+    offset: np.ndarray
     multi: tuple[tuple[str, int, int, int, int], ...]
+    reduction: np.ndarray | None
 
 
 @functools.lru_cache(maxsize=128)
-def _expansion(parents: tuple[int, ...], kinds: tuple[str, ...], q_index, v_index) -> Expansion:
-    out = dict(parents=[], kinds=[], source=[], group=[], sub=[], lead=[], axes=[], q_index=[], v_index=[])
+def _expansion(parents: tuple[int, ...], kinds: tuple[str, ...], q_index, v_index, mimic) -> Expansion:
+    out = dict(parents=[], kinds=[], source=[], group=[], sub=[], lead=[], axes=[], q_index=[], v_index=[],
+               scale=[], offset=[])
     real, multi = [], []
     for body, (parent, kind) in enumerate(zip(parents, kinds)):
+        entry = mimic[body] if mimic else None
+        scale, offset = (1.0, 0.0) if entry is None else entry[1:]
+        if entry is not None:
+            q_index = q_index[: body] + (q_index[entry[0]],) + q_index[body + 1 :]
+            v_index = v_index[: body] + (v_index[entry[0]],) + v_index[body + 1 :]
         subs = SUB_JOINTS.get(kind, ((kind, None),))
         first = len(out["parents"])
         for k, (sub_kind, axis) in enumerate(subs):
@@ -229,19 +242,47 @@ def _expansion(parents: tuple[int, ...], kinds: tuple[str, ...], q_index, v_inde
             out["axes"].append(axis or (0.0, 0.0, 0.0))
             out["q_index"].append(-1 if axis is not None else q_index[body])
             out["v_index"].append(v_index[body] + k if v_index[body] >= 0 else -1)
+            out["scale"].append(scale)
+            out["offset"].append(offset)
         if kind in SUB_JOINTS:
             multi.append((kind, q_index[body], v_index[body], first, body))
         real.append(len(out["parents"]) - 1)
-    arrays = {key: np.array(value) for key, value in out.items() if key in ("source", "group", "sub", "lead", "axes")}
+    arrays = {key: np.array(value) for key, value in out.items()
+              if key in ("source", "group", "sub", "lead", "axes", "scale", "offset")}
+    reduction = None
+    if any(entry is not None for entry in mimic):
+        full = [i for i, kind in enumerate(out["kinds"]) if kind != "F"]
+        reduction = np.zeros((len(full), max(out["v_index"]) + 1))
+        for f, i in enumerate(full):
+            reduction[f, out["v_index"][i]] = out["scale"][i]
     return Expansion(
         parents=tuple(out["parents"]), kinds=tuple(out["kinds"]), real=np.array(real),
-        q_index=tuple(out["q_index"]), v_index=tuple(out["v_index"]), multi=tuple(multi), **arrays,
+        q_index=tuple(out["q_index"]), v_index=tuple(out["v_index"]), multi=tuple(multi),
+        reduction=reduction, **arrays,
     )
 
 
 def expansion(tree: Tree) -> Expansion:
-    """The static :class:`Expansion` of a tree (the tree itself when all its joints are 1-DoF)."""
-    return _expansion(tree.parents, tree.kinds, tree.q_index, tree.v_index)
+    """The static :class:`Expansion` of a tree (its own bodies when all its joints are 1-DoF)."""
+    return _expansion(tree.parents, tree.kinds, tree.q_index, tree.v_index, tree.mimic)
+
+
+def full_velocities(tree: Tree, v: Array) -> Array:
+    """``v_full = G v`` (:class:`Expansion`): ``v`` itself without mimic joints."""
+    g = expansion(tree).reduction
+    return v if g is None else jnp.asarray(g, v.dtype) @ v
+
+
+def reduce(tree: Tree, x: Array, axes: tuple[int, ...]) -> Array:
+    """``x`` with each of the given axes (of length ``n_full``) contracted with ``G``
+    (:class:`Expansion`): ``G^T tau``, ``G^T M G``, ``J G``, ...; ``x`` itself without mimic joints."""
+    g = expansion(tree).reduction
+    if g is None:
+        return x
+    g = jnp.asarray(g, x.dtype)
+    for axis in axes:
+        x = jnp.moveaxis(jnp.tensordot(x, g, axes=([axis], [0])), -1, axis)
+    return x
 
 
 def expanded(tree: Tree) -> Tree:
@@ -348,12 +389,13 @@ def joint_inputs(tree: Tree, q: Array, dtype) -> tuple[dict, np.ndarray]:
     ex = expansion(tree)
     kinds = np.array(ex.kinds)
     revolute, prismatic = (kinds == "R") & ~ex.sub, (kinds == "P") & ~ex.sub
-    angle = _spread(ex.q_index, q, revolute, dtype)
+    coordinate = lambda mask: _spread(ex.q_index, q, mask, dtype, ex.scale, np.where(mask, ex.offset, 0))  # noqa: E731
+    angle = coordinate(revolute)
     values = dict(
         joint_coefficients(expanded(tree), dtype),
         cos=jnp.cos(angle),
         sin=jnp.sin(angle),
-        d=_spread(ex.q_index, q, prismatic, dtype),
+        d=coordinate(prismatic),
     )
     if ex.multi:
         values.update(_multi_dof_motion(tree, ex, q.astype(dtype), dtype))
@@ -393,12 +435,20 @@ def bodies(model: Model, q: Array, dtype) -> tuple[dict, np.ndarray]:
 def per_body(model: Model, x: Array, mask: np.ndarray, dtype) -> Array:
     """A velocity-space vector ``(nv,)`` spread over the expanded bodies, zero where ``mask`` is
     false (at least at fixed joints, which have no coordinate)."""
-    return _spread(expansion(model.kinematics).v_index, x, mask, dtype)
+    ex = expansion(model.kinematics)
+    return _spread(ex.v_index, x, mask, dtype, ex.scale)
 
 
-def _spread(q_index: tuple[int, ...], x: Array, mask: np.ndarray, dtype) -> Array:
+def _spread(q_index: tuple[int, ...], x: Array, mask: np.ndarray, dtype, scale=None, offset=None) -> Array:
+    """``scale x[index] + offset`` per body where ``mask`` is true, zero elsewhere (the scale and
+    offset of mimic joints, skipped when all are 1 and 0)."""
     index = np.array([max(k, 0) for k in q_index], dtype=int)
-    return jnp.where(mask, x.astype(dtype)[index], jnp.zeros((), dtype))
+    values = x.astype(dtype)[index]
+    if scale is not None and np.any(scale != 1):
+        values = values * jnp.asarray(scale, dtype)
+    if offset is not None and np.any(offset != 0):
+        values = values + jnp.asarray(offset, dtype)
+    return jnp.where(mask, values, jnp.zeros((), dtype))
 
 
 def joint_transform(b: dict):

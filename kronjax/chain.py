@@ -224,6 +224,10 @@ class Tree(eqx.Module):
         kinds: joint kind of each body: ``"R"`` revolute, ``"P"`` prismatic, ``"F"`` fixed,
             ``"free"``, ``"spherical"``, ``"planar"`` (module doc; these three need ``Post = 1``).
         axes: ``(nb, 3)`` unit joint axes, in the frame after ``Pre`` (unused by multi-DoF joints).
+        mimic: per body ``None`` or ``(primary, multiplier, offset)``: a revolute or prismatic joint
+            whose coordinate is ``multiplier * q[primary] + offset`` (URDF's ``<mimic>``), with no
+            coordinate of its own; ``primary`` is the body of a revolute or prismatic joint that is
+            not a mimic itself. Empty (the default): no mimic joints.
         pre_rotation, pre_translation: ``(nb, 3, 3)``, ``(nb, 3)``: placement of the joint frame in
             the parent's body frame.
         post_rotation, post_translation: placement of the body frame in the moved joint frame.
@@ -236,9 +240,23 @@ class Tree(eqx.Module):
     pre_translation: Float[Array, "nb 3"]
     post_rotation: Float[Array, "nb 3 3"]
     post_translation: Float[Array, "nb 3"]
+    mimic: tuple[tuple[int, float, float] | None, ...] = eqx.field(static=True, default=())
 
     def __check_init__(self):
         nb = len(self.parents)
+        if self.mimic and len(self.mimic) != nb:
+            raise ValueError(f"{len(self.mimic)} mimic entries for {nb} bodies")
+        for i, entry in enumerate(self.mimic):
+            if entry is None:
+                continue
+            primary = entry[0]
+            if self.kinds[i] not in ("R", "P"):
+                raise ValueError(f"body {i}: only a revolute or prismatic joint can mimic another, not {self.kinds[i]!r}")
+            if not (0 <= primary < nb and self.kinds[primary] in ("R", "P") and self.mimic[primary] is None):
+                raise ValueError(
+                    f"body {i}: the joint it mimics (body {primary}) must be a revolute or prismatic joint "
+                    "that is not a mimic itself"
+                )
         if len(self.kinds) != nb:
             raise ValueError(f"{len(self.kinds)} joint kinds for {nb} bodies")
         for i, (parent, kind) in enumerate(zip(self.parents, self.kinds)):
@@ -274,12 +292,23 @@ class Tree(eqx.Module):
     @property
     def nq(self) -> int:
         """Length of the configuration ``q``."""
-        return sum(JOINT_NQ[kind] for kind in self.kinds)
+        return sum(JOINT_NQ[kind] for kind in self._own_kinds)
 
     @property
     def nv(self) -> int:
         """Number of velocity coordinates (length of ``v``, ``qd``, ``tau``)."""
-        return sum(JOINT_NV[kind] for kind in self.kinds)
+        return sum(JOINT_NV[kind] for kind in self._own_kinds)
+
+    @property
+    def _own_kinds(self) -> tuple[str, ...]:
+        """The kinds, with ``"F"`` for mimic joints (they have no coordinate of their own)."""
+        if not self.mimic:
+            return self.kinds
+        return tuple("F" if entry is not None else kind for kind, entry in zip(self.kinds, self.mimic))
+
+    @property
+    def has_mimic(self) -> bool:
+        return any(entry is not None for entry in self.mimic)
 
     @property
     def n_dof(self) -> int:
@@ -292,13 +321,23 @@ class Tree(eqx.Module):
 
     @property
     def q_index(self) -> tuple[int, ...]:
-        """Index into ``q`` of each body's first configuration number (``-1`` for fixed joints)."""
-        return _starts(self.kinds, JOINT_NQ)
+        """Index into ``q`` of each body's first configuration number (``-1`` for fixed and mimic
+        joints)."""
+        return _starts(self._own_kinds, JOINT_NQ)
 
     @property
     def v_index(self) -> tuple[int, ...]:
-        """Index into ``v`` of each body's first velocity coordinate (``-1`` for fixed joints)."""
-        return _starts(self.kinds, JOINT_NV)
+        """Index into ``v`` of each body's first velocity coordinate (``-1`` for fixed and mimic
+        joints)."""
+        return _starts(self._own_kinds, JOINT_NV)
+
+    def coordinate(self, q: Array, body: int) -> Array:
+        """The coordinate of a revolute or prismatic body's joint (a mimic joint's from its primary's)."""
+        entry = self.mimic[body] if self.mimic else None
+        if entry is None:
+            return q[self.q_index[body]]
+        primary, multiplier, offset = entry
+        return multiplier * q[self.q_index[primary]] + offset
 
     def poses(self, q: Float[Array, " n"]) -> tuple[Float[Array, "nb 3 3"], Float[Array, "nb 3"]]:
         """Rotations ``(nb, 3, 3)`` and origins ``(nb, 3)`` of the body frames in the base frame.
@@ -314,9 +353,9 @@ class Tree(eqx.Module):
         for i, (parent, kind, k) in enumerate(zip(self.parents, self.kinds, self.q_index)):
             joint_r, joint_p = eye, jnp.zeros(3, q.dtype)
             if kind == "R":
-                joint_r = axis_angle(self.axes[i], q[k])
+                joint_r = axis_angle(self.axes[i], self.coordinate(q, i))
             elif kind == "P":
-                joint_p = self.axes[i] * q[k]
+                joint_p = self.axes[i] * self.coordinate(q, i)
             elif kind in MULTI_DOF:
                 joint_r, joint_p = joint_motion(kind, q[k : k + JOINT_NQ[kind]])
             local_r = self.pre_rotation[i] @ joint_r @ self.post_rotation[i]
@@ -529,6 +568,9 @@ class Model(eqx.Module):
         if kind == "F":
             raise ValueError(f"joint {joint!r} is fixed: it has no coordinate")
         start = getattr(self.kinematics, index)[i]
+        if start < 0:
+            primary = self.joint_names[self.kinematics.mimic[i][0]]
+            raise ValueError(f"joint {joint!r} mimics joint {primary!r}: it has no coordinate of its own")
         return slice(start, start + sizes[kind])
 
     def velocity_index(self, joint: str) -> slice:
@@ -551,7 +593,8 @@ class Model(eqx.Module):
         one per coordinate)."""
         kinds = getattr(self.kinematics, "kinds", None)
         if kinds is not None:
-            return tuple(name for name, kind in zip(self.joint_names, kinds) for _ in range(JOINT_NV[kind]))
+            own = self.kinematics._own_kinds
+            return tuple(name for name, kind in zip(self.joint_names, own) for _ in range(JOINT_NV[kind]))
         if len(self.joint_names) == self.n_dof:
             return self.joint_names
         return tuple(f"q{k + 1}" for k in range(self.n_dof))
@@ -642,7 +685,7 @@ def _model(kinematics, inertials, gravity, body_names, joint_names, limits) -> M
     joints = _names(joint_names, nb, "joint")
     moving = joints
     if isinstance(kinematics, Tree):
-        moving = [name for name, kind in zip(joints, kinematics.kinds) for _ in range(JOINT_NV[kind])]
+        moving = [name for name, kind in zip(joints, kinematics._own_kinds) for _ in range(JOINT_NV[kind])]
     return Model(
         kinematics=kinematics,
         inertials=_stack_inertials(inertials, nb, bodies),
@@ -755,8 +798,11 @@ class Joint:
             frame is the moved joint frame, as in URDF and Pinocchio).
         name: joint name (default ``joint<i+1>``); ``body_name`` likewise (default ``link<i+1>``).
         lower, upper, velocity, effort: limits of the joint coordinate (unlimited by default;
-            ignored for fixed joints). A multi-DoF joint takes velocity and effort limits (one
-            value for all its velocity coordinates) but no position limits.
+            ignored for fixed and mimic joints). A multi-DoF joint takes velocity and effort
+            limits (one value for all its velocity coordinates) but no position limits.
+        mimic: ``(primary, multiplier, offset)`` (``primary`` a joint name or index): this
+            revolute or prismatic joint follows ``multiplier * q_primary + offset`` and has no
+            coordinate of its own (URDF's ``<mimic>``); ``None`` (default): an independent joint.
     """
 
     kind: str
@@ -770,6 +816,7 @@ class Joint:
     upper: Any = np.inf
     velocity: Any = np.inf
     effort: Any = np.inf
+    mimic: tuple | None = None
 
 
 def _unit_axis(axis, what: str) -> Array:
@@ -802,6 +849,43 @@ def _joint_kind(kind) -> str:
     return kind
 
 
+def _mimic_entries(joints: list[Joint]) -> tuple:
+    """``Tree.mimic`` from the joints' ``mimic`` (primary by name or index; a mimic of a mimic is
+    resolved to the first primary: ``m1 (m2 q + o2) + o1``)."""
+    if all(j.mimic is None for j in joints):
+        return ()
+    names = [j.name or f"joint{i + 1}" for i, j in enumerate(joints)]
+    raw = []
+    for i, j in enumerate(joints):
+        if j.mimic is None:
+            raw.append(None)
+            continue
+        try:
+            primary, multiplier, offset = j.mimic
+        except (TypeError, ValueError):
+            raise ValueError(f"joint {i} ({names[i]}): mimic must be (primary, multiplier, offset), got {j.mimic!r}") from None
+        if isinstance(primary, str):
+            if primary not in names:
+                raise ValueError(f"joint {i} ({names[i]}) mimics {primary!r}, which is not a joint of the model")
+            primary = names.index(primary)
+        values = [float(_float_array(x, f"joint {i} ({names[i]}) mimic {what}", ())) for x, what in
+                  ((multiplier, "multiplier"), (offset, "offset"))]
+        raw.append((int(primary), *values))
+    resolved = []
+    for i, entry in enumerate(raw):
+        seen, total = [i], entry
+        while total is not None and raw[total[0]] is not None:
+            primary = total[0]
+            if primary in seen:
+                cycle = [names[k] for k in seen[seen.index(primary):]]
+                raise ValueError(f"mimic joints {cycle} mimic each other in a cycle")
+            seen.append(primary)
+            outer = raw[primary]
+            total = (outer[0], total[1] * outer[1], total[1] * outer[2] + total[2])
+        resolved.append(total)
+    return tuple(resolved)
+
+
 def from_joints(joints: Sequence[Joint], inertials=None, *, gravity=None) -> Model:
     """A tree from a list of :class:`Joint`, one per body, in an order where parents come first.
 
@@ -823,6 +907,7 @@ def from_joints(joints: Sequence[Joint], inertials=None, *, gravity=None) -> Mod
         pre_p.append(_float_array(joint.translation, f"{what} translation", (3,)))
     nb = len(joints)
     dtype = jnp.result_type(*axes, *pre_r, *pre_p)
+    mimic = _mimic_entries(joints)
     tree = Tree(
         parents=tuple(int(j.parent) for j in joints),
         kinds=tuple(_joint_kind(j.kind) for j in joints),
@@ -831,8 +916,9 @@ def from_joints(joints: Sequence[Joint], inertials=None, *, gravity=None) -> Mod
         pre_translation=_stack(pre_p).astype(dtype),
         post_rotation=jnp.tile(jnp.eye(3, dtype=dtype), (nb, 1, 1)),
         post_translation=jnp.zeros((nb, 3), dtype),
+        mimic=mimic,
     )
-    moving = [(i, j, kind) for i, (j, kind) in enumerate(zip(joints, tree.kinds)) if kind != "F"]
+    moving = [(i, j, kind) for i, (j, kind) in enumerate(zip(joints, tree._own_kinds)) if kind != "F"]
     limits = None
     if moving:
         limits = {key: [] for key in ("lower", "upper", "velocity", "effort")}

@@ -55,7 +55,7 @@ def _quaternion_velocity(quat: Array, dquat: Array) -> Array:
 def _joints(model: Model):
     """``(kind, q slice, v slice)`` of every joint with a coordinate."""
     tree = model.kinematics
-    kinds = getattr(tree, "kinds", None) or ("R",) * model.nq
+    kinds = getattr(tree, "_own_kinds", None) or ("R",) * model.nq
     q_index = getattr(tree, "q_index", tuple(range(model.nq)))
     v_index = getattr(tree, "v_index", tuple(range(model.nv)))
     for kind, qi, vi in zip(kinds, q_index, v_index):

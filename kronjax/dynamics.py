@@ -239,7 +239,7 @@ def _coriolis_star(model: Model, q: Array, method: str = "auto") -> Array:
         n = model.nv
         chart, a, m = _chart_terms(model, q, _mass_matrix_derivative(model, q, method))
         return _coriolis_star_from(chart.reshape(n, n * n)) - m @ a.reshape(n, n * n)
-    if _matrix_method(model, method) == "composite":
+    if _matrix_method(model, method) == "composite" and not model.kinematics.has_mimic:
         _inertials(model)
         return _composite.coriolis_star(model, q)
     return _coriolis_star_from(_mass_matrix_derivative(model, q, method))
@@ -631,7 +631,7 @@ def forward_dynamics(
     wrenches = _as_wrenches(wrenches)
     if wrenches:
         tau = tau + _generalized_forces(model, q, wrenches)
-    if isinstance(model.kinematics, Tree):
+    if isinstance(model.kinematics, Tree) and not model.kinematics.has_mimic:
         return _tree_aba(model, q, qd, tau)
     bias = inverse_dynamics(model, q, qd, jnp.zeros_like(qd))
     mass = _mass_matrix(model, q)

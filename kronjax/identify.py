@@ -64,6 +64,7 @@ import optax
 from jaxtyping import Array, ArrayLike, Float
 
 from .chain import Inertials, Model, _is_concrete, require_one_dof_joints
+from .configuration import random_configuration
 from .dynamics import _inertials, _resolve_method, inverse_dynamics
 
 __all__ = [
@@ -322,21 +323,21 @@ def regressor(
     model structure and batch shape compiles, later ones reuse it; inside a user's ``jit`` it is
     inlined. (The input checks above run in Python first.)
     """
-    require_one_dof_joints(model, "regressor")
     if not isinstance(model, Model):
         raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
     _resolve_method(model, method)
     arrays = []
-    for name, x in (("q", q), ("qd", qd), ("qdd", qdd)):
+    for name, x, size in (("q", q, model.nq), ("qd", qd, model.nv), ("qdd", qdd, model.nv)):
         x = jnp.asarray(x)
         if not jnp.issubdtype(x.dtype, jnp.floating):
             x = x.astype(jnp.result_type(float))
-        if x.ndim == 0 or x.shape[-1] != model.n_dof:
-            raise ValueError(f"{name} must have shape (..., {model.n_dof}) for this {model.n_dof}-DOF model, got {x.shape}")
+        if x.ndim == 0 or x.shape[-1] != size:
+            what = f"{model.n_dof}-DOF model" if model.nq == model.nv else f"model with nq = {model.nq}, nv = {model.nv}"
+            raise ValueError(f"{name} must have shape (..., {size}) for this {what}, got {x.shape}")
         arrays.append(x)
     q, qd, qdd = arrays
-    if not q.shape == qd.shape == qdd.shape:
-        raise ValueError(f"q, qd and qdd must have the same shape, got {q.shape}, {qd.shape}, {qdd.shape}")
+    if not q.shape[:-1] == qd.shape[:-1] == qdd.shape[:-1]:
+        raise ValueError(f"q, qd and qdd must have the same batch shape, got {q.shape}, {qd.shape}, {qdd.shape}")
     return _regressor(model, q, qd, qdd, bool(friction), method)
 
 
@@ -346,8 +347,7 @@ def _regressor(model: Model, q: Array, qd: Array, qdd: Array, friction: bool, me
     one = lambda q, qd, qdd: _regressor_one(model, q, qd, qdd, friction, method)  # noqa: E731
     if not batch:
         return one(q, qd, qdd)
-    n = model.n_dof
-    flat = [x.reshape(-1, n) for x in (q, qd, qdd)]
+    flat = [x.reshape(-1, x.shape[-1]) for x in (q, qd, qdd)]
     y = jax.vmap(one)(*flat)
     return y.reshape(*batch, *y.shape[1:])
 
@@ -512,7 +512,11 @@ def _random_states(model: Model, seed: int, samples: int) -> tuple[np.ndarray, n
     # every parameter that only acts when the joint moves
     rng = np.random.default_rng(seed)
     shape = (samples, model.n_dof)
-    return rng.uniform(-math.pi, math.pi, shape), rng.normal(size=shape), rng.normal(size=shape)
+    q = rng.uniform(-math.pi, math.pi, shape)
+    if model.has_multi_dof:  # uniform rotations, translations in [-pi, pi], the rest as above
+        keys = jax.random.split(jax.random.key(seed), samples)
+        q = np.asarray(jax.vmap(lambda key: random_configuration(model, key, math.pi))(keys))
+    return q, rng.normal(size=shape), rng.normal(size=shape)
 
 
 def base_parameters(
@@ -527,8 +531,9 @@ def base_parameters(
     """Base parameters of a model (the identifiable combinations of its standard parameters).
 
     The regressor (:func:`regressor`) is stacked over ``samples`` random states -- ``q`` uniform
-    in ``[-pi, pi]`` (rad or m), ``qd`` and ``qdd`` standard normal, from
-    ``numpy.random.default_rng(seed)`` -- and reduced by :func:`base_parameters_from_regressor`.
+    in ``[-pi, pi]`` (rad or m; free, spherical and planar joints: uniform rotations and
+    translations, :func:`~kronjax.configuration.random_configuration`), ``qd`` and ``qdd``
+    standard normal, from ``numpy.random.default_rng(seed)`` -- and reduced by :func:`base_parameters_from_regressor`.
     The result depends on the kinematics and gravity only. The states ignore ``model.limits``:
     the rank of the regressor and the regrouping are generic properties (the same at almost
     every state), and states within narrow or single-point limits (a URDF's ``lower = upper = 0``)
@@ -541,7 +546,6 @@ def base_parameters(
         samples: number of random states (default ``2 p / n + 20``).
         friction: include the ``2 n`` friction parameters.
     """
-    require_one_dof_joints(model, "base_parameters")
     if not isinstance(model, Model):
         raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
     p = 10 * model.n_bodies + (2 * model.n_dof if friction else 0)

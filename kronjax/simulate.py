@@ -140,8 +140,8 @@ def _moving_joints(model: Model) -> _Joints:
     tree = model.kinematics
     return tuple(
         (name, kind, qi, vi)
-        for name, kind, qi, vi in zip(model.joint_names, tree.kinds, tree.q_index, tree.v_index)
-        if kind != "F"
+        for name, kind, qi, vi in zip(model.joint_names, tree._own_kinds, tree.q_index, tree.v_index)
+        if kind != "F"  # nor a mimic joint, which has no coordinate
     )
 
 
@@ -306,6 +306,9 @@ class _LocalCoordinatesSolver(diffrax.AbstractWrappedSolver):
 
     solver: diffrax.AbstractSolver
     field: _ManifoldVectorField
+    # isinstance checks see the wrapped solver; diffrax's adjoints set a Runge-Kutta solver's
+    # scan_kind (forward-mode autodiff, bounded while loops), here, and step passes it on
+    scan_kind: str | None = None
 
     @property
     def term_structure(self):
@@ -329,15 +332,18 @@ class _LocalCoordinatesSolver(diffrax.AbstractWrappedSolver):
         q0, v0 = y0
         local = diffrax.ODETerm(_LocalField(self.field, q0))
         z0 = (jnp.zeros_like(v0), v0)
+        inner = self.solver
+        if self.scan_kind is not None:
+            inner = eqx.tree_at(lambda s: s.scan_kind, inner, self.scan_kind, is_leaf=lambda x: x is None)
         # a fresh inner state: an FSAL stage of the previous step belongs to another chart
-        inner_state = self.solver.init(local, t0, t1, z0, args)
-        (delta1, v1), z_error, dense, _, result = self.solver.step(local, t0, t1, z0, args, inner_state, made_jump)
+        inner_state = inner.init(local, t0, t1, z0, args)
+        (delta1, v1), z_error, dense, _, result = inner.step(local, t0, t1, z0, args, inner_state, made_jump)
         joints = self.field.joints
         q1 = _chart(joints, q0, delta1)
         y_error = None
         if z_error is not None:
             y_error = (q1 - _chart(joints, q0, delta1 - z_error[0]), z_error[1])
-        return (q1, v1), y_error, dict(q0=q0, inner=dense), None, result
+        return (q1, v1), y_error, {"q0": q0, "inner": dense}, None, result
 
     def func(self, terms, t0, y0, args):
         return terms.vf(t0, y0, args)

@@ -148,6 +148,7 @@ class _UrdfJoint:
     origin: np.ndarray
     axis: np.ndarray
     limits: dict
+    mimic: tuple[str, float, float] | None = None
 
 
 def _limits(element: ET.Element, kind: str, where: str) -> dict:
@@ -202,10 +203,16 @@ def _joint(element: ET.Element, links: dict) -> _UrdfJoint:
             f"{where}: unknown joint type {kind!r}; expected revolute, continuous, prismatic, fixed, "
             "floating or planar"
         )
-    if element.find("mimic") is not None:
-        raise URDFError(
-            f"{where}: <mimic> joints are not supported (kronjax has one coordinate per joint); "
-            "remove the <mimic> element to make the joint independent"
+    mimic = element.find("mimic")
+    if mimic is not None:
+        if kind not in _MOVING:
+            raise URDFError(f"{where}: only a revolute, continuous or prismatic joint can be a <mimic>, not {kind!r}")
+        if not mimic.get("joint"):
+            raise URDFError(f"{where}: <mimic> needs the attribute 'joint'")
+        mimic = (
+            mimic.get("joint"),
+            float(_numbers(mimic, "multiplier", 1, (1.0,), where)[0]),
+            float(_numbers(mimic, "offset", 1, (0.0,), where)[0]),
         )
     ends = {}
     for end in ("parent", "child"):
@@ -240,6 +247,7 @@ def _joint(element: ET.Element, links: dict) -> _UrdfJoint:
         origin=_origin(element.find("origin"), where),
         axis=axis,
         limits=_limits(element, kind, where),
+        mimic=mimic,
     )
 
 
@@ -404,7 +412,7 @@ def _sub_joints(joints: list[Joint], masses: list[_Mass]) -> tuple[list[Joint], 
         parent = -1 if joint.parent < 0 else index[joint.parent]
         kinds = subs.get(joint.kind)
         if kinds is None:
-            out.append(Joint(joint.kind, parent, joint.axis, joint.rotation, joint.translation, joint.name))
+            out.append(Joint(joint.kind, parent, joint.axis, joint.rotation, joint.translation, joint.name, mimic=joint.mimic))
             out_masses.append(mass)
         else:
             axes = np.eye(3)[[0, 1, 2, 0, 1, 2] if joint.kind == "free" else [0, 1, 2]]
@@ -417,13 +425,48 @@ def _sub_joints(joints: list[Joint], masses: list[_Mass]) -> tuple[list[Joint], 
     return out, out_masses
 
 
+def _check_mimic(joints: list[Joint]) -> None:
+    """URDFError naming a mimic joint whose primary is not a moving joint of the loaded model."""
+    moving = {j.name: j.kind for j in joints}
+    for joint in joints:
+        if joint.mimic is not None and moving.get(joint.mimic[0]) not in ("R", "P"):
+            raise URDFError(
+                f"joint {joint.name!r}: <mimic joint={joint.mimic[0]!r}> names no revolute, continuous or "
+                "prismatic joint of the loaded model; load with mimic='independent' to ignore <mimic>"
+            )
+
+
+def _mimic_reduction(joints: list[Joint]) -> np.ndarray | None:
+    """``G`` (moving joints x coordinates): the moving joints' rates from the coordinates (mimic
+    joints follow their primary, of mimics resolved to the first primary)."""
+    if all(j.mimic is None for j in joints):
+        return None
+    moving = [j for j in joints if j.kind != "F"]
+    own = [j.name for j in moving if j.mimic is None]
+    g = np.zeros((len(moving), len(own)))
+    for row, joint in enumerate(moving):
+        factor = 1.0
+        for _ in range(len(joints) + 1):  # a cycle is refused by from_joints, with its names
+            if joint.mimic is None:
+                break
+            factor *= joint.mimic[1]
+            joint = next(j for j in moving if j.name == joint.mimic[0])
+        else:
+            return None
+        g[row, own.index(joint.name)] = factor
+    return g
+
+
 def _check_mass_matrix(joints: list[Joint], masses: list[_Mass]) -> None:
     """URDFError naming the joint where ``M`` is singular to working precision at a random
     configuration (so at almost every configuration: the rank of ``M(q)`` is generic)."""
     joints, masses = _sub_joints(joints, masses)
     q = np.random.default_rng(0).uniform(-np.pi, np.pi, len(joints))
-    m, scale = _mass_matrix(joints, masses, q)
-    names = [joint.name for joint in joints if joint.kind != "F"]
+    m, scale = _mass_matrix(joints, masses, q)  # mimic joints at independent angles: the rank is generic
+    names = [joint.name for joint in joints if joint.kind != "F" and joint.mimic is None]
+    reduction = _mimic_reduction(joints)
+    if reduction is not None:
+        m, scale = reduction.T @ m @ reduction, np.abs(reduction).T @ scale
     for k in np.flatnonzero(~np.all(np.isfinite(m), axis=0))[:1]:
         raise URDFError(
             f"joint {names[k]!r}: its column of the mass matrix overflows float64 (masses, inertias "
@@ -458,6 +501,7 @@ def load_urdf(
     merge_fixed: bool = True,
     strict_limits: bool = False,
     floating_base: bool = False,
+    mimic: str = "coupled",
 ) -> Model:
     """A kronjax :class:`~kronjax.chain.Model` from a URDF file or string.
 
@@ -479,6 +523,10 @@ def load_urdf(
             velocity in its own frame), as Pinocchio's ``buildModelFromUrdf(path,
             JointModelFreeFlyer())``; the root link and the links fixed to it are then body 0
             instead of the base. A URDF ``floating`` joint is read as such a joint wherever it is.
+        mimic: ``"coupled"`` (default): a joint with ``<mimic joint multiplier offset>`` follows
+            ``multiplier * q_joint + offset`` and has no coordinate of its own (the dynamics are
+            reduced accordingly: ``M = G^T M_full G``, ``tau = G^T tau_full``); ``"independent"``:
+            the ``<mimic>`` element is ignored (Pinocchio 4.1's reading).
 
     Returns:
         A model with one body per moving joint (``revolute`` and ``continuous`` become ``"R"``,
@@ -507,6 +555,8 @@ def load_urdf(
             moves; kinematics-only files, without any ``<inertial>``, are not checked for this).
         FileNotFoundError: when ``source`` is a path to no file.
     """
+    if mimic not in ("coupled", "independent"):
+        raise ValueError(f"mimic must be 'coupled' or 'independent', got {mimic!r}")
     robot = _read(source)
     links, children, parent_joint = _tree(robot)
     root = _root(links, parent_joint, root)
@@ -554,8 +604,12 @@ def load_urdf(
                         "floating_base=False"
                     )
                 limits = {key: joint.limits[key] for key in ("velocity", "effort")}
+            coupled = joint.mimic if mimic == "coupled" else None
+            if coupled is not None:
+                limits = {}
             joints.append(
                 Joint(
+                    mimic=coupled,
                     kind=_MOVING.get(joint.kind) or _MULTI_DOF.get(joint.kind, "F"),
                     parent=parent_body,
                     axis=joint.axis if joint.kind in _MOVING else (0.0, 0.0, 1.0),
@@ -571,6 +625,7 @@ def load_urdf(
             body_of[joint.child] = (len(joints) - 1, np.eye(4))
     if not joints:
         raise URDFError(f"no moving joint below root link {root!r}" + (f" on the way to {tip!r}" if tip else ""))
+    _check_mimic(joints)
     if degenerate:
         warnings.warn(
             "load_urdf: degenerate <limit> values read as not set (unlimited), as CAD exporters write "
@@ -622,7 +677,8 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
     velocity, read an absent bound as 0 and accept no ``inf``, and URDF's customary ``0`` is a
     zero limit to them; :func:`load_urdf` reads the largest double back as unlimited. Zero limits and single-point
     ranges (of a model loaded with ``strict_limits=True``) are written as they are: load them
-    back with ``strict_limits=True``.
+    back with ``strict_limits=True``. Mimic joints get ``<mimic joint multiplier offset>`` (a mimic
+    of a mimic names the first primary, with the combined multiplier and offset).
     """
     require_one_dof_joints(model, "to_urdf")
     tree = model.kinematics
@@ -671,7 +727,11 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
         if kind == "F":
             continue
         ET.SubElement(joint, "axis", xyz=_fmt(axes[i]))
-        rates = {key: np.inf if limits is None else float(limits[key][k]) for key in ("effort", "velocity")}
+        entry = tree.mimic[i] if tree.mimic else None
+        if entry is not None:  # no coordinate, so no limits of its own
+            primary, multiplier, offset = entry
+            ET.SubElement(joint, "mimic", joint=model.joint_names[primary], multiplier=_fmt(multiplier), offset=_fmt(offset))
+        rates = {key: np.inf if limits is None or k < 0 else float(limits[key][k]) for key in ("effort", "velocity")}
         if urdf_kind == "continuous" and not any(np.isfinite(list(rates.values()))):
             continue  # no <limit> at all: unlimited to urdfdom too (which requires one for the others)
         bounds = {} if urdf_kind == "continuous" else {"lower": lower, "upper": upper}  # absent is 0 to urdfdom

@@ -357,6 +357,27 @@ def test_float32_and_a_batch_of_ten_thousand_states():
         assert relative_error(a, b) < 1e-4
 
 
+def test_identification_regressor_of_a_floating_base_robot():
+    """``identify.regressor`` against Pinocchio's ``computeJointTorqueRegressor`` (columns matched
+    by body, rows by joint name), ``Y pi = tau``, and the number of base parameters against the
+    numerical rank of Pinocchio's regressor stacked over 60 states."""
+    path = DATA / "quadruped.urdf"
+    twin = Twin(kj.load_urdf(path, floating_base=True), pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()))
+    model = twin.model
+    qs, vs, accs = twin.states(3, seed=7)
+    q, v, a = twin.ours(qs, vs, accs)
+    ours = np.asarray(kj.identify.regressor(model, q, v, a))
+    columns = np.concatenate([np.arange(10 * (twin.ids[name] - 1), 10 * twin.ids[name]) for name in model.joint_names])
+    for k in range(3):
+        expected = pin.computeJointTorqueRegressor(twin.pm, twin.pd, qs[k], vs[k], accs[k])
+        assert relative_error(ours[k], expected[np.ix_(twin.v_perm, columns)]) < TOL
+        tau = twin.vec(pin.rnea(twin.pm, twin.pd, qs[k], vs[k], accs[k]))
+        assert relative_error(ours[k] @ kj.identify.standard_parameters(model), tau) < TOL
+    stacked = np.concatenate([pin.computeJointTorqueRegressor(twin.pm, twin.pd, *s) for s in zip(*twin.states(60, seed=8))])
+    rank = np.linalg.matrix_rank(stacked, tol=1e-9 * np.linalg.norm(stacked, 2))
+    assert kj.identify.base_parameters(model).rank == rank == 94
+
+
 def test_indices_and_names(mixed):
     model = mixed.model
     assert model.velocity_index("j0") == slice(0, 6) and model.configuration_index("j0") == slice(0, 7)

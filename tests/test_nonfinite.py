@@ -143,6 +143,12 @@ CASES = {
     "forward_dynamics": lambda x: kj.forward_dynamics(x["model"], x["q"], x["qd"], x["tau"]),
     "inverse_dynamics_derivatives": lambda x: kj.inverse_dynamics_derivatives(x["model"], x["q"], x["qd"], x["qdd"]),
     "forward_dynamics_derivatives": lambda x: kj.forward_dynamics_derivatives(x["model"], x["q"], x["qd"], x["tau"]),
+    # centroidal
+    "center_of_mass": lambda x: kj.center_of_mass(x["model"], x["q"]),
+    "center_of_mass_jacobian": lambda x: kj.center_of_mass_jacobian(x["model"], x["q"]),
+    "centroidal_momentum_matrix": lambda x: kj.centroidal_momentum_matrix(x["model"], x["q"]),
+    "centroidal_momentum": lambda x: kj.centroidal_momentum(x["model"], x["q"], x["qd"]),
+    "centroidal_momentum_matrix_dot": lambda x: kj.centroidal_momentum_matrix_dot(x["model"], x["q"], x["qd"]),
     # configuration space (Euclidean on this model; the Lie-group joints in tests/test_lie.py)
     "integrate": lambda x: kj.integrate(x["model"], x["q"], x["qd"]),
     "difference": lambda x: kj.difference(x["model"], x["q"], x["qdd"]),
