@@ -101,17 +101,19 @@ def _root_link(robot: ET.Element) -> ET.Element:
     return roots[0]
 
 
-def urdf_with_root_inertial(urdf: str) -> str:
-    """The URDF with an inertial (1 kg, 1e-3 kg m^2) on its root link when it has none: frax 0.1
-    cannot parse a root link without one (``AttributeError`` on its ``inertial_i``). The root is
-    fixed to the world, so its inertia moves nothing."""
+def urdf_with_root_inertial(urdf: str, mass: float = 1.0, inertia: float = 1e-3) -> str:
+    """The URDF with an inertial (``mass`` kg, ``inertia`` kg m^2 on the diagonal) on its root link
+    when it has none: frax 0.1 cannot parse a root link without one (``AttributeError`` on its
+    ``inertial_i``). A root fixed to the world moves nothing with it; a floating root needs a
+    negligible one."""
     robot = ET.fromstring(urdf)
     root = _root_link(robot)
     if root.find("inertial") is None:
         inertial = ET.SubElement(root, "inertial")
         ET.SubElement(inertial, "origin", xyz="0 0 0", rpy="0 0 0")
-        ET.SubElement(inertial, "mass", value="1.0")
-        ET.SubElement(inertial, "inertia", dict(zip(_INERTIA_KEYS, ("1e-3", "0", "0", "1e-3", "0", "1e-3"))))
+        ET.SubElement(inertial, "mass", value=repr(float(mass)))
+        diagonal = repr(float(inertia))
+        ET.SubElement(inertial, "inertia", dict(zip(_INERTIA_KEYS, (diagonal, "0", "0", diagonal, "0", diagonal))))
     return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"
 
 
@@ -150,9 +152,9 @@ def _pose_text(t: np.ndarray) -> str:
 _INERTIA_KEYS = ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
 
 
-def sdf_from_urdf(urdf: str) -> str:
+def sdf_from_urdf(urdf: str, fixed: bool = True) -> str:
     """An SDF 1.7 model of a URDF's kinematic tree (revolute, continuous, prismatic and fixed
-    joints; inertials; no geometry), fixed to the world at its root link.
+    joints; inertials; no geometry), fixed to the world at its root link (``fixed``) or free.
 
     SDF places links in the model frame: each link's pose is the composition of the joint
     origins from the root at ``q = 0``; a joint's frame is its child link's frame (URDF's
@@ -176,18 +178,19 @@ def sdf_from_urdf(urdf: str) -> str:
             raise ValueError("URDF joints do not form a tree")
 
     sdf = ET.Element("sdf", version="1.7")
-    model = ET.SubElement(sdf, "model", name=robot.get("name", "robot"))
+    # the root is the canonical link: a free model's base (jaxsim takes the first link otherwise)
+    model = ET.SubElement(sdf, "model", name=robot.get("name", "robot"), canonical_link=root)
     for name, link in links.items():
         out = ET.SubElement(model, "link", name=name)
         ET.SubElement(out, "pose").text = _pose_text(pose[name])
         # jaxsim drops links of mass 0 (and so the joints to them): a massless root, fixed to the
-        # world, gets 1 kg (it moves nothing); any other massless link 1e-9 kg.
+        # world, gets 1 kg (it moves nothing); any other massless link, a floating root included, 1e-9 kg.
         inertial = link.find("inertial")
         mass = float(inertial.find("mass").get("value")) if inertial is not None else 0.0
         source = inertial.find("inertia") if inertial is not None else None
         tensor = {key: float(source.get(key, 0)) if source is not None else 0.0 for key in _INERTIA_KEYS}
         if mass <= 0:
-            mass, small = (1.0, 1e-3) if name == root else (1e-9, 1e-12)
+            mass, small = (1.0, 1e-3) if name == root and fixed else (1e-9, 1e-12)
             tensor = dict.fromkeys(_INERTIA_KEYS, 0.0) | {"ixx": small, "iyy": small, "izz": small}
         inertial_out = ET.SubElement(out, "inertial")
         ET.SubElement(inertial_out, "pose").text = _pose_text(_origin(inertial.find("origin") if inertial is not None else None))
@@ -195,10 +198,11 @@ def sdf_from_urdf(urdf: str) -> str:
         tensor_out = ET.SubElement(inertial_out, "inertia")
         for key, value in tensor.items():
             ET.SubElement(tensor_out, key).text = repr(value)
-    fixed = ET.SubElement(model, "joint", name="world_to_" + root, type="fixed")
-    ET.SubElement(fixed, "parent").text = "world"
-    ET.SubElement(fixed, "child").text = root
-    ET.SubElement(fixed, "pose", relative_to="__model__").text = "0 0 0 0 0 0"  # what jaxsim looks for
+    if fixed:
+        world = ET.SubElement(model, "joint", name="world_to_" + root, type="fixed")
+        ET.SubElement(world, "parent").text = "world"
+        ET.SubElement(world, "child").text = root
+        ET.SubElement(world, "pose", relative_to="__model__").text = "0 0 0 0 0 0"  # what jaxsim looks for
     for j in joints:
         kind = j.get("type")
         if kind not in ("revolute", "continuous", "prismatic", "fixed"):
@@ -206,9 +210,10 @@ def sdf_from_urdf(urdf: str) -> str:
         out = ET.SubElement(model, "joint", name=j.get("name"), type="revolute" if kind == "continuous" else kind)
         ET.SubElement(out, "parent").text = j.find("parent").get("link")
         ET.SubElement(out, "child").text = j.find("child").get("link")
-        if kind == "fixed":
-            continue
         axis = ET.SubElement(out, "axis")
+        if kind == "fixed":  # an axis all the same: jaxsim hashes every joint's axis when it lumps fixed joints
+            ET.SubElement(axis, "xyz").text = "0 0 1"
+            continue
         ET.SubElement(axis, "xyz").text = " ".join(repr(float(v)) for v in _numbers(
             j.find("axis").get("xyz") if j.find("axis") is not None else None, (1, 0, 0)))
         limit = j.find("limit")

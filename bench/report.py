@@ -26,6 +26,9 @@ ISSUE14 = {
     "forward_dynamics_derivatives": ("Derivatives of forward dynamics d qdd / d(q, qd, tau) (Panda)", "computeABADerivatives"),
 }
 
+# the operations of the `floating` section (issue 15) and Pinocchio's function of each
+FLOATING = {"floating_inverse_dynamics": "rnea", "floating_forward_dynamics": "aba"}
+
 
 # --------------------------------------------------------------------------------------------
 # the machine
@@ -114,7 +117,8 @@ def exponents(records: list[Record]) -> list[dict]:
 
 
 def goals(records: list[Record], config) -> list[dict]:
-    """The goals of issues 5 and 14 as ratios measured in this run (float64, Panda)."""
+    """The goals of issues 5, 14 and 15 as ratios measured in this run (float64; Panda, and the humanoid of section
+    ``floating``)."""
     big, f64 = config.big, "float64"
     rnea = find(records, operation="inverse_dynamics", library="kronjax", method="rnea", batch=big, precision=f64)
     kron = find(records, operation="inverse_dynamics", library="kronjax", method="kron", batch=big, precision=f64)
@@ -159,6 +163,17 @@ def goals(records: list[Record], config) -> list[dict]:
         for suffix, goal in (("per call", target), ("per call, C++ est.", None)):
             slower(f"kronjax {operation} vs Pinocchio {what} {suffix}, batch {big}", ours,
                    find(records, operation=operation, method=f"{pin_name} ({suffix})", **pin), goal)
+    # issue 15: the floating-base humanoid (section `floating`): >= 1x *InParallel, ahead of every JAX peer
+    for operation, name in FLOATING.items():
+        ours = find(records, operation=operation, library="kronjax", precision=f64)
+        if ours is None:
+            continue
+        faster(f"humanoid (floating base): kronjax {ours.method} vs Pinocchio {name}InParallel({config.threads}), batch {ours.batch}",
+               ours, find(records, operation=operation, method=f"{name}InParallel({config.threads})", batch=ours.batch, **pin), 1.0)
+        for peer in ("adam", "jaxsim", "frax", "mjx"):
+            timed = [r for r in records if r.operation == operation and r.library == peer and r.seconds_per_call is not None]
+            best = min(timed, key=lambda r: r.seconds_per_sample) if timed else None
+            faster(f"humanoid (floating base): kronjax {ours.method} vs {peer} {best.method if best else '-'}", ours, best, 1.0)
     derivatives = find(records, operation="inverse_dynamics_derivatives", library="kronjax",
                        method="inverse_dynamics_derivatives", batch=big, precision=f64)
     slower(f"kronjax jax.jacfwd(inverse_dynamics) vs inverse_dynamics_derivatives, batch {big}",
@@ -228,6 +243,36 @@ def _operation_table(records: list[Record], operation: str, per_call: str | None
     return lines + [""]
 
 
+def _floating_table(records: list[Record], threads: int) -> list[str]:
+    """Section ``floating``: median time per sample, samples per second (median and range over the
+    timing rounds), and the ratio to Pinocchio's ``*InParallel`` at the same batch."""
+    rows = [r for r in records if r.operation in FLOATING]
+    if not rows:
+        return []
+    lines = [
+        "Romeo (`tests/data/humanoid.urdf`) with a free-flyer root (nq = 38, nv = 37), float64, random states "
+        "(`kj.random_configuration`; v, a, joint torques normal; no base wrench), each library in its own conventions, "
+        "outputs converted to Pinocchio's before the comparison on the leading samples. Times: median over the timing "
+        f"rounds; samples/s [range over rounds]; \"x parallel\": this row's samples/s over `rneaInParallel({threads})` "
+        f"/ `abaInParallel({threads})`'s at the same batch (> 1: faster).",
+        "",
+        "| operation | library | method | batch | us/sample | samples/s [min, max] | compile s | rel. err vs Pinocchio | x parallel | note |",
+        "| --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | --- |",
+    ]
+    for r in rows:
+        name = FLOATING[r.operation]
+        ref = find(records, operation=r.operation, library="pinocchio", method=f"{name}InParallel({threads})", batch=r.batch)
+        spread = r.extra.get("seconds_per_call_range")
+        rate = _num(r.samples_per_s, ",.0f")
+        if spread and r.seconds_per_call is not None:
+            rate += f" [{r.batch / spread[1]:,.0f}, {r.batch / spread[0]:,.0f}]"
+        lines.append(
+            f"| {r.operation.removeprefix('floating_')} | {r.library} | {r.method} | {r.batch} | {_us(r)} | {rate} | "
+            f"{_num(r.compile_s, '.2f')} | {_num(r.rel_err, '.1e')} | {_ratio(ref, r)} | {r.note} |"
+        )
+    return lines + [""]
+
+
 def markdown(records: list[Record], meta: dict, peers: dict, config, goal_rows, exps, plot_name) -> str:
     threads = config.threads
     lines = [
@@ -250,7 +295,7 @@ def markdown(records: list[Record], meta: dict, peers: dict, config, goal_rows, 
     if agreement:
         lines += ["", "Agreement of inverse dynamics (tau) with Pinocchio: " + "; ".join(
             f"{r.library} {r.method} {r.precision} {r.rel_err:.1e}" for r in agreement if r.batch == config.big or r.library != "kronjax")]
-    lines += ["", "## Goals (issues 5 and 14), as ratios measured in this run (float64)", "",
+    lines += ["", "## Goals (issues 5, 14 and 15), as ratios measured in this run (float64)", "",
               "| goal | measured | target | met |", "| --- | ---: | ---: | --- |"]
     for g in goal_rows:
         met = "-" if g["met"] is None else ("yes" if g["met"] else "no")
@@ -266,6 +311,9 @@ def markdown(records: list[Record], meta: dict, peers: dict, config, goal_rows, 
         table = _operation_table(records, operation, per_call, parallel)
         if table:
             lines += ["", f"## {title}", ""] + table
+    table = _floating_table(records, threads)
+    if table:
+        lines += ["", "## Floating base: inverse and forward dynamics of a humanoid (issue 15)", ""] + table
     if exps:
         ns = sorted({n for e in exps for n in e["n"]})
         lines += ["", "## Scaling with the number of joints (random serial D-H arms, float64)", "",

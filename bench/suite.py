@@ -26,11 +26,11 @@ import numpy as np
 
 import kronjax as kj
 
-from . import models
+from . import floating, models
 from ._timing import Record, best_time, time_jax
 from .peers import Pinocchio, adam_inverse_dynamics, frax_functions, jaxsim_functions, xla_env
 
-SECTIONS = ("inverse", "forward", "coriolis", "scaling", "compile", "kinematics", "derivatives", "kinematics_scaling")
+SECTIONS = ("inverse", "forward", "coriolis", "scaling", "compile", "kinematics", "derivatives", "kinematics_scaling", "floating")
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -459,3 +459,7 @@ class Suite:
                     self.jax_record("scaling", "kronjax", function, functools.partial(getattr(kj, function), model), (s["q"],),
                                     batch, compare=_pieces_error(ref), **common)
                 self.pin_records("scaling", pin_name, (s["q"],), (), model=name, n_dof=n, pin=pin, parallel=False)
+
+    def section_floating(self):
+        """Inverse and forward dynamics of the floating-base humanoid (issue 15): :mod:`bench.floating`."""
+        floating.section(self)

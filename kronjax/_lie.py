@@ -381,39 +381,20 @@ def random(kind: str, key, lower=None, upper=None) -> Float[Array, " nq"]:
     return jnp.concatenate([pos, jnp.stack([jnp.cos(theta), jnp.sin(theta)])])
 
 
-def rotation(kind: str, q: Float[Array, " nq"]) -> Float[Array, "3 3"]:
-    """Rotation parent-from-child of the joint's motion (``data.oMi[i].rotation`` of a joint
-    placed at the identity): ``R(quaternion)`` (free, spherical), a rotation about z by theta
-    (planar). R/P joints depend on their axis, which the caller holds: refused here."""
+def motion(kind: str, q: Float[Array, " nq"]) -> tuple[Float[Array, "3 3"], Float[Array, "3"]]:
+    """The joint's motion: rotation parent-from-child and position of the child frame's origin in
+    the parent frame (``data.oMi[i]`` of a joint placed at the identity): ``R(quaternion)`` and
+    ``q[:3]`` (free), ``R(quaternion)`` and zero (spherical), a rotation about z by theta and ``[x,
+    y, 0]`` (planar). R/P joints depend on their axis, which the caller holds: refused here."""
     _check_kind(kind)
     if kind in ("R", "P"):
-        raise ValueError(
-            f"joint kind {kind!r}: its rotation depends on the joint axis; the caller computes it"
-        )
+        raise ValueError(f"joint kind {kind!r}: its motion depends on the joint axis; the caller computes it")
     q = _check_shape("q", q, _NQ[kind], kind)
+    zero = jnp.zeros((), dtype=q.dtype)
     if kind == "free":
-        return quat_to_rotation(q[3:])
+        return quat_to_rotation(q[3:]), q[:3]
     if kind == "spherical":
-        return quat_to_rotation(q)
-    c, s = q[2], q[3]
-    o, z = jnp.ones_like(c), jnp.zeros_like(c)
-    return jnp.stack(
-        [jnp.stack([c, -s, z]), jnp.stack([s, c, z]), jnp.stack([z, z, o])]
-    )
-
-
-def translation(kind: str, q: Float[Array, " nq"]) -> Float[Array, "3"]:
-    """Position of the child frame's origin in the parent frame due to the joint's motion:
-    ``q[:3]`` (free), zero (spherical), ``[x, y, 0]`` (planar). Refused for R/P, as
-    :func:`rotation`."""
-    _check_kind(kind)
-    if kind in ("R", "P"):
-        raise ValueError(
-            f"joint kind {kind!r}: its translation depends on the joint axis; the caller computes it"
-        )
-    q = _check_shape("q", q, _NQ[kind], kind)
-    if kind == "free":
-        return q[:3]
-    if kind == "spherical":
-        return jnp.zeros(3, dtype=q.dtype)
-    return jnp.concatenate([q[:2], jnp.zeros(1, dtype=q.dtype)])
+        return quat_to_rotation(q), jnp.stack([zero, zero, zero])
+    c, s, one = q[2], q[3], jnp.ones((), dtype=q.dtype)
+    rotation = jnp.stack([jnp.stack([c, -s, zero]), jnp.stack([s, c, zero]), jnp.stack([zero, zero, one])])
+    return rotation, jnp.stack([q[0], q[1], zero])

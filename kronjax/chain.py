@@ -383,7 +383,7 @@ def joint_motion(kind: str, q: Float[Array, " nq_joint"]) -> tuple[Float[Array, 
     """Rotation (joint frame from child frame) and translation of a multi-DoF joint's motion from its
     configuration numbers (module doc). A quaternion is used as given: ``R = 1 + 2 w [u] + 2 [u]^2``
     is a rotation only for a unit ``(u, w)`` (:func:`kronjax.configuration.normalize`)."""
-    return _lie.rotation(kind, q), _lie.translation(kind, q)
+    return _lie.motion(kind, q)
 
 
 class PosesFunction(eqx.Module):

@@ -177,3 +177,24 @@ def spatial_joints(frame=None) -> tuple[list, list]:
         joints.append(kj.Joint(kind="F", parent=SPATIAL_CLOSURE_BODIES[1], rotation=frame[0], translation=frame[1], body_name="b6_frame"))
         inertials.append(kj.Inertial(mass=0.0))
     return joints, inertials
+
+
+def momentum_and_energy(model: kj.Model):
+    """``(q, v) -> (linear, angular, energy)``: momentum summed over the bodies' centres of mass
+    from their Jacobians (angular about the base origin, base axes), and ``T = v^T M v / 2``."""
+    import jax.numpy as jnp
+
+    ine = model.inertials
+
+    def fn(q, v):
+        (jt, _), (_, jr) = kj.jacobians(model, q, points="com"), kj.jacobians(model, q, frame="body")
+        rotations, origins = kj.forward_kinematics(model, q)
+        centres = origins + jnp.einsum("bij,bj->bi", rotations, ine.com)
+        velocity, spin = jt @ v, jr @ v
+        linear = jnp.einsum("b,bi->i", ine.mass, velocity)
+        angular = jnp.sum(ine.mass[:, None] * jnp.cross(centres, velocity), 0) + jnp.einsum(
+            "bij,bjk,bk->i", rotations, ine.inertia, spin
+        )
+        return linear, angular, 0.5 * v @ kj.mass_matrix(model, q) @ v
+
+    return fn

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import pinocchio as pin
 import pytest
+import oracles
 from oracles import jit_once, random_inertia, random_rotation, relative_error, symmetric_from_upper, to_pinocchio
 
 import kronjax as kj
@@ -305,18 +306,7 @@ def test_free_floating_robot_conserves_momentum_and_balances_power(name):
     model = kj.load_urdf(path, floating_base=True, gravity=(0.0, 0.0, 0.0))
     pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
     twin = Twin(model, pm)
-    ine = model.inertials
-
-    def momentum_and_energy(q, v):
-        (jt, _), (_, jr) = kj.jacobians(model, q, points="com"), kj.jacobians(model, q, frame="body")
-        rotations, origins = kj.forward_kinematics(model, q)
-        centres = origins + jnp.einsum("bij,bj->bi", rotations, ine.com)
-        velocity, spin = jt @ v, jr @ v
-        linear = jnp.einsum("b,bi->i", ine.mass, velocity)
-        angular = jnp.sum(ine.mass[:, None] * jnp.cross(centres, velocity), 0) + jnp.einsum(
-            "bij,bjk,bk->i", rotations, ine.inertia, spin
-        )
-        return linear, angular, 0.5 * v @ kj.mass_matrix(model, q) @ v
+    momentum_and_energy = oracles.momentum_and_energy(model)
 
     @jit_once
     def rates(q, v, tau):

@@ -122,8 +122,7 @@ def batched(kind):
             "normalize": L.normalize(kind, qn),
         }
         if kind not in ("R", "P"):
-            out["rotation"] = L.rotation(kind, q)
-            out["translation"] = L.translation(kind, q)
+            out["rotation"], out["translation"] = L.motion(kind, q)
         return out
 
     return jit_once(jax.vmap(f))
@@ -403,6 +402,6 @@ def test_bad_input():
     with pytest.raises(ValueError, match=r"v must have shape \(3,\)"):
         L.integrate("planar", L.neutral("planar"), jnp.zeros(2))
     with pytest.raises(ValueError, match="axis"):
-        L.rotation("R", jnp.zeros(1))
+        L.motion("R", jnp.zeros(1))
     with pytest.raises(ValueError, match="bounds"):
         L.random("R", jax.random.key(0))
