@@ -337,7 +337,9 @@ def regressor(
         arrays.append(x)
     q, qd, qdd = arrays
     if not q.shape[:-1] == qd.shape[:-1] == qdd.shape[:-1]:
-        raise ValueError(f"q, qd and qdd must have the same batch shape, got {q.shape}, {qd.shape}, {qdd.shape}")
+        raise ValueError(
+            f"q, qd and qdd must have the same shape but for their last axis (nq, nv, nv), got {q.shape}, {qd.shape}, {qdd.shape}"
+        )
     return _regressor(model, q, qd, qdd, bool(friction), method)
 
 

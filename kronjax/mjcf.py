@@ -171,8 +171,10 @@ def load_mjcf(source, *, gravity=None) -> Model:
         if int(m.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)):
             kind = "free" if int(m.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE) else "ball"
             raise MJCFError(
-                f"{what}: joint {_name(mujoco, m, joint_obj, j, 'joint')!r} is a {kind} joint; floating-base "
-                "and ball joints need kronjax's floating-base support (issue 15)"
+                f"{what}: joint {_name(mujoco, m, joint_obj, j, 'joint')!r} is a {kind} joint: not read from MJCF "
+                "yet (MuJoCo's qpos puts the quaternion's w first and a free joint's linear velocity in the world "
+                "frame, kronjax follows Pinocchio: issue 17); build the model with kronjax.Joint(kind='free' or "
+                "'spherical') or load the robot's URDF with floating_base=True"
             )
     if m.nbody < 2:
         raise MJCFError(f"{what} has no body but the world")

@@ -81,7 +81,7 @@ def _pinocchio(twin: Twin, q, v) -> dict:
     return dict(com=com, J_com=J_com, A_g=A_g, h_G=h_G, dA_g=dA_g)
 
 
-@pytest.mark.parametrize("name", ROBOTS)
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if ROBOTS[name] else name for name in ROBOTS])
 def test_against_pinocchio(name):
     twin = Twin(name)
     qs, vs = twin.states(STATES)

@@ -83,7 +83,7 @@ def mixed():
     return Twin(model, to_pinocchio(model))
 
 
-@pytest.fixture(scope="module", params=[pytest.param("humanoid", marks=pytest.mark.slow), "quadruped"])
+@pytest.fixture(scope="module", params=[pytest.param(name, marks=pytest.mark.slow) for name in ("humanoid", "quadruped")])
 def robot(request):
     path = DATA / f"{request.param}.urdf"
     twin = Twin(kj.load_urdf(path, floating_base=True), pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()))
@@ -137,6 +137,7 @@ def test_floating_base_robots_against_pinocchio(robot):
     _check_dynamics(robot, 5)
 
 
+@pytest.mark.slow
 def test_coriolis_terms_on_the_tangent_space(mixed):
     """``dM/dq`` (both methods) against ``jax.jacfwd`` of ``M(q ⊕ d)``; ``M vd + C* (v ⊗ v) + g``
     (both methods; ``method="kron"``) and ``M vd + C v + g`` (three forms) against Pinocchio's rnea;
@@ -216,6 +217,7 @@ def test_mixed_tree_kinematics_against_pinocchio(mixed):
             assert relative_error(by_jdot, expected) < TOL, (b, k)
 
 
+@pytest.mark.slow
 def test_analytic_kinematics_equal_autodiff_along_the_tangent_space(mixed):
     """The analytic Jacobians, Hessians and dJ/dt against ``jax.jacfwd`` / ``jax.jvp`` of the poses
     composed with ``integrate`` (derivatives along ``q ⊕ v``), both frames, at the centres of mass."""
@@ -272,6 +274,7 @@ def test_random_configuration_is_on_the_manifold(mixed):
     assert np.all(np.abs(qs[:, :3]) <= 1.0)
 
 
+@pytest.mark.slow
 def test_derivatives_with_respect_to_the_configuration_are_along_the_tangent_space(mixed):
     """``jax.jvp`` of inverse and forward dynamics (through their analytic derivative rules) along
     ``t -> q ⊕ t d`` against central differences of the same curve, and ``jax.grad`` of a loss
@@ -296,7 +299,7 @@ def test_derivatives_with_respect_to_the_configuration_are_along_the_tangent_spa
     assert abs(float(grad @ ambient) - float(central)) < 1e-7 * abs(float(central))
 
 
-@pytest.mark.parametrize("name", [pytest.param("humanoid", marks=pytest.mark.slow), "quadruped"])
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) for name in ("humanoid", "quadruped")])
 def test_free_floating_robot_conserves_momentum_and_balances_power(name):
     """In zero gravity with no force on the base (``tau[:6] = 0``) and any joint torques, the
     accelerations of :func:`forward_dynamics` keep the linear and angular momentum constant
@@ -347,6 +350,7 @@ def test_float32_and_a_batch_of_ten_thousand_states():
         assert relative_error(a, b) < 1e-4
 
 
+@pytest.mark.slow
 def test_identification_regressor_of_a_floating_base_robot():
     """``identify.regressor`` against Pinocchio's ``computeJointTorqueRegressor`` (columns matched
     by body, rows by joint name), ``Y pi = tau``, and the number of base parameters against the
@@ -389,8 +393,8 @@ def test_bad_input_gets_a_clear_error(mixed):
         kj.inverse_dynamics(model, q, jnp.zeros(18), jnp.zeros(15))
     with pytest.raises(NotImplementedError, match=r"inverse_dynamics\(method='lagrangian'\) does not support models with free or planar or spherical joints yet"):
         kj.inverse_dynamics(model, q, jnp.zeros(15), jnp.zeros(15), method="lagrangian")
-    with pytest.raises(NotImplementedError, match="rollout"):
-        kj.simulate.rollout(model, q, jnp.zeros(15), None, jnp.linspace(0, 1, 3))
+    with pytest.raises(NotImplementedError, match="relative_motion does not support"):
+        kj.relative_motion(model, q, 1)
     with pytest.raises(ValueError, match="a spherical joint takes no position limits"):
         kj.from_joints([kj.Joint("spherical", upper=1.0)], [kj.Inertial(1.0, inertia=(1.0, 1.0, 1.0))])
     with pytest.raises(ValueError, match="needs the identity Post placement"):

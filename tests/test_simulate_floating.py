@@ -50,7 +50,7 @@ def momentum_and_energy(model: kj.Model):
     return jax.jit(jax.vmap(oracles.momentum_and_energy(model)))
 
 
-@pytest.mark.parametrize("name", [pytest.param("humanoid", marks=pytest.mark.slow), "quadruped"])
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) for name in ("humanoid", "quadruped")])
 def test_free_floating_robot_conserves_momentum_energy_and_unit_quaternions(name):
     model = kj.load_urdf(DATA / f"{name}.urdf", floating_base=True, gravity=(0.0, 0.0, 0.0))
     q0 = kj.random_configuration(model, jax.random.PRNGKey(7))
@@ -78,6 +78,7 @@ def test_free_floating_robot_conserves_momentum_energy_and_unit_quaternions(name
     assert np.max(np.abs(np.asarray(kj.difference(model, out.q[0], out.q[-1])))) > 0.5
 
 
+@pytest.mark.slow
 def test_every_joint_kind_against_ambient_rk4():
     """The mixed tree (free root, spherical, planar, revolute and prismatic joints) under gravity
     and open-loop torques, against RK4 with 4000 steps on ``(q, v)`` in the ambient coordinates;
@@ -148,6 +149,7 @@ def _central_differences(loss, v0, eps=1e-6):
     return np.array([(loss(v0 + eps * e) - loss(v0 - eps * e)) / (2 * eps) for e in basis])
 
 
+@pytest.mark.slow
 def test_forward_mode_derivative_matches_central_differences():
     model = mixed_model()
     q0 = kj.random_configuration(model, jax.random.PRNGKey(3))

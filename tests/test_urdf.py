@@ -113,9 +113,9 @@ MALFORMED = {
         _robot(_link("base", None), _link("l1"), _joint("j1", "base", "l1", axis="0 1")),
         r"joint 'j1': <axis xyz='0 1'> needs 3 numbers",
     ),
-    "mimic": (
+    "mimic of a missing joint": (
         _robot(_link("base", None), _link("l1"), _joint("j1", "base", "l1", extra='<mimic joint="j0"/>')),
-        r"joint 'j1': <mimic> joints are not supported",
+        r"joint 'j1': <mimic joint='j0'> names no revolute, continuous or prismatic joint of the loaded model",
     ),
     "zero axis": (
         _robot(_link("base", None), _link("l1"), _joint("j1", "base", "l1", axis="0 0 0")),
