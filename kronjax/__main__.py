@@ -138,6 +138,8 @@ def info(argv: list[str] | None = None) -> int:
     parser.add_argument("--tip", help="URDF tip link: keep the chain from root to tip")
     parser.add_argument("--floating-base", action="store_true", help="URDF: the root link on a free-flyer joint")
     args = parser.parse_args(argv)
+    if args.floating_base and (args.model in builtin or args.model.lower().endswith(".xml")):
+        parser.error("--floating-base applies to URDF files")
     if args.model in builtin:
         model = getattr(kj.models, args.model)()
     else:
@@ -160,6 +162,7 @@ def info(argv: list[str] | None = None) -> int:
     print(header)
     for i in range(model.n_bodies):
         kind = tree.kinds[i] if isinstance(tree, kj.chain.Tree) else "R"
+        mimic = tree.mimic[i] if isinstance(tree, kj.chain.Tree) and tree.mimic else None
         parent = tree.parents[i] if isinstance(tree, kj.chain.Tree) else i - 1
         k = tree.v_index[i] if isinstance(tree, kj.chain.Tree) else i  # a multi-DoF joint: its first
         limits = ["" for _ in range(4)]
@@ -167,7 +170,7 @@ def info(argv: list[str] | None = None) -> int:
             limits = [f"{float(getattr(model.limits, key)[k]):9.4g}" for key in ("lower", "upper", "velocity", "effort")]
         mass = "" if model.inertials is None else f"{float(model.inertials.mass[i]):9.4g}"
         print(
-            f"  {i:>2}  {model.joint_names[i]:<24} {kinds[kind]:<9} "
+            f"  {i:>2}  {model.joint_names[i]:<24} {kinds[kind] if mimic is None else 'mimic':<9} "
             f"{'(base)' if parent < 0 else model.body_names[parent]:<16} {model.body_names[i]:<16} "
             + " ".join(f"{x:>9}" for x in limits)
             + f" {mass:>9}"

@@ -70,8 +70,10 @@ def _world(tree: Tree, q: Array, points: Array | None, dtype) -> dict:
     f = sp.frames(tree, q, dtype)
     ex = sp.expansion(tree)
     bodies, support, strict, sibling = _topology(ex.parents, ex.kinds, tuple(ex.group), tuple(ex.real))
-    rot = tuple(tuple(c[ex.real] for c in row) for row in f["R"])
-    origin = tuple(c[ex.real] for c in f["p"])
+    rot, origin = f["R"], f["p"]
+    if tree.has_multi_dof:  # the model's bodies among the expanded ones
+        rot = tuple(tuple(c[ex.real] for c in row) for row in rot)
+        origin = tuple(c[ex.real] for c in origin)
     if points is not None:
         origin = sp.add(origin, sp.mul(rot, sp.components(points.astype(dtype))))
     pick = lambda x: tuple(c[bodies] for c in x)  # noqa: E731

@@ -44,6 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
+from . import _lie
 from .calculus import skew
 
 if TYPE_CHECKING:  # chain builds on this module (Tree.poses): no import at run time
@@ -404,11 +405,11 @@ def joint_inputs(tree: Tree, q: Array, dtype) -> tuple[dict, np.ndarray]:
 
 def _multi_dof_motion(tree: Tree, ex: Expansion, q: Array, dtype) -> dict:
     """``rot`` (components of ``G^T``) and ``shift`` (``Pre t``) per expanded body."""
-    from .chain import JOINT_NQ, joint_motion
+    from .chain import JOINT_NQ
 
     nb = len(ex.parents)
     leads = np.array([lead for _, _, _, lead, _ in ex.multi])
-    motions = [joint_motion(kind, q[start : start + JOINT_NQ[kind]]) for kind, start, _, _, _ in ex.multi]
+    motions = [_lie.motion(kind, q[start : start + JOINT_NQ[kind]]) for kind, start, _, _, _ in ex.multi]
     pre = tree.pre_rotation.astype(dtype)[np.array([body for *_, body in ex.multi])]
     g_t = jnp.stack([g.T for g, _ in motions])
     shift = jnp.einsum("bij,bj->bi", pre, jnp.stack([t for _, t in motions]))

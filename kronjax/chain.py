@@ -244,19 +244,6 @@ class Tree(eqx.Module):
 
     def __check_init__(self):
         nb = len(self.parents)
-        if self.mimic and len(self.mimic) != nb:
-            raise ValueError(f"{len(self.mimic)} mimic entries for {nb} bodies")
-        for i, entry in enumerate(self.mimic):
-            if entry is None:
-                continue
-            primary = entry[0]
-            if self.kinds[i] not in ("R", "P"):
-                raise ValueError(f"body {i}: only a revolute or prismatic joint can mimic another, not {self.kinds[i]!r}")
-            if not (0 <= primary < nb and self.kinds[primary] in ("R", "P") and self.mimic[primary] is None):
-                raise ValueError(
-                    f"body {i}: the joint it mimics (body {primary}) must be a revolute or prismatic joint "
-                    "that is not a mimic itself"
-                )
         if len(self.kinds) != nb:
             raise ValueError(f"{len(self.kinds)} joint kinds for {nb} bodies")
         for i, (parent, kind) in enumerate(zip(self.parents, self.kinds)):
@@ -278,6 +265,19 @@ class Tree(eqx.Module):
         ]:
             if arr.shape != shape:
                 raise ValueError(f"Tree.{name} must have shape {shape}, got {arr.shape}")
+        if self.mimic and len(self.mimic) != nb:
+            raise ValueError(f"{len(self.mimic)} mimic entries for {nb} bodies")
+        for i, entry in enumerate(self.mimic):
+            if entry is None:
+                continue
+            primary = entry[0]
+            if self.kinds[i] not in ("R", "P"):
+                raise ValueError(f"body {i}: only a revolute or prismatic joint can mimic another, not {self.kinds[i]!r}")
+            if not (0 <= primary < nb and self.kinds[primary] in ("R", "P") and self.mimic[primary] is None):
+                raise ValueError(
+                    f"body {i}: the joint it mimics (body {primary}) must be a revolute or prismatic joint "
+                    "that is not a mimic itself"
+                )
         multi = [i for i, kind in enumerate(self.kinds) if kind in MULTI_DOF]
         if multi and _is_concrete(self.post_rotation, self.post_translation):
             post_r, post_p = np.asarray(self.post_rotation), np.asarray(self.post_translation)
@@ -357,7 +357,8 @@ class Tree(eqx.Module):
             elif kind == "P":
                 joint_p = self.axes[i] * self.coordinate(q, i)
             elif kind in MULTI_DOF:
-                joint_r, joint_p = joint_motion(kind, q[k : k + JOINT_NQ[kind]])
+                # a quaternion as given: a rotation only when unit (kronjax.configuration.normalize)
+                joint_r, joint_p = _lie.motion(kind, q[k : k + JOINT_NQ[kind]])
             local_r = self.pre_rotation[i] @ joint_r @ self.post_rotation[i]
             local_p = self.pre_translation[i] + self.pre_rotation[i] @ (
                 joint_p + joint_r @ self.post_translation[i]
@@ -377,13 +378,6 @@ def _starts(kinds: tuple[str, ...], sizes: dict[str, int]) -> tuple[int, ...]:
         index.append(k if sizes[kind] else -1)
         k += sizes[kind]
     return tuple(index)
-
-
-def joint_motion(kind: str, q: Float[Array, " nq_joint"]) -> tuple[Float[Array, "3 3"], Float[Array, "3"]]:
-    """Rotation (joint frame from child frame) and translation of a multi-DoF joint's motion from its
-    configuration numbers (module doc). A quaternion is used as given: ``R = 1 + 2 w [u] + 2 [u]^2``
-    is a rotation only for a unit ``(u, w)`` (:func:`kronjax.configuration.normalize`)."""
-    return _lie.motion(kind, q)
 
 
 class PosesFunction(eqx.Module):
@@ -648,7 +642,8 @@ def require_one_dof_joints(model: Model, what: str) -> None:
         raise NotImplementedError(
             f"{what} does not support models with {' or '.join(kinds)} joints yet (nq != nv); "
             "supported for them: kinematics (poses, Jacobians, Hessians), kronjax.dynamics (but the Lagrangian "
-            "inverse dynamics) and kronjax.configuration"
+            "inverse dynamics), kronjax.configuration, kronjax.centroidal, identify.regressor and base_parameters, "
+            "and simulate.rollout"
         )
 
 

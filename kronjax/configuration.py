@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
 from . import _lie
-from .chain import JOINT_NQ, JOINT_NV, MULTI_DOF, Model, joint_motion
+from .chain import JOINT_NQ, JOINT_NV, Model
 
 __all__ = ["neutral", "integrate", "difference", "normalize", "random_configuration"]
 
@@ -26,14 +26,13 @@ def configuration_tangent(model: Model, q: Float[Array, " nq"], dq: Float[Array,
     ``q + ε dq = q ⊕ ε v`` to first order, for a ``dq`` tangent to the unit quaternions (the part
     that changes a quaternion's norm is dropped). Free: ``v = (R^T dp, 2 vec(q̄ ⊗ dq))``;
     spherical: ``2 vec(q̄ ⊗ dq)``; planar: ``(R^T (dx, dy), c ds - s dc)``."""
-    tree = model.kinematics
     parts = []
-    for kind, start in zip(tree.kinds, tree.q_index):
+    for kind, qs, _ in _joints(model):
         if kind in ("R", "P"):
-            parts.append(dq[start : start + 1])
-        elif kind in MULTI_DOF:
-            qj, dqj = q[start : start + JOINT_NQ[kind]], dq[start : start + JOINT_NQ[kind]]
-            rotation, _ = joint_motion(kind, qj)
+            parts.append(dq[qs])
+        else:
+            qj, dqj = q[qs], dq[qs]
+            rotation, _ = _lie.motion(kind, qj)
             if kind == "planar":
                 c, s = qj[2], qj[3]
                 parts += [rotation[:2, :2].T @ dqj[:2], (c * dqj[3] - s * dqj[2])[None]]

@@ -627,6 +627,7 @@ def _check_independent(independent, n: int, m: int):
 def _state(model: Model, cons: Constraints, **arrays):
     if not isinstance(model, Model):
         raise TypeError(f"model must be a kronjax Model, got {type(model).__name__}")
+    require_one_dof_joints(model, "kronjax.constrained")
     if cons.n_dof != model.n_dof:
         raise ValueError(f"constraints on {cons.n_dof} coordinates for a {model.n_dof}-DOF model")
     if cons.n_equations >= model.n_dof + 1:

@@ -48,7 +48,7 @@ from .calculus import product_rule, skew
 from .chain import Model, Tree, choose_method, require_one_dof_joints
 from .configuration import configuration_tangent
 from . import _spatial as sp
-from .kinematics import _along_tangent, _hessians, _jacobians, _tangent_origin
+from .kinematics import _hessians, _jacobians, _tangent_jvp
 
 __all__ = [
     "CORIOLIS_FORMS",
@@ -122,7 +122,7 @@ def _velocities(model: Model, q: Array, qd: Array) -> tuple[Array, Array, Array]
     """Centres of mass ``(nb, 3)`` and their velocities ``(nb, 3)`` in the base frame, and angular
     velocities in the body frames ``(nb, 3)``, by one forward-mode pass through the poses."""
     com = _inertials(model).com
-    (r, p), (rd, pd) = jax.jvp(_along_tangent(model, q, model.poses), (_tangent_origin(model, q),), (qd.astype(q.dtype),))
+    (r, p), (rd, pd) = _tangent_jvp(model, q, model.poses, qd)
     centres = p + jnp.einsum("bij,bj->bi", r, com)
     v = pd + jnp.einsum("bij,bj->bi", rd, com)
     w = _vee(jnp.einsum("bji,bjk->bik", r, rd))  # S(omega_i) = R^T Rdot (Truc 10)
@@ -297,8 +297,7 @@ def coriolis_matrix(
     n = model.nv
     if form == "kane":
         ine = _inertials(model)
-        jacobians = _along_tangent(model, q, lambda q: _com_jacobians(model, q))
-        (jt, jr), (jtd, jrd) = jax.jvp(jacobians, (_tangent_origin(model, q),), (qd.astype(q.dtype),))
+        (jt, jr), (jtd, jrd) = _tangent_jvp(model, q, lambda q: _com_jacobians(model, q), qd)
         w = jnp.einsum("bpi,i->bp", jr, qd)
         wx = skew(w)  # (nb, 3, 3)
         inertia = ine.inertia
@@ -596,7 +595,7 @@ def forward_dynamics(
     """Joint accelerations ``qdd`` (``(n,)``) from ``M qdd = tau + f_ext - C qd - g`` (Tuan 100).
 
     :class:`~kronjax.chain.Tree` models use the articulated-body algorithm (Featherstone's ABA,
-    ``O(n)``, no ``M`` formed); other models solve with :func:`mass_matrix` by a Cholesky
+    ``O(n)``, no ``M`` formed); models with mimic joints and other models solve with :func:`mass_matrix` by a Cholesky
     factorisation (``jax.scipy.linalg.cho_factor`` / ``cho_solve``), the bias ``C qd + g`` being
     :func:`inverse_dynamics` with ``qdd = 0`` (no ``n x n^2`` tensor either way). External
     wrenches enter as ``f_ext = generalized_forces(model, q, wrenches)``.

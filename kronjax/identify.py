@@ -63,8 +63,9 @@ import numpy as np
 import optax
 from jaxtyping import Array, ArrayLike, Float
 
+from . import _lie
 from .chain import Inertials, Model, _is_concrete, require_one_dof_joints
-from .configuration import random_configuration
+from .configuration import _joints
 from .dynamics import _inertials, _resolve_method, inverse_dynamics
 
 __all__ = [
@@ -313,8 +314,10 @@ def regressor(
     (Coulomb): ``tau = Y [pi, fv, fc]``.
 
     Args:
-        q, qd, qdd: ``(n,)`` for one state, or with leading batch dimensions ``(..., n)`` (all the
-            same shape): the batch is mapped with ``jax.vmap`` and ``Y`` is ``(..., n, p)``.
+        q, qd, qdd: ``(nq,)``, ``(nv,)``, ``(nv,)`` for one state (``n = nq = nv`` unless the model
+            has free, spherical or planar joints), or with the same leading batch dimensions: the
+            batch is mapped with ``jax.vmap`` and ``Y`` is ``(..., nv, p)``. With ``friction=True``
+            every velocity coordinate gets its two columns, a free-flyer's too.
         friction: append the viscous and Coulomb friction columns.
         method: the inverse-dynamics method differentiated (see
             :func:`~kronjax.dynamics.inverse_dynamics`); all give the same ``Y``.
@@ -516,9 +519,17 @@ def _random_states(model: Model, seed: int, samples: int) -> tuple[np.ndarray, n
     shape = (samples, model.n_dof)
     q = rng.uniform(-math.pi, math.pi, shape)
     if model.has_multi_dof:  # uniform rotations, translations in [-pi, pi], the rest as above
-        keys = jax.random.split(jax.random.key(seed), samples)
-        q = np.asarray(jax.vmap(lambda key: random_configuration(model, key, math.pi))(keys))
+        q = np.concatenate([q[:, vs] if kind in ("R", "P") else _random_joint(kind, seed, k, samples)
+                            for k, (kind, _, vs) in enumerate(_joints(model))], axis=1)
     return q, rng.normal(size=shape), rng.normal(size=shape)
+
+
+def _random_joint(kind: str, seed: int, k: int, samples: int) -> np.ndarray:
+    """``samples`` uniform configurations of a multi-DoF joint (translations in ``[-pi, pi]``)."""
+    keys = jax.random.split(jax.random.fold_in(jax.random.key(seed), k), samples)
+    size = {"free": 3, "planar": 2}.get(kind)
+    bounds = () if size is None else (-math.pi * np.ones(size), math.pi * np.ones(size))
+    return np.asarray(jax.vmap(lambda key: _lie.random(kind, key, *bounds))(keys))
 
 
 def base_parameters(

@@ -125,6 +125,11 @@ def _along_tangent(model: Model, q: Array, f):
     return lambda v: f(_integrate(model, q, v))
 
 
+def _tangent_jvp(model: Model, q: Array, f, v: Array):
+    """``(f(q), d/dt f(q ⊕ t v))`` at ``t = 0`` by one forward-mode pass."""
+    return jax.jvp(_along_tangent(model, q, f), (_tangent_origin(model, q),), (v.astype(q.dtype),))
+
+
 def _tangent_origin(model: Model, q: Array) -> Array:
     """Where :func:`_along_tangent`'s function is differentiated: ``q``, or ``v = 0``."""
     return q if not model.has_multi_dof else jnp.zeros(model.nv, q.dtype)
@@ -153,8 +158,7 @@ def _jacobians_dot(model: Model, q: Array, qd: Array, points: Array | None, fram
     if _method(model, method) == "analytic":
         return _tree.jacobians_dot(model.kinematics, q, qd, points, frame, _dtype(model, q, qd))
     points = _zeros_if_none(model, q, points)
-    jacobians = _along_tangent(model, q, lambda q: _autodiff_jacobians(model, q, points, frame))
-    return jax.jvp(jacobians, (_tangent_origin(model, q),), (qd.astype(q.dtype),))[1]
+    return _tangent_jvp(model, q, lambda q: _autodiff_jacobians(model, q, points, frame), qd)[1]
 
 
 def _dtype(model: Model, *arrays):

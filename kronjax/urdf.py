@@ -543,9 +543,10 @@ def load_urdf(
 
     Raises:
         URDFError: (a ``ValueError``) for malformed input, naming the element: XML syntax, an
-            empty text, unknown joint types, a planar joint whose axis is not z, ``<mimic>``,
-            ``floating_base=True`` with a root link that is already the child of a floating joint's
-            chain of fixed joints (two free-flyers),
+            empty text, unknown joint types, a planar joint whose axis is not z, a ``<mimic>`` on a
+            joint that is not revolute or prismatic, without ``joint``, naming no such joint of the
+            loaded model, or in a cycle, ``floating_base=True`` with a root link that already holds a
+            link by a floating joint (two free-flyers),
             missing or undefined parent/child links, two parents for a link, loops, duplicate names,
             non-numeric or non-finite attributes (limits may be ``inf``), negative masses, inertias
             that are not positive semi-definite, zero axes, negative velocity or effort limits,
