@@ -50,7 +50,7 @@ def momentum_and_energy(model: kj.Model):
     return jax.jit(jax.vmap(oracles.momentum_and_energy(model)))
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) for name in ("humanoid", "quadruped")])
+@pytest.mark.parametrize("name", [pytest.param("humanoid", marks=pytest.mark.slow)])  # Solo-12 too: tests/test_floating_base.py
 def test_free_floating_robot_conserves_momentum_energy_and_unit_quaternions(name):
     model = kj.load_urdf(DATA / f"{name}.urdf", floating_base=True, gravity=(0.0, 0.0, 0.0))
     q0 = kj.random_configuration(model, jax.random.PRNGKey(7))
@@ -147,20 +147,6 @@ def _loss_of_initial_velocity(model, q0, ts, **kwargs):
 def _central_differences(loss, v0, eps=1e-6):
     basis = np.eye(v0.shape[0])
     return np.array([(loss(v0 + eps * e) - loss(v0 - eps * e)) / (2 * eps) for e in basis])
-
-
-@pytest.mark.slow
-def test_forward_mode_derivative_matches_central_differences():
-    model = mixed_model()
-    q0 = kj.random_configuration(model, jax.random.PRNGKey(3))
-    v0 = 0.5 * jax.random.normal(jax.random.PRNGKey(4), (model.nv,))
-    ts = jnp.array([0.0, 0.2])
-    loss = jax.jit(_loss_of_initial_velocity(model, q0, ts, dt=0.01, adjoint=diffrax.ForwardMode()))
-    grad = np.asarray(jax.jit(jax.jacfwd(loss))(v0))
-    fd = _central_differences(loss, v0)
-    err = np.max(np.abs(grad - fd)) / np.max(np.abs(fd))
-    print(f"\nforward mode vs central differences: {err:.1e} relative")
-    assert np.all(np.isfinite(grad)) and err < 1e-7
 
 
 @pytest.mark.slow
