@@ -256,10 +256,8 @@ def _expansion(parents: tuple[int, ...], kinds: tuple[str, ...], q_index, v_inde
         reduction = np.zeros((len(full), max(out["v_index"]) + 1))
         for f, i in enumerate(full):
             reduction[f, out["v_index"][i]] = out["scale"][i]
-    chains = [(lead, real[body] + 1) for _, _, _, lead, body in multi]
-    parents = Parents(out["parents"], leads=[lead for lead, _ in chains], breaks=[i for chain in chains for i in chain])
     return Expansion(
-        parents=parents, kinds=tuple(out["kinds"]), real=np.array(real),
+        parents=tuple(out["parents"]), kinds=tuple(out["kinds"]), real=np.array(real),
         q_index=tuple(out["q_index"]), v_index=tuple(out["v_index"]), multi=tuple(multi),
         reduction=reduction, **arrays,
     )
@@ -464,27 +462,9 @@ def joint_transform(b: dict):
     return e, r
 
 
-class Parents(tuple):
-    """The parents of an expanded tree (a tuple), with the sub-joint chains of its multi-DoF joints:
-    ``leads`` (their first bodies) and ``breaks`` (the bodies that start a run although their parent
-    is the body before: a lead, and the body after a chain's last). Each chain is then a run of its
-    own, and only its scan multiplies by the joint's motion (:func:`split` gives ``rot``/``shift``
-    to those runs alone; the other runs' steps are traced without them)."""
-
-    leads: frozenset = frozenset()
-    breaks: frozenset = frozenset()
-
-    def __new__(cls, parents, leads=(), breaks=()):
-        out = super().__new__(cls, parents)
-        out.leads, out.breaks = frozenset(leads), frozenset(breaks)
-        return out
-
-
 def runs(parents: tuple[int, ...]) -> list[tuple[int, int]]:
-    """Unbranched runs ``[start, end)`` of bodies: ``parents[i] == i - 1`` inside a run, and a
-    :class:`Parents`' breaks."""
-    breaks = getattr(parents, "breaks", frozenset())
-    starts = [i for i, parent in enumerate(parents) if i == 0 or parent != i - 1 or i in breaks]
+    """Unbranched runs ``[start, end)`` of bodies: ``parents[i] == i - 1`` inside a run."""
+    starts = [i for i, parent in enumerate(parents) if i == 0 or parent != i - 1]
     return list(zip(starts, starts[1:] + [len(parents)]))
 
 
@@ -531,17 +511,8 @@ def up(parents: tuple[int, ...], step: Callable, zero: Any, inputs: list[dict]) 
 
 
 def split(parents: tuple[int, ...], stack) -> list:
-    """A per-body stack cut into the runs' rows (the joint motions ``rot``, ``shift`` of a
-    :func:`joint_inputs` dict kept only in the runs of multi-DoF joints: :class:`Parents`)."""
-    spans = runs(parents)
-    out = [_rows(stack, start, end) for start, end in spans]
-    if isinstance(stack, dict) and "rot" in stack:
-        leads = getattr(parents, "leads", frozenset())
-        out = [
-            rows if any(start <= lead < end for lead in leads) else {k: v for k, v in rows.items() if k not in ("rot", "shift")}
-            for rows, (start, end) in zip(out, spans)
-        ]
-    return out
+    """A per-body stack cut into the runs' rows."""
+    return [_rows(stack, start, end) for start, end in runs(parents)]
 
 
 def frames(tree: Tree, q: Array, dtype) -> dict:

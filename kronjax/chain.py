@@ -67,6 +67,7 @@ _JOINT_KIND_NAMES = {
 MULTI_DOF = ("free", "spherical", "planar")
 JOINT_NQ = {"R": 1, "P": 1, "F": 0, "free": 7, "spherical": 4, "planar": 4}
 JOINT_NV = {"R": 1, "P": 1, "F": 0, "free": 6, "spherical": 3, "planar": 3}
+UNIT_TOLERANCE = 1e-6  # how far from 1 a quaternion's norm may be outside jit (Model.check_q)
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 
 
@@ -608,8 +609,24 @@ class Model(eqx.Module):
         return int(body)
 
     def check_q(self, q: ArrayLike, name: str = "q") -> Float[Array, " nq"]:
-        """A configuration as a floating array of shape ``(nq,)``, or a clear error."""
-        return self._check_vector(q, name, self.nq, "configuration numbers")
+        """A configuration as a floating array of shape ``(nq,)``, or a clear error. Outside
+        ``jit``, also a clear error for a quaternion or ``(cos, sin)`` pair whose norm is not 1
+        within ``1e-6`` (inside ``jit`` it is used as given: ``R = 1 + 2 w [u] + 2 [u]^2`` is then
+        not a rotation; :func:`kronjax.configuration.normalize` first)."""
+        q = self._check_vector(q, name, self.nq, "configuration numbers")
+        if self.has_multi_dof and _is_concrete(q):
+            values = np.asarray(q)
+            for joint, kind, start in zip(self.joint_names, self.kinematics.kinds, self.kinematics.q_index):
+                if kind in MULTI_DOF:
+                    end = start + JOINT_NQ[kind]
+                    norm = float(np.linalg.norm(values[end - (2 if kind == "planar" else 4) : end]))
+                    if not abs(norm - 1) <= UNIT_TOLERANCE:
+                        what = "(cos, sin) pair" if kind == "planar" else "quaternion"
+                        raise ValueError(
+                            f"{name}: the {what} of {kind} joint {joint!r} has norm {norm!r}, not 1 (within "
+                            f"{UNIT_TOLERANCE}); pass kronjax.normalize(model, {name})"
+                        )
+        return q
 
     def check_v(self, v: ArrayLike, name: str = "qd") -> Float[Array, " nv"]:
         """A velocity-space vector (``qd``, ``qdd``, ``tau``) as a floating array of shape ``(nv,)``."""

@@ -95,7 +95,7 @@ def difference(model: Model, q0: Float[ArrayLike, " nq"], q1: Float[ArrayLike, "
 def normalize(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, " nq"]:
     """``q`` with every quaternion and ``(cos, sin)`` pair scaled to unit norm
     (``pinocchio.normalize``); other coordinates unchanged."""
-    q = model.check_q(q)
+    q = model._check_vector(q, "q", model.nq, "configuration numbers")  # of any norm
     if not model.has_multi_dof:
         return q
     return jnp.concatenate([_lie.normalize(kind, q[qs]) for kind, qs, _ in _joints(model)])

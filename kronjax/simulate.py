@@ -226,24 +226,6 @@ def _normalize(joints: _Joints, q: Array) -> Array:
     return jnp.concatenate(parts)
 
 
-def _check_unit(joints: _Joints, q: Array, name: str) -> None:
-    """Outside ``jit``: a clear error for a quaternion or ``(cos, sin)`` pair far from unit norm."""
-    if not _is_concrete(q):
-        return
-    values = np.asarray(q)
-    for joint, kind, qi, _ in joints:
-        if kind in MULTI_DOF:
-            part = values[qi + JOINT_NQ[kind] - (2 if kind == "planar" else 4) : qi + JOINT_NQ[kind]]
-            norm = float(np.linalg.norm(part))
-            if not abs(norm - 1) <= _UNIT_TOLERANCE:
-                what = "(cos, sin) pair" if kind == "planar" else "quaternion"
-                raise ValueError(
-                    f"{name}: the {what} of {kind} joint {joint!r} has norm {norm!r}, not 1 (within "
-                    f"{_UNIT_TOLERANCE}); pass kronjax.normalize(model, {name})"
-                )
-
-
-_UNIT_TOLERANCE = 1e-6
 
 
 class _ManifoldVectorField(eqx.Module):
@@ -493,8 +475,7 @@ def rollout(
         )
     if multi_dof:
         joints = _moving_joints(model)
-        _check_unit(joints, q0, "q0")
-        q0 = _normalize(joints, q0)
+        q0 = _normalize(joints, q0)  # within check_q's tolerance outside jit
         field = _ManifoldVectorField(model, torque, joints)
         term, solver = diffrax.ODETerm(field), _LocalCoordinatesSolver(solver, field)
     else:

@@ -391,6 +391,12 @@ def test_bad_input_gets_a_clear_error(mixed):
     q = kj.neutral(model)
     with pytest.raises(ValueError, match=r"q must have shape \(18,\) for this model with nq = 18, nv = 15"):
         kj.mass_matrix(model, jnp.zeros(15))
+    unnormalised = q.at[8:12].multiply(1.01)  # the spherical joint's quaternion
+    with pytest.raises(ValueError, match=r"q: the quaternion of spherical joint 'j2' has norm 1.01.*kronjax.normalize"):
+        kj.inverse_dynamics(model, unnormalised, jnp.zeros(15), jnp.zeros(15))
+    with pytest.raises(ValueError, match=r"the \(cos, sin\) pair of planar joint 'j5'"):
+        kj.mass_matrix(model, q.at[15].set(2.0))
+    assert relative_error(kj.normalize(model, unnormalised), q) < 1e-15
     with pytest.raises(ValueError, match=r"qd must have shape \(15,\)"):
         kj.inverse_dynamics(model, q, jnp.zeros(18), jnp.zeros(15))
     with pytest.raises(NotImplementedError, match=r"inverse_dynamics\(method='lagrangian'\) does not support models with free or planar or spherical joints yet"):
