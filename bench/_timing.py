@@ -1,4 +1,4 @@
-"""The one timing helper of bench/ (``best_time``), AOT compilation with its wall time, and the
+"""The timing helpers of bench/ (``rounds``, ``best_time``), AOT compilation with its wall time, and the
 record every measurement becomes."""
 
 from __future__ import annotations
@@ -8,19 +8,17 @@ import time
 from typing import Any, Callable
 
 
-def best_time(fn: Callable[[], Any], repeats: int = 3, min_seconds: float = 0.2, max_seconds: float = 30.0) -> float:
-    """Best mean wall time of one call of ``fn()`` over ``repeats`` rounds, each at least
-    ``min_seconds`` long (calls repeated within a round).
-
-    One warm-up call runs first (its result is discarded). When a single call is so slow that
-    ``repeats`` rounds would exceed ``max_seconds``, fewer rounds run (at least one).
-    """
+def rounds(fn: Callable[[], Any], repeats: int = 3, min_seconds: float = 0.2, max_seconds: float = 30.0) -> list[float]:
+    """Mean wall time of one call of ``fn()`` in each of ``repeats`` rounds, each at least
+    ``min_seconds`` long (calls repeated within a round), after one warm-up call (its result is
+    discarded); fewer rounds (at least one) when a single call is so slow that ``repeats`` rounds
+    would exceed ``max_seconds``."""
     start = time.perf_counter()
     fn()
     warm = time.perf_counter() - start
     if warm > 0:
         repeats = max(1, min(repeats, int(max_seconds / warm)))
-    best = float("inf")
+    out = []
     for _ in range(repeats):
         calls, start = 0, time.perf_counter()
         while True:
@@ -29,8 +27,18 @@ def best_time(fn: Callable[[], Any], repeats: int = 3, min_seconds: float = 0.2,
             elapsed = time.perf_counter() - start
             if elapsed >= min_seconds:
                 break
-        best = min(best, elapsed / calls)
-    return best
+        out.append(elapsed / calls)
+    return out
+
+
+def best_time(fn: Callable[[], Any], repeats: int = 3, min_seconds: float = 0.2, max_seconds: float = 30.0) -> float:
+    """Best mean wall time of one call of ``fn()`` over ``repeats`` rounds, each at least
+    ``min_seconds`` long (calls repeated within a round).
+
+    One warm-up call runs first (its result is discarded). When a single call is so slow that
+    ``repeats`` rounds would exceed ``max_seconds``, fewer rounds run (at least one).
+    """
+    return min(rounds(fn, repeats, min_seconds, max_seconds))
 
 
 def compile_jit(fn: Callable, *args):

@@ -51,7 +51,7 @@ from typing import Any, Callable
 import numpy as np
 
 from . import models
-from ._timing import Record, compile_jit
+from ._timing import Record, compile_jit, rounds
 from .report import FLOATING
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,28 +63,6 @@ MODEL = "humanoid"
 # --------------------------------------------------------------------------------------------
 # timing: median and range over rounds
 # --------------------------------------------------------------------------------------------
-
-
-def rounds(fn: Callable[[], Any], repeats: int = 3, min_seconds: float = 0.2, max_seconds: float = 30.0) -> list[float]:
-    """Mean wall time of one call of ``fn()`` in each of ``repeats`` rounds (each at least
-    ``min_seconds`` long), after one warm-up call; fewer rounds (at least one) when a call is so
-    slow that ``repeats`` rounds would exceed ``max_seconds`` (as :func:`bench._timing.best_time`)."""
-    start = time.perf_counter()
-    fn()
-    warm = time.perf_counter() - start
-    if warm > 0:
-        repeats = max(1, min(repeats, int(max_seconds / warm)))
-    out = []
-    for _ in range(repeats):
-        calls, start = 0, time.perf_counter()
-        while True:
-            fn()
-            calls += 1
-            elapsed = time.perf_counter() - start
-            if elapsed >= min_seconds:
-                break
-        out.append(elapsed / calls)
-    return out
 
 
 def _timed(times: list[float]) -> dict:
