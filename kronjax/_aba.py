@@ -40,7 +40,7 @@ def aba(model: Model, q: Array, qd: Array, tau: Array) -> tuple[Array, Array]:
         momentum = sp.scale(sp.add(v, sp.cross(w, com)), m)
         angular = sp.add(sp.mul(b["inertia"], w), sp.cross(com, momentum))
         bias = (sp.add(sp.cross(w, angular), sp.cross(v, momentum)), sp.cross(w, momentum))
-        return (w, v), ((w, v), e, r, c, bias)
+        return (w, v), (c, bias)
 
     def articulated(from_children, b):
         """Articulated inertia and bias force of one body, and what its joint passes to the parent."""
@@ -59,37 +59,34 @@ def aba(model: Model, q: Array, qd: Array, tau: Array) -> tuple[Array, Array]:
             sp.symmetric(lambda i, j: cc[i][j] - u_v[i] * u_v[j] * inverse),
         )
         pa = sp.add(pa, sp.inertia_times(ia, *b["c"]), sp.scale((u_w, u_v), u / pivot))
-        to_parent = (sp.transform_inertia_back(b["e"], b["r"], ia), sp.transform_force_back(b["e"], b["r"], *pa))
+        e, r = sp.joint_transform(b)
+        to_parent = (sp.transform_inertia_back(e, r, ia), sp.transform_force_back(e, r, *pa))
         return to_parent, ((u_w, u_v), pivot, u)
 
     def accelerations(parent, b):
         """Joint and body acceleration of one body from its parent's."""
-        a = sp.add(sp.transform_motion(b["e"], b["r"], *parent), b["c"])
+        a = sp.add(sp.transform_motion(*sp.joint_transform(b), *parent), b["c"])
         u_w, u_v = b["big_u"]
         qdd = (b["u"] - sp.dot(u_w, a[0]) - sp.dot(u_v, a[1])) / b["pivot"]
         a = sp.add(a, (sp.scale(b["s_w"], qdd), sp.scale(b["s_v"], qdd)))
-        return a, (a, qdd)
+        return a, qdd
 
     zero = jnp.zeros((), dtype)
     z3 = (zero, zero, zero)
     z33 = (z3, z3, z3)
-    parents = sp.expansion(tree).parents
-    motion = sp.down(parents, velocities, (z3, z3), sp.split(parents, inputs))
-    per_run = sp.split(parents, dict(s_w=inputs["s_w"], s_v=inputs["s_v"], tau=inputs["tau"], ia=inertia))
-    masks = np.split(moving, [start for start, _ in sp.runs(parents)[1:]])
-    up_inputs = [
-        dict(e=e, r=r, c=c, load=(x["ia"], bias), s_w=x["s_w"], s_v=x["s_v"], tau=x["tau"], moving=mask)
-        for (_, e, r, c, bias), x, mask in zip(motion, per_run, masks)
-    ]
-    factor = sp.up(parents, articulated, ((z33, z33, z33), (z3, z3)), up_inputs)
-    down_inputs = [
-        dict(e=x["e"], r=x["r"], c=x["c"], s_w=x["s_w"], s_v=x["s_v"], big_u=big_u, pivot=pivot, u=u)
-        for x, (big_u, pivot, u) in zip(up_inputs, factor)
-    ]
+    order = sp.schedule(tree)
+    per_span = sp.split(order, dict(inputs, ia=inertia))
+    motion = sp.down(order, velocities, (z3, z3), per_span)
+    masks = np.split(moving, [start for start, _ in order.spans[1:]])
+    # E and r are computed again in each pass rather than kept: at large batches the recursions
+    # are bound by memory traffic, and the joint inputs are fewer arrays than (E, r)
+    up_inputs = [dict(x, c=c, load=(x["ia"], bias), moving=mask) for (c, bias), x, mask in zip(motion, per_span, masks)]
+    factor = sp.up(order, articulated, ((z33, z33, z33), (z3, z3)), up_inputs)
+    down_inputs = [dict(x, big_u=big_u, pivot=pivot, u=u) for x, (big_u, pivot, u) in zip(up_inputs, factor)]
     g = model.gravity.astype(dtype)
-    out = sp.down(parents, accelerations, (z3, (-g[0], -g[1], -g[2])), down_inputs)
+    out = sp.down(order, accelerations, (z3, (-g[0], -g[1], -g[2])), down_inputs)
     keep = np.flatnonzero(moving)
-    qdd = jnp.concatenate([qdd for _, qdd in out])[keep]
+    qdd = jnp.concatenate(out)[keep]
     pivots = jnp.concatenate([pivot for _, pivot, _ in factor])[keep]
     if tree.has_multi_dof:  # from the sub-joint chain's accelerations (_spatial module doc)
         qdd = qdd + sp.lie_correction(tree, qd.astype(dtype))

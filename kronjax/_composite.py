@@ -82,13 +82,13 @@ def _base_frame(model: Model, q: Array):
         rotation, origin = parent
         e, r = sp.joint_transform(b)
         pose = sp.matmul(rotation, sp.transpose(e)), sp.add(origin, sp.mul(rotation, r))
-        return pose, (pose,)
+        return pose, pose
 
     zero, one = jnp.zeros((), dtype), jnp.ones((), dtype)
     eye = tuple(tuple(one if i == j else zero for j in range(3)) for i in range(3))
-    parents = sp.expansion(tree).parents
-    runs = sp.down(parents, pose, (eye, (zero, zero, zero)), sp.split(parents, inputs))
-    rotation, origin = jax.tree.map(lambda *x: jnp.concatenate(x), *[pose for (pose,) in runs])
+    order = sp.schedule(tree)
+    spans = sp.down(order, pose, (eye, (zero, zero, zero)), sp.split(order, inputs))
+    rotation, origin = jax.tree.map(lambda *x: jnp.concatenate(x), *spans)
     # S in the base frame: (R s_w, R s_v + p x R s_w) from the body-frame subspace (s_w, s_v)
     s_w = sp.mul(rotation, inputs["s_w"])
     s_v = sp.add(sp.mul(rotation, inputs["s_v"]), sp.cross(origin, s_w))

@@ -20,7 +20,7 @@ def rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     dtype = jnp.result_type(q, qd, qdd, tree.axes, model.inertials.mass, model.gravity)
     if tree.has_multi_dof:  # the sub-joint chain's accelerations (_spatial module doc)
         qdd = qdd.astype(dtype) - sp.lie_correction(tree, qd.astype(dtype))
-    parents = sp.expansion(tree).parents
+    order = sp.schedule(tree)
     inputs, moving = sp.bodies(model, q, dtype)
     inputs["qd"] = sp.per_body(model, qd, moving, dtype)
     inputs["qdd"] = sp.per_body(model, qdd, moving, dtype)
@@ -41,21 +41,21 @@ def rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
         f = sp.scale(sp.add(av, sp.cross(aw, com)), m)
         n = sp.add(sp.mul(b["inertia"], aw), sp.cross(com, f), sp.cross(w, angular), sp.cross(v, momentum))
         motion = (w, v, aw, av)
-        return motion, (motion, e, r, (n, sp.add(f, sp.cross(w, momentum))))
+        return motion, (n, sp.add(f, sp.cross(w, momentum)))
 
     def backward(from_children, b):
         """Joint force of one body and its subtree's force in the parent's frame."""
         n, f = sp.add(b["load"], from_children)
         tau = sp.dot(b["s_w"], n) + sp.dot(b["s_v"], f)
-        return sp.transform_force_back(b["e"], b["r"], n, f), tau
+        # E and r again rather than kept from the forward pass: at large batches the recursions
+        # are bound by memory traffic, and the joint inputs are fewer arrays than (E, r)
+        return sp.transform_force_back(*sp.joint_transform(b), n, f), tau
 
     zero = jnp.zeros((), dtype)
     z3 = (zero, zero, zero)
     g = model.gravity.astype(dtype)
-    outputs = sp.down(parents, forward, (z3, z3, z3, (-g[0], -g[1], -g[2])), sp.split(parents, inputs))
-    subspaces = sp.split(parents, (inputs["s_w"], inputs["s_v"]))
-    up_inputs = [
-        dict(e=e, r=r, load=load, s_w=s_w, s_v=s_v) for (_, e, r, load), (s_w, s_v) in zip(outputs, subspaces)
-    ]
-    taus = sp.up(parents, backward, (z3, z3), up_inputs)
+    per_span = sp.split(order, inputs)
+    outputs = sp.down(order, forward, (z3, z3, z3, (-g[0], -g[1], -g[2])), per_span)
+    up_inputs = [dict(x, load=load) for load, x in zip(outputs, per_span)]
+    taus = sp.up(order, backward, (z3, z3), up_inputs)
     return sp.reduce(tree, jnp.concatenate(taus)[np.flatnonzero(moving)], (0,))

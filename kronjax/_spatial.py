@@ -384,9 +384,8 @@ def joint_coefficients(tree: Tree, dtype) -> dict:
 
 def joint_inputs(tree: Tree, q: Array, dtype) -> tuple[dict, np.ndarray]:
     """Per-body inputs of the kinematic recursions over the :func:`expanded` tree (joint
-    coefficients, ``cos t``, ``sin t``, ``d``; with multi-DoF joints, ``rot = G^T`` and ``shift =
-    Pre t`` of the first sub-joints, identity and zero elsewhere) and the mask of bodies whose joint
-    moves."""
+    coefficients, ``cos t``, ``sin t``, ``d``; with multi-DoF joints, the ``motion`` of their first
+    sub-joints, :func:`_multi_dof_motion`) and the mask of bodies whose joint moves."""
     ex = expansion(tree)
     kinds = np.array(ex.kinds)
     revolute, prismatic = (kinds == "R") & ~ex.sub, (kinds == "P") & ~ex.sub
@@ -404,17 +403,17 @@ def joint_inputs(tree: Tree, q: Array, dtype) -> tuple[dict, np.ndarray]:
 
 
 def _multi_dof_motion(tree: Tree, ex: Expansion, q: Array, dtype) -> dict:
-    """``rot`` (components of ``G^T``) and ``shift`` (``Pre t``) per expanded body."""
+    """``{"motion": {first sub-joint: {"rot": G^T, "shift": Pre t}}}`` in components, which
+    :func:`split` gives to those bodies' spans only (:class:`Schedule`)."""
     from .chain import JOINT_NQ
 
-    nb = len(ex.parents)
-    leads = np.array([lead for _, _, _, lead, _ in ex.multi])
-    motions = [_lie.motion(kind, q[start : start + JOINT_NQ[kind]]) for kind, start, _, _, _ in ex.multi]
-    pre = tree.pre_rotation.astype(dtype)[np.array([body for *_, body in ex.multi])]
-    g_t = jnp.stack([g.T for g, _ in motions])
-    shift = jnp.einsum("bij,bj->bi", pre, jnp.stack([t for _, t in motions]))
-    rot = jnp.tile(jnp.eye(3, dtype=dtype), (nb, 1, 1)).at[leads].set(g_t)
-    return dict(rot=components(rot), shift=components(jnp.zeros((nb, 3), dtype).at[leads].set(shift)))
+    motion = {}
+    for kind, start, _, lead, body in ex.multi:
+        g, t = _lie.motion(kind, q[start : start + JOINT_NQ[kind]])
+        pre = tree.pre_rotation[body].astype(dtype)
+        motion[lead] = dict(rot=tuple(tuple(g[j, i] for j in range(3)) for i in range(3)),
+                            shift=tuple(pre[i] @ t for i in range(3)))
+    return dict(motion=motion)
 
 
 def bodies(model: Model, q: Array, dtype) -> tuple[dict, np.ndarray]:
@@ -442,7 +441,10 @@ def per_body(model: Model, x: Array, mask: np.ndarray, dtype) -> Array:
 
 def _spread(q_index: tuple[int, ...], x: Array, mask: np.ndarray, dtype, scale=None, offset=None) -> Array:
     """``scale x[index] + offset`` per body where ``mask`` is true, zero elsewhere (the scale and
-    offset of mimic joints, skipped when all are 1 and 0)."""
+    offset of mimic joints, skipped when all are 1 and 0). Zeros shared by a batch when ``mask``
+    is all false (no prismatic joint: ``d``)."""
+    if not np.any(mask):
+        return jnp.zeros(len(q_index), dtype)
     index = np.array([max(k, 0) for k in q_index], dtype=int)
     values = x.astype(dtype)[index]
     if scale is not None and np.any(scale != 1):
@@ -457,62 +459,117 @@ def joint_transform(b: dict):
     c, s = b["cos"], b["sin"]
     e = tuple(tuple(b["e0"][i][j] + c * b["e_cos"][i][j] + s * b["e_sin"][i][j] for j in range(3)) for i in range(3))
     r = tuple(b["r0"][i] + c * b["r_cos"][i] + s * b["r_sin"][i] + b["d"] * b["r_d"][i] for i in range(3))
-    if "rot" in b:  # a tree with multi-DoF joints
+    if "rot" in b:  # the first sub-joint of a multi-DoF joint (Schedule)
         e, r = matmul(b["rot"], e), add(r, b["shift"])
     return e, r
 
 
-def runs(parents: tuple[int, ...]) -> list[tuple[int, int]]:
-    """Unbranched runs ``[start, end)`` of bodies: ``parents[i] == i - 1`` inside a run."""
-    starts = [i for i, parent in enumerate(parents) if i == 0 or parent != i - 1]
-    return list(zip(starts, starts[1:] + [len(parents)]))
+class Schedule(NamedTuple):
+    """How the recursions visit the :func:`expanded` tree; static. ``parents`` of the expanded
+    bodies and ``spans``: the unbranched runs ``[start, end)`` (``parents[i] == i - 1`` inside a run)
+    that :func:`down` and :func:`up` scan, with each multi-DoF joint's first sub-joint alone in a
+    span of its own, which they visit without a scan: only that body's transform depends on the
+    joint's whole motion ``(G, t)`` (:func:`joint_transform`), so the scanned bodies' coefficients
+    stay constants shared by a batch instead of rows of a batched stack. At large batches the
+    recursions are bound by memory traffic rather than arithmetic, so they keep few arrays per body
+    between passes (:func:`down` stacks carries only where child spans need them, the passes
+    compute ``E`` and ``r`` again rather than keep them)."""
+
+    parents: tuple[int, ...]
+    spans: tuple[tuple[int, int], ...]
+    leads: tuple[int, ...]
+
+
+@functools.lru_cache(maxsize=128)
+def _schedule(parents: tuple[int, ...], leads: tuple[int, ...]) -> Schedule:
+    cuts = {i for i, parent in enumerate(parents) if i == 0 or parent != i - 1}
+    cuts |= set(leads) | {lead + 1 for lead in leads}
+    starts = sorted(cut for cut in cuts if cut < len(parents))
+    return Schedule(parents, tuple(zip(starts, starts[1:] + [len(parents)])), leads)
+
+
+def schedule(tree: Tree) -> Schedule:
+    """The :class:`Schedule` of a tree's recursions."""
+    ex = expansion(tree)
+    return _schedule(ex.parents, tuple(lead for _, _, _, lead, _ in ex.multi))
 
 
 def _rows(stack, start: int, end: int):
     return jax.tree.map(lambda x: x[start:end], stack)
 
 
-def down(parents: tuple[int, ...], step: Callable, base: Any, inputs: list[dict]) -> list:
+def _visit(step: Callable, carry: Any, rows: dict, reverse: bool = False):
+    """``lax.scan(step, carry, rows)``, or one call of ``step`` for a span of one body."""
+    if len(jax.tree.leaves(rows)[0]) > 1:
+        return jax.lax.scan(step, carry, rows, reverse=reverse)
+    carry, out = step(carry, jax.tree.map(lambda x: x[0], rows))
+    return carry, jax.tree.map(lambda x: jnp.asarray(x)[None], out)
+
+
+def down(order: Schedule, step: Callable, base: Any, inputs: list[dict]) -> list:
     """From the base outwards: ``carry_i, out_i = step(carry_parent(i), inputs_i)`` with
-    ``carry = base`` at the base. ``out_i`` must be ``(carry_i, ...)``. ``inputs``: one dict per
-    run (:func:`split`). Returns each run's stacked outputs, in run order."""
-    spans = runs(parents)
-    outputs = []
-    for (start, end), run_inputs in zip(spans, inputs):
-        root = parents[start]
+    ``carry = base`` at the base. ``inputs``: one dict per span (:func:`split`). Returns each
+    span's stacked outputs, in span order. Carries are stacked only in the spans where a body
+    before the last has children in other spans (memory traffic: :class:`Schedule`)."""
+    roots = {order.parents[start] for start, _ in order.spans}
+    outputs, carries = [], []  # carries: per span, the last body's and those of its branching bodies
+    for (start, end), span_inputs in zip(order.spans, inputs):
+        root = order.parents[start]
         if root < 0:
             initial = base
         else:
-            k = next(k for k, (s, e) in enumerate(spans) if s <= root < e)
-            initial = jax.tree.map(lambda x: x[root - spans[k][0]], outputs[k][0])
-        outputs.append(jax.lax.scan(step, initial, run_inputs)[1])
+            k = next(k for k, (s, e) in enumerate(order.spans) if s <= root < e)
+            initial = carries[k][root]
+        branching = [r for r in roots if start <= r < end - 1]
+        if branching:
+            def stacking(carry, b):
+                carry, out = step(carry, b)
+                return carry, (carry, out)
+
+            carry, (stacked, out) = _visit(stacking, initial, span_inputs)
+            carries.append({r: jax.tree.map(lambda x: x[r - start], stacked) for r in branching})
+        else:
+            carry, out = _visit(step, initial, span_inputs)
+            carries.append({})
+        carries[-1][end - 1] = carry
+        outputs.append(out)
     return outputs
 
 
-def up(parents: tuple[int, ...], step: Callable, zero: Any, inputs: list[dict]) -> list:
+def up(order: Schedule, step: Callable, zero: Any, inputs: list[dict]) -> list:
     """From the leaves inwards: ``to_parent_i, out_i = step(from_children_i, inputs_i)``, where
-    ``from_children_i`` sums what body ``i``'s children pass up. ``inputs``: one dict per run (as
+    ``from_children_i`` sums what body ``i``'s children pass up. ``inputs``: one dict per span (as
     :func:`down` returns them) whose ``"load"`` entry, structured like ``zero``, receives what
-    child runs pass to a run's bodies. Returns each run's stacked outputs."""
-    spans = runs(parents)
-    outputs = [None] * len(spans)
-    passed = {}  # body -> what its child runs pass up to it
-    for k in reversed(range(len(spans))):
-        start, end = spans[k]
-        run_inputs = dict(inputs[k])
+    child spans pass to a span's bodies. Returns each span's stacked outputs."""
+    outputs = [None] * len(order.spans)
+    passed = {}  # body -> what its child spans pass up to it
+    for k in reversed(range(len(order.spans))):
+        start, end = order.spans[k]
+        span_inputs = dict(inputs[k])
         for body, value in passed.items():
             if start <= body < end:
-                run_inputs["load"] = jax.tree.map(lambda x, y: x.at[body - start].add(y), run_inputs["load"], value)
-        to_root, outputs[k] = jax.lax.scan(step, zero, run_inputs, reverse=True)
-        root = parents[start]
+                span_inputs["load"] = jax.tree.map(lambda x, y: x.at[body - start].add(y), span_inputs["load"], value)
+        to_root, outputs[k] = _visit(step, zero, span_inputs, reverse=True)
+        root = order.parents[start]
         if root >= 0:
             passed[root] = jax.tree.map(jnp.add, passed[root], to_root) if root in passed else to_root
     return outputs
 
 
-def split(parents: tuple[int, ...], stack) -> list:
-    """A per-body stack cut into the runs' rows."""
-    return [_rows(stack, start, end) for start, end in runs(parents)]
+def split(order: Schedule, stack) -> list:
+    """A per-body stack cut into the spans' rows. A dict's ``"motion"`` entry (from
+    :func:`joint_inputs`: ``rot``, ``shift`` per first sub-joint) joins its body's span only."""
+    motion = {}
+    if isinstance(stack, dict) and "motion" in stack:
+        stack = dict(stack)
+        motion = stack.pop("motion")
+    out = []
+    for start, end in order.spans:
+        rows = _rows(stack, start, end)
+        if start in motion:
+            rows = dict(rows, **jax.tree.map(lambda x: x[None], motion[start]))
+        out.append(rows)
+    return out
 
 
 def frames(tree: Tree, q: Array, dtype) -> dict:
@@ -535,7 +592,7 @@ def frames(tree: Tree, q: Array, dtype) -> dict:
 
     one, zero = jnp.ones((), dtype), jnp.zeros((), dtype)
     eye = ((one, zero, zero), (zero, one, zero), (zero, zero, one))
-    parents = expansion(tree).parents
-    out = down(parents, step, (eye, (zero, zero, zero)), split(parents, inputs))
+    order = schedule(tree)
+    out = down(order, step, (eye, (zero, zero, zero)), split(order, inputs))
     (rot, origin), w, t = jax.tree.map(lambda *x: jnp.concatenate(x), *out)
     return dict(R=rot, p=origin, w=w, t=t, moving=moving)
