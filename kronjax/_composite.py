@@ -79,9 +79,7 @@ def _base_frame(model: Model, q: Array):
 
     def pose(parent, b):
         """Rotation and origin of a body in the base frame: ``R_p E^T``, ``p_p + R_p r``."""
-        rotation, origin = parent
-        e, r = sp.joint_transform(b)
-        pose = sp.matmul(rotation, sp.transpose(e)), sp.add(origin, sp.mul(rotation, r))
+        pose = sp.child_pose(parent, *sp.joint_transform(b))
         return pose, pose
 
     zero, one = jnp.zeros((), dtype), jnp.ones((), dtype)

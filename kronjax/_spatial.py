@@ -111,14 +111,27 @@ def matrix_cross(m, r):
 
 
 def transform_motion(e, r, w, v):
-    """``X (w, v) = (E w, E (v + w x r))``."""
+    """``X (w, v) = (E w, E (v + w x r))``; ``e is None``: the identity (:func:`joint_transform`)."""
+    if e is None:
+        return w, v
     return mul(e, w), mul(e, add(v, cross(w, r)))
 
 
 def transform_force_back(e, r, n, f):
     """``X^T (n, f) = (E^T n + r x E^T f, E^T f)``: a child's force in its parent's frame."""
+    if e is None:
+        return n, f
     f_parent = mul_transposed(e, f)
     return add(mul_transposed(e, n), cross(r, f_parent)), f_parent
+
+
+def child_pose(parent, e, r):
+    """A body's rotation and origin in the base frame from its parent's ``(R_p, p_p)``:
+    ``(R_p E^T, p_p + R_p r)``; the parent's when ``e is None`` (:func:`joint_transform`)."""
+    if e is None:
+        return parent
+    rotation, origin = parent
+    return matmul(rotation, transpose(e)), add(origin, mul(rotation, r))
 
 
 def symmetric(entry):
@@ -131,6 +144,8 @@ def symmetric(entry):
 def transform_inertia_back(e, r, inertia):
     """``X^T I X`` of a spatial inertia ``I = [[a, b], [b^T, c]]`` given as ``(a, b, c)``, ``a``
     and ``c`` symmetric (only their upper entries are computed)."""
+    if e is None:
+        return inertia
     a, b, c = inertia
     et = transpose(e)
 
@@ -455,7 +470,11 @@ def _spread(q_index: tuple[int, ...], x: Array, mask: np.ndarray, dtype, scale=N
 
 
 def joint_transform(b: dict):
-    """``(E, r)`` of one body from its entry of :func:`bodies`."""
+    """``(E, r)`` of one body from its entry of :func:`bodies`; ``(None, None)``, the identity,
+    in a span of sub-joints after a multi-DoF joint's first (:class:`Schedule`), whose entries
+    :func:`split` leaves without the joint coefficients."""
+    if "e0" not in b:
+        return None, None
     c, s = b["cos"], b["sin"]
     e = tuple(tuple(b["e0"][i][j] + c * b["e_cos"][i][j] + s * b["e_sin"][i][j] for j in range(3)) for i in range(3))
     r = tuple(b["r0"][i] + c * b["r_cos"][i] + s * b["r_sin"][i] + b["d"] * b["r_d"][i] for i in range(3))
@@ -470,28 +489,34 @@ class Schedule(NamedTuple):
     that :func:`down` and :func:`up` scan, with each multi-DoF joint's first sub-joint alone in a
     span of its own, which they visit without a scan: only that body's transform depends on the
     joint's whole motion ``(G, t)`` (:func:`joint_transform`), so the scanned bodies' coefficients
-    stay constants shared by a batch instead of rows of a batched stack. At large batches the
-    recursions are bound by memory traffic rather than arithmetic, so they keep few arrays per body
-    between passes (:func:`down` stacks carries only where child spans need them, the passes
-    compute ``E`` and ``r`` again rather than keep them)."""
+    stay constants shared by a batch instead of rows of a batched stack. The joint's other
+    sub-joints have identity transforms: they form spans of their own (``identity``), whose bodies
+    skip the transforms. A body with children in
+    other spans ends its span, so that what passes between spans is a scan's initial or final
+    carry, never stacked: at large batches the recursions are bound by memory traffic rather than
+    arithmetic (for the same reason the passes compute ``E`` and ``r`` again rather than keep
+    them)."""
 
     parents: tuple[int, ...]
     spans: tuple[tuple[int, int], ...]
-    leads: tuple[int, ...]
+    identity: tuple[bool, ...]
 
 
 @functools.lru_cache(maxsize=128)
-def _schedule(parents: tuple[int, ...], leads: tuple[int, ...]) -> Schedule:
+def _schedule(parents: tuple[int, ...], chains: tuple[tuple[int, int], ...]) -> Schedule:
     cuts = {i for i, parent in enumerate(parents) if i == 0 or parent != i - 1}
-    cuts |= set(leads) | {lead + 1 for lead in leads}
+    roots = {parent for i, parent in enumerate(parents) if parent >= 0 and parent != i - 1}
+    cuts |= {root + 1 for root in roots} | {i for lead, end in chains for i in (lead, lead + 1, end)}
     starts = sorted(cut for cut in cuts if cut < len(parents))
-    return Schedule(parents, tuple(zip(starts, starts[1:] + [len(parents)])), leads)
+    spans = tuple(zip(starts, starts[1:] + [len(parents)]))
+    identity = tuple(any(lead < start and end <= stop for lead, stop in chains) for start, end in spans)
+    return Schedule(parents, spans, identity)
 
 
 def schedule(tree: Tree) -> Schedule:
     """The :class:`Schedule` of a tree's recursions."""
     ex = expansion(tree)
-    return _schedule(ex.parents, tuple(lead for _, _, _, lead, _ in ex.multi))
+    return _schedule(ex.parents, tuple((lead, lead + len(SUB_JOINTS[kind])) for kind, _, _, lead, _ in ex.multi))
 
 
 def _rows(stack, start: int, end: int):
@@ -509,51 +534,32 @@ def _visit(step: Callable, carry: Any, rows: dict, reverse: bool = False):
 def down(order: Schedule, step: Callable, base: Any, inputs: list[dict]) -> list:
     """From the base outwards: ``carry_i, out_i = step(carry_parent(i), inputs_i)`` with
     ``carry = base`` at the base. ``inputs``: one dict per span (:func:`split`). Returns each
-    span's stacked outputs, in span order. Carries are stacked only in the spans where a body
-    before the last has children in other spans (memory traffic: :class:`Schedule`)."""
-    roots = {order.parents[start] for start, _ in order.spans}
-    outputs, carries = [], []  # carries: per span, the last body's and those of its branching bodies
+    span's stacked outputs, in span order (carries are not stacked: a span's parent ends its own
+    span, and passes the scan's final carry)."""
+    outputs, carries = [], {}
     for (start, end), span_inputs in zip(order.spans, inputs):
         root = order.parents[start]
-        if root < 0:
-            initial = base
-        else:
-            k = next(k for k, (s, e) in enumerate(order.spans) if s <= root < e)
-            initial = carries[k][root]
-        branching = [r for r in roots if start <= r < end - 1]
-        if branching:
-            def stacking(carry, b):
-                carry, out = step(carry, b)
-                return carry, (carry, out)
-
-            carry, (stacked, out) = _visit(stacking, initial, span_inputs)
-            carries.append({r: jax.tree.map(lambda x: x[r - start], stacked) for r in branching})
-        else:
-            carry, out = _visit(step, initial, span_inputs)
-            carries.append({})
-        carries[-1][end - 1] = carry
+        carries[end - 1], out = _visit(step, base if root < 0 else carries[root], span_inputs)
         outputs.append(out)
     return outputs
 
 
 def up(order: Schedule, step: Callable, zero: Any, inputs: list[dict]) -> list:
     """From the leaves inwards: ``to_parent_i, out_i = step(from_children_i, inputs_i)``, where
-    ``from_children_i`` sums what body ``i``'s children pass up. ``inputs``: one dict per span (as
-    :func:`down` returns them) whose ``"load"`` entry, structured like ``zero``, receives what
-    child spans pass to a span's bodies. Returns each span's stacked outputs."""
+    ``from_children_i`` sums what body ``i``'s children pass up (``zero`` for a leaf).
+    ``inputs``: one dict per span. Returns each span's stacked outputs."""
     outputs = [None] * len(order.spans)
-    passed = {}  # body -> what its child spans pass up to it
+    passed = {}  # body -> what its child spans pass up to it: the last body of its span
     for k in reversed(range(len(order.spans))):
         start, end = order.spans[k]
-        span_inputs = dict(inputs[k])
-        for body, value in passed.items():
-            if start <= body < end:
-                span_inputs["load"] = jax.tree.map(lambda x, y: x.at[body - start].add(y), span_inputs["load"], value)
-        to_root, outputs[k] = _visit(step, zero, span_inputs, reverse=True)
+        to_root, outputs[k] = _visit(step, passed.pop(end - 1, zero), inputs[k], reverse=True)
         root = order.parents[start]
         if root >= 0:
             passed[root] = jax.tree.map(jnp.add, passed[root], to_root) if root in passed else to_root
     return outputs
+
+
+_TRANSFORM_INPUTS = ("e0", "e_cos", "e_sin", "r0", "r_cos", "r_sin", "r_d", "cos", "sin", "d")
 
 
 def split(order: Schedule, stack) -> list:
@@ -564,8 +570,10 @@ def split(order: Schedule, stack) -> list:
         stack = dict(stack)
         motion = stack.pop("motion")
     out = []
-    for start, end in order.spans:
+    for (start, end), identity in zip(order.spans, order.identity):
         rows = _rows(stack, start, end)
+        if identity and isinstance(rows, dict):
+            rows = {key: value for key, value in rows.items() if key not in _TRANSFORM_INPUTS}
         if start in motion:
             rows = dict(rows, **jax.tree.map(lambda x: x[None], motion[start]))
         out.append(rows)
@@ -584,10 +592,7 @@ def frames(tree: Tree, q: Array, dtype) -> dict:
     inputs, moving = joint_inputs(tree, q, dtype)
 
     def step(parent, b):
-        r0, p0 = parent
-        e, r = joint_transform(b)
-        rot = matmul(r0, transpose(e))
-        origin = add(p0, mul(r0, r))
+        rot, origin = child_pose(parent, *joint_transform(b))
         return (rot, origin), ((rot, origin), mul(rot, b["s_w"]), mul(rot, b["s_v"]))
 
     one, zero = jnp.ones((), dtype), jnp.zeros((), dtype)

@@ -3,9 +3,13 @@
 ``jax.vmap(kronjax.coriolis_star)`` over 10^6 states of a 7-joint arm would hold every sample's
 intermediates at once (several GB). :func:`chunked_vmap` maps the same function over the batch
 ``chunk_size`` samples at a time (``lax.map`` over chunks, ``vmap`` inside a chunk), so memory is
-bounded by one chunk and the outputs. Chunks cost speed (a loop over chunks, each a smaller
-parallel loop: on 2 CPU cores, batch 10^4 of the Panda, C* takes 2.9 us per sample in one ``vmap``
-and 5.2 us in chunks of 1024), so the automatic size is the largest that fits ``chunk_bytes``. The
+bounded by one chunk and the outputs. Chunks cost speed when one ``vmap`` already fits in the
+CPU's cache (a loop over chunks, each a smaller parallel loop: on 2 CPU cores, batch 10^4 of the
+Panda, C* takes 2.9 us per sample in one ``vmap`` and 5.2 us in chunks of 1024), so the automatic
+size is the largest that fits ``chunk_bytes``; for trees of tens of bodies, whose recursions keep a
+few arrays per body and sample between passes, chunks of about 2048 samples keep those in cache
+and are faster on CPU (``python -m bench --sections floating``: a 37-velocity humanoid at batch
+10^4). The
 chunks interleave the batch (chunk ``c`` holds samples ``c, c + steps, c + 2 steps, ...``), so
 inputs sharded over devices along the batch axis (``jax.sharding``) are processed on every device
 at every step and the output keeps their sharding.
