@@ -31,7 +31,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from . import _jacobians as _tree
 from .calculus import block_skew, skew
-from .chain import Model, choose_method, require_one_dof_joints
+from .chain import Model, choose_method
 from .configuration import _integrate
 
 __all__ = [
@@ -408,14 +408,20 @@ class RelativeMotion(eqx.Module):
 
 def relative_motion(
     model: Model,
-    q: Float[ArrayLike, " n"],
+    q: Float[ArrayLike, " nq"],
     body: int | str,
     reference: int | str | None = None,
     expressed_in: str = "reference",
 ) -> RelativeMotion:
     """Motion of ``body``'s frame relative to ``reference``'s frame (``None``: the base), by
-    autodiff of the relative pose ``A_c^(b) = A_b^T A_c``, ``^b d_c^(b) = A_b^T (d_c - d_b)``."""
-    require_one_dof_joints(model, "relative_motion")
+    autodiff of the relative pose ``A_c^(b) = A_b^T A_c``, ``^b d_c^(b) = A_b^T (d_c - d_b)``.
+
+    Jacobians are ``3 x nv`` and Hessians ``3 x nv^2``: ``^b v_c = J_T v`` and ``^b a_c = J_T vd +
+    H_T (v ⊗ v)`` for the model's velocity coordinates ``v``. With free, spherical or planar joints
+    the derivatives are taken along the tangent space, ``d/dxi f(q ⊕ xi)`` at ``xi = 0``
+    (:func:`kronjax.integrate`); the Hessian differentiates the Jacobian at ``q ⊕ xi`` the same
+    way, so ``H (v ⊗ v)`` is ``(dJ/dt) v`` along any motion with velocity ``v``.
+    """
     if expressed_in not in ("reference", "moving"):
         raise ValueError(f"expressed_in must be 'reference' or 'moving', got {expressed_in!r}")
     q = model.check_q(q)
@@ -434,22 +440,21 @@ def relative_motion(
         rp = pose(q)
         return (rp[1], rp[0]), rp[0]
 
-    def jacobians(q):
-        (jt, dr), r = jax.jacfwd(pose_and_rotation, has_aux=True)(q)
-        jr = _angular_jacobian(r, dr, frame)
-        if frame == "body":
-            jt = r.T @ jt
-        return jt, jr
+    def derivative(f, q, has_aux=False):
+        """``jax.jacfwd`` of ``f`` at ``q`` along the tangent space (trailing axis ``nv``)."""
+        return jax.jacfwd(_along_tangent(model, q, f), has_aux=has_aux)(_tangent_origin(model, q))
 
-    n = q.shape[0]
+    def jacobians(q):
+        """``^bJ_Tc^(b)`` and ``J_R`` in ``frame``."""
+        (jt, dr), r = derivative(pose_and_rotation, q, has_aux=True)
+        return jt, _angular_jacobian(r, dr, frame)
+
+    n = model.nv
     rotation, origin = pose(q)
     jt, jr = jacobians(q)
-    if expressed_in == "reference":
-        ht, hr = (h.reshape(3, n * n) for h in jax.jacfwd(jacobians)(q))
-    else:
-        ht_ref = jax.jacfwd(lambda q: jax.jacfwd(lambda q: pose(q)[1])(q))(q).reshape(3, n * n)
-        ht = rotation.T @ ht_ref
-        hr = jax.jacfwd(lambda q: jacobians(q)[1])(q).reshape(3, n * n)
+    ht, hr = (h.reshape(3, n * n) for h in derivative(jacobians, q))
+    if expressed_in == "moving":  # (31), (58): J_T and H_T of the reference frame turned into c's
+        jt, ht = rotation.T @ jt, rotation.T @ ht
     return RelativeMotion(rotation, origin, jt, jr, ht, hr, expressed_in)
 
 

@@ -4,7 +4,8 @@ kronjax reads the kinematic tree and the inertials of a robot: joints ``revolute
 ``continuous``, ``prismatic``, ``fixed``, ``floating`` (a ``"free"`` joint) and ``planar`` (in the
 joint frame's x-y plane), ``<origin xyz rpy>``, ``<axis>``, ``<inertial>`` (with its own origin)
 and ``<limit>``; ``floating_base=True`` puts the whole robot on a free-flyer joint. Visuals, collisions, meshes, transmissions and Gazebo tags are not
-read, so a URDF that names mesh files that are not on this machine loads.
+read, so a URDF that names mesh files that are not on this machine loads. :func:`to_urdf` writes
+every joint kind back but ``"spherical"``, for which URDF has no joint type.
 
 The parser is the standard library's :mod:`xml.etree.ElementTree`: URDF is a small XML dialect,
 and the URDF packages on PyPI add dependencies (meshes, graphs) for parts kronjax does not use.
@@ -29,12 +30,13 @@ from pathlib import Path
 import numpy as np
 
 from ._rotations import axis_angle, rpy, to_rpy
-from .chain import Inertial, Joint, Model, Tree, from_joints, require_one_dof_joints
+from .chain import JOINT_NV, Inertial, Joint, Model, Tree, from_joints
 
 __all__ = ["URDFError", "load_urdf", "to_urdf"]
 
 _MOVING = {"revolute": "R", "continuous": "R", "prismatic": "P"}
 _MULTI_DOF = {"floating": "free", "planar": "planar"}
+_URDF_MULTI_DOF = {kind: urdf_kind for urdf_kind, kind in _MULTI_DOF.items()}  # what to_urdf writes
 ROOT_JOINT = "root_joint"  # the free-flyer of floating_base=True, named as Pinocchio names it
 # what to_urdf writes for an unlimited effort or velocity: URDF parsers (urdfdom) accept no "inf"
 _UNLIMITED = float(np.finfo(np.float64).max)
@@ -662,6 +664,24 @@ def _origin_element(parent: ET.Element, tag: str, rotation: np.ndarray, translat
     ET.SubElement(parent, tag, xyz=_fmt(translation), rpy=_fmt(to_rpy(rotation)))
 
 
+def _rates(model: Model, limits: dict | None, i: int, kind: str, k: int) -> dict:
+    """The effort and velocity limits that joint ``i`` (first velocity coordinate ``k``) writes:
+    ``inf`` where unlimited or without a coordinate of its own; a multi-DoF joint's must be one
+    value for all its coordinates, as URDF's ``<limit>`` (and :func:`load_urdf`) has one."""
+    if limits is None or k < 0:
+        return {"effort": np.inf, "velocity": np.inf}
+    rates = {}
+    for key in ("effort", "velocity"):
+        values = limits[key][k : k + JOINT_NV[kind]]
+        if np.unique(values).size > 1:
+            raise ValueError(
+                f"to_urdf: {kind} joint {model.joint_names[i]!r} has {key} limits {values} on its "
+                f"{values.size} velocity coordinates; a URDF <limit> holds one value per joint"
+            )
+        rates[key] = float(values[0])
+    return rates
+
+
 def to_urdf(model: Model, name: str = "kronjax_model") -> str:
     """URDF text of a :class:`~kronjax.chain.Tree` model, which :func:`load_urdf` and Pinocchio load
     back to the same dynamics.
@@ -680,15 +700,30 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
     ranges (of a model loaded with ``strict_limits=True``) are written as they are: load them
     back with ``strict_limits=True``. Mimic joints get ``<mimic joint multiplier offset>`` (a mimic
     of a mimic names the first primary, with the combined multiplier and offset).
+
+    A ``"free"`` joint is written ``floating`` and a ``"planar"`` one ``planar`` (``<axis xyz="0 0
+    1">``: the joint frame's x-y plane), with a ``<limit>`` of effort and velocity only when one is
+    finite (one value for all the joint's coordinates, or a ``ValueError``). The base is a massless
+    link, ``world`` when a root joint is free or planar (``base_link`` otherwise; prefixed with
+    ``_`` while a body has the name), so a model loaded with ``floating_base=True`` comes back from
+    ``load_urdf(to_urdf(model))`` with the same coordinates. A ``"spherical"`` joint is a
+    ``ValueError``: URDF has no ball joint.
     """
-    require_one_dof_joints(model, "to_urdf")
     tree = model.kinematics
     if not isinstance(tree, Tree):
         raise TypeError("to_urdf needs a model with a joint tree (from_dh, from_joints, load_urdf), not a poses function")
+    for joint_name, kind in zip(model.joint_names, tree.kinds):
+        if kind == "spherical":
+            raise ValueError(
+                f"to_urdf: joint {joint_name!r} is spherical, which URDF cannot hold: its joint types are "
+                "revolute, continuous, prismatic, fixed, floating and planar, with no ball joint (three "
+                "revolute joints would be other coordinates, singular at gimbal lock, not the same model)"
+            )
     as_np = lambda x: np.asarray(x, float)  # noqa: E731
     axes, pre_r, pre_p = as_np(tree.axes), as_np(tree.pre_rotation), as_np(tree.pre_translation)
     post_r, post_p = as_np(tree.post_rotation), as_np(tree.post_translation)
-    base = "base_link"
+    floating = any(parent < 0 and kind in _URDF_MULTI_DOF for parent, kind in zip(tree.parents, tree.kinds))
+    base = "world" if floating else "base_link"
     while base in model.body_names:
         base = "_" + base
     robot = ET.Element("robot", name=name)
@@ -698,7 +733,7 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
         limits = {key: as_np(getattr(model.limits, key)) for key in ("lower", "upper", "effort", "velocity")}
     if model.inertials is not None:
         masses, coms, inertias = (as_np(x) for x in (model.inertials.mass, model.inertials.com, model.inertials.inertia))
-    for i, (parent, kind, k) in enumerate(zip(tree.parents, tree.kinds, tree.q_index)):
+    for i, (parent, kind, k) in enumerate(zip(tree.parents, tree.kinds, tree.v_index)):
         link = ET.SubElement(robot, "link", name=model.body_names[i])
         if model.inertials is not None:
             inertial = ET.SubElement(link, "inertial")
@@ -712,9 +747,9 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
                 )},
             )
         lower, upper = -np.inf, np.inf
-        if k >= 0 and limits is not None:
+        if kind in ("R", "P") and k >= 0 and limits is not None:
             lower, upper = float(limits["lower"][k]), float(limits["upper"][k])
-        urdf_kind = {"P": "prismatic", "F": "fixed"}.get(kind, "revolute")
+        urdf_kind = {"P": "prismatic", "F": "fixed", **_URDF_MULTI_DOF}.get(kind, "revolute")
         if kind == "R" and not (np.isfinite(lower) or np.isfinite(upper)):
             urdf_kind = "continuous"
         joint = ET.SubElement(robot, "joint", name=model.joint_names[i], type=urdf_kind)
@@ -727,15 +762,19 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
         _origin_element(joint, "origin", rotation, translation)
         if kind == "F":
             continue
-        ET.SubElement(joint, "axis", xyz=_fmt(axes[i]))
+        if kind not in _URDF_MULTI_DOF:
+            ET.SubElement(joint, "axis", xyz=_fmt(axes[i]))
+        elif kind == "planar":  # URDF's default axis is x; the plane is the joint frame's x-y
+            ET.SubElement(joint, "axis", xyz=_fmt((0.0, 0.0, 1.0)))
         entry = tree.mimic[i] if tree.mimic else None
         if entry is not None:  # no coordinate, so no limits of its own
             primary, multiplier, offset = entry
             ET.SubElement(joint, "mimic", joint=model.joint_names[primary], multiplier=_fmt(multiplier), offset=_fmt(offset))
-        rates = {key: np.inf if limits is None or k < 0 else float(limits[key][k]) for key in ("effort", "velocity")}
-        if urdf_kind == "continuous" and not any(np.isfinite(list(rates.values()))):
+        rates = _rates(model, limits, i, kind, k)
+        unbounded = urdf_kind in ("continuous", *_URDF_MULTI_DOF.values())  # no position limits to write
+        if unbounded and not any(np.isfinite(list(rates.values()))):
             continue  # no <limit> at all: unlimited to urdfdom too (which requires one for the others)
-        bounds = {} if urdf_kind == "continuous" else {"lower": lower, "upper": upper}  # absent is 0 to urdfdom
+        bounds = {} if unbounded else {"lower": lower, "upper": upper}  # absent is 0 to urdfdom
         attributes = {key: _fmt(np.clip(value, -_UNLIMITED, _UNLIMITED)) for key, value in (bounds | rates).items()}
         ET.SubElement(joint, "limit", **attributes)
     ET.indent(robot)
