@@ -386,7 +386,7 @@ class RelativeMotion(eqx.Module):
     Attributes:
         rotation: ``A_c^(b)`` (3 x 3).
         origin: ``^b d_c^(b)`` (3,).
-        J_T, J_R: ``3 x n``: ``^b v_c = J_T qd``, ``^b omega_c = J_R qd``.
+        J_T, J_R: ``3 x n`` (``n = model.nv``): ``^b v_c = J_T qd``, ``^b omega_c = J_R qd``.
         H_T, H_R: ``3 x n^2``: ``^b a_c = J_T qdd + H_T (qd ⊗ qd)``, likewise ``^b alpha_c``.
         expressed_in: ``"reference"``: vectors in frame ``b`` (``^bJ_Tc^(b)``, ``^bH_Tc^(b)``, eqs.
             29, 37, 51, 60); ``"moving"``: in frame ``c`` (``^bJ_Tc^(c)``, ``^bJ_Rc^(c)``,
