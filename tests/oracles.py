@@ -53,6 +53,21 @@ def random_arm(seed: int = 0, parents=(-1, 0, 1, 2, 3, 4, 5), prismatic=(3,)) ->
     return kj.from_joints(joints, inertials, gravity=(0.3, -0.2, -9.81))
 
 
+def random_tree(spec, seed: int) -> kj.Model:
+    """A tree of ``spec`` ``[(kind, parent), ...]`` (any joint kinds) with random placements,
+    axes, full inertias and offset centres of mass; joints ``j<i>``, bodies ``b<i>``."""
+    rng = np.random.default_rng(seed)
+    joints, inertials = [], []
+    for i, (kind, parent) in enumerate(spec):
+        axis = rng.normal(size=3)
+        joints.append(
+            kj.Joint(kind=kind, parent=parent, axis=axis / np.linalg.norm(axis), rotation=random_rotation(rng),
+                     translation=rng.normal(size=3) * 0.3, name=f"j{i}", body_name=f"b{i}")
+        )
+        inertials.append(kj.Inertial(rng.uniform(0.5, 2.0), rng.normal(size=3) * 0.1, random_inertia(rng)))
+    return kj.from_joints(joints, inertials)
+
+
 def dh_rows(robot):
     """kronjax D-H rows ``(kind, d, theta, a, alpha)`` read from a Robotics Toolbox robot's links.
 

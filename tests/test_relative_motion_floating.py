@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 import pinocchio as pin
 import pytest
-from oracles import FAST_COMPILE, jit_once, random_inertia, random_rotation, relative_error, to_pinocchio
+from oracles import FAST_COMPILE, jit_once, random_tree, relative_error, to_pinocchio
 
 import kronjax as kj
 
@@ -46,20 +46,7 @@ GROUPS = {"branches": ((3, 5),), "ancestor-and-base": ((3, 1), (5, None))}
 GROUP_PARAMS = [pytest.param(name, marks=[pytest.mark.slow] if name != "branches" else []) for name in GROUPS]
 
 
-def floating_tree() -> kj.Model:
-    rng = np.random.default_rng(5)
-    joints, inertials = [], []
-    for i, (kind, parent) in enumerate(SPEC):
-        axis = rng.normal(size=3)
-        joints.append(
-            kj.Joint(kind=kind, parent=parent, axis=axis / np.linalg.norm(axis), rotation=random_rotation(rng),
-                     translation=rng.normal(size=3) * 0.3, name=f"j{i}", body_name=f"b{i}")
-        )
-        inertials.append(kj.Inertial(rng.uniform(0.5, 2.0), rng.normal(size=3) * 0.1, random_inertia(rng)))
-    return kj.from_joints(joints, inertials)
-
-
-MODEL = floating_tree()
+MODEL = random_tree(SPEC, seed=5)
 
 
 @functools.cache
