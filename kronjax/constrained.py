@@ -13,6 +13,17 @@ Differentiated once more in time, ``A qdd = gamma`` with (Huang eq. 1, Khang's l
 (:meth:`Constraints.hessian`); ``gamma`` is computed as a second directional derivative
 (``jax.jvp`` of ``jax.jvp``), which equals ``-Phi_qq (qd ⊗ qd)`` without forming ``Phi_qq``.
 
+Free, spherical and planar joints (:mod:`kronjax.configuration`): ``q`` has ``nq`` numbers (unit
+quaternions, ``(cos, sin)`` pairs) and ``qd``, ``qdd``, ``tau`` have ``nv = n``. ``Phi`` is a
+function of ``q``; every derivative "with respect to ``q``" is taken along the tangent space, in
+the exponential chart ``delta -> q ⊕ delta`` (:func:`kronjax.integrate`): ``Phi_q`` is ``m x nv``,
+``d/d delta Phi(q ⊕ delta)`` at ``delta = 0``, and ``Phi_qq`` the same derivative of ``Phi_q``.
+The drift ``gamma = -d^2/ds^2 Phi(q ⊕ s qd)`` at ``s = 0`` is exactly ``-(d/dt Phi_q) qd``: the
+curve ``s -> q ⊕ s qd`` is a one-parameter subgroup, so ``d/ds Phi(q ⊕ s qd) = Phi_q(q ⊕ s qd) qd``
+for every ``s`` and the Lie-bracket term of the chart drops out of ``d/dt (Phi_q qd) = Phi_q qdd
++ (d/dt Phi_q) qd``. Huang's expansion below is the Taylor series of ``delta -> Phi(q ⊕ delta)``;
+positions are corrected and stepped with ``q ⊕ delta``.
+
 Three solvers return the accelerations and the constraint forces (:func:`solve`):
 
 * ``"lagrange"``: Lagrange multipliers, the KKT system
@@ -25,7 +36,7 @@ Three solvers return the accelerations and the constraint forces (:func:`solve`)
   user's choice of independent coordinates (``independent=``).
 * ``"huang"``: Huang et al.'s formulation over a time step ``dt`` (eqs. 2-4, appendix A): the
   reactions ``Q`` are found from the second-order Taylor expansion of the constraints over the
-  step, ``Phi(q + dq(Q)) = 0`` with ``dq = qd dt + M^-1 (tau - C qd - g + Z^T Q) dt^2 / 2``,
+  step, ``Phi(q ⊕ dq(Q)) = 0`` with ``dq = qd dt + M^-1 (tau - C qd - g + Z^T Q) dt^2 / 2``,
   linearised in ``Q`` (the ``Q^2`` terms are ``O(dt^4)``, A8-A10)::
 
       Phi_Q Q = -Psi,   Phi_Q = (Phi_q + Phi_qq (E ⊗ kappa)) M^-1 Z^T dt^2 / 2,
@@ -34,7 +45,9 @@ Three solvers return the accelerations and the constraint forces (:func:`solve`)
   ``Z = Phi_q(q)``: the reactions are the forces conjugate to the constraint rows (for
   :func:`loop_closure` rows of positions, the reaction force in the base frame), so
   ``Z^T Q`` plays the role of ``Phi_q^T lambda``. ``Phi_Q`` is solved in the least-squares sense
-  (minimum norm), so a step stays defined where ``Phi_q`` loses rank (see :func:`solve`).
+  (minimum norm), so a step stays defined where ``Phi_q`` loses rank (see :func:`solve`). With
+  multi-DoF joints ``Phi_qq`` here is the (symmetric) second derivative of ``Phi(q ⊕ delta)`` in
+  ``delta``, the Taylor coefficient of the chart.
 
 Where ``Phi_q`` loses rank (a kinematic singularity such as the change point of a four-bar, or
 redundant equations) the Lagrange and null-space systems are singular: :func:`solve` raises a
@@ -62,7 +75,8 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
 from .calculus import khang_jacobian
-from .chain import Model, PosesFunction, Tree, require_one_dof_joints
+from .chain import Model, PosesFunction, Tree
+from .configuration import _chart, _chart_rate, _integrate, _moving_joints
 from .dynamics import Wrench, inverse_dynamics, mass_matrix
 
 __all__ = [
@@ -102,19 +116,23 @@ SOLVE_METHODS = ("lagrange", "nullspace", "huang")
 
 
 class Constraint(eqx.Module):
-    """``m`` constraint equations on the ``n`` joint coordinates of a model.
+    """``m`` constraint equations on the configuration of a model (``nq`` numbers, ``n = nv``
+    velocity coordinates; ``nq = n`` unless it has free, spherical or planar joints).
 
     Holonomic: ``residual(q) = Phi(q)``, and ``A = Phi_q``, ``b = 0``. Pfaffian (velocity level):
     ``A(q) qd = b(q)``. Build one with :func:`holonomic`, :func:`pfaffian` or
     :func:`loop_closure`.
 
     Attributes:
-        phi: ``q (n,) -> Phi (m,)`` for a holonomic constraint, else ``None``.
-        a: ``q -> A (m, n)`` for a Pfaffian constraint, else ``None``.
+        phi: ``q (nq,) -> Phi (m,)`` for a holonomic constraint, else ``None``.
+        a: ``q (nq,) -> A (m, n)`` for a Pfaffian constraint, else ``None``.
         b: ``q -> b (m,)`` for a Pfaffian constraint (``None``: ``b = 0``).
         n_equations: ``m``.
-        n_dof: ``n``.
+        n_dof: ``n = nv``.
         description: what the constraint is, for error messages.
+        space: the model whose configuration ``q`` is, when it has multi-DoF joints (its
+            :func:`kronjax.integrate` is the chart of the derivatives); ``None``: ``q`` is
+            ``n`` Euclidean coordinates.
     """
 
     phi: Callable | None
@@ -123,10 +141,16 @@ class Constraint(eqx.Module):
     n_equations: int = eqx.field(static=True)
     n_dof: int = eqx.field(static=True)
     description: str = eqx.field(static=True)
+    space: Model | None = None
 
     @property
     def is_holonomic(self) -> bool:
         return self.phi is not None
+
+    @property
+    def nq(self) -> int:
+        """Length of the configuration ``q``."""
+        return self.n_dof if self.space is None else self.space.nq
 
 
 def _probe(fn: Callable, n: int, what: str):
@@ -136,40 +160,53 @@ def _probe(fn: Callable, n: int, what: str):
         raise TypeError(f"{what} must be a pure JAX function of q (shape ({n},)): {err}") from err
 
 
-def holonomic(phi_fn: Callable, n_dof: int, *, description: str = "holonomic constraint") -> Constraint:
-    """Wrap a user's ``Phi(q) = 0`` (``q (n,) -> (m,)``, traceable by JAX) as a constraint.
+def _space(n_dof) -> tuple[int, Model | None]:
+    """``(n, space)`` of a constraint from ``n_dof``: a positive integer, or a model (its ``nv``,
+    and itself as the chart when it has multi-DoF joints)."""
+    if isinstance(n_dof, Model):
+        return n_dof.nv, (n_dof if n_dof.has_multi_dof else None)
+    return _count(n_dof, "n_dof"), None
 
-    ``Phi_q`` and ``gamma`` come from automatic differentiation of ``phi_fn``.
+
+def holonomic(phi_fn: Callable, n_dof: int | Model, *, description: str = "holonomic constraint") -> Constraint:
+    """Wrap a user's ``Phi(q) = 0`` (``q (nq,) -> (m,)``, traceable by JAX) as a constraint.
+
+    ``n_dof``: the number of (Euclidean) coordinates, or the model whose configuration ``q`` is
+    (required for a model with free, spherical or planar joints: ``Phi_q`` is then taken along
+    its tangent space, ``m x nv``). ``Phi_q`` and ``gamma`` come from automatic differentiation
+    of ``phi_fn``.
     """
     if not callable(phi_fn):
         raise TypeError(f"phi_fn must be callable, got {phi_fn!r}")
-    n = _count(n_dof, "n_dof")
-    out = _probe(phi_fn, n, "phi_fn")
+    n, space = _space(n_dof)
+    out = _probe(phi_fn, n if space is None else space.nq, "phi_fn")
     if getattr(out, "ndim", None) != 1 or out.shape[0] < 1:
         raise ValueError(f"phi_fn must return a vector (m,) with m >= 1, got shape {getattr(out, 'shape', None)}")
-    return Constraint(phi_fn, None, None, int(out.shape[0]), n, description)
+    return Constraint(phi_fn, None, None, int(out.shape[0]), n, description, space)
 
 
 def pfaffian(
-    a_fn: Callable, n_dof: int, b_fn: Callable | None = None, *, description: str = "Pfaffian constraint"
+    a_fn: Callable, n_dof: int | Model, b_fn: Callable | None = None, *, description: str = "Pfaffian constraint"
 ) -> Constraint:
     """A velocity constraint ``A(q) qd = b(q)`` (Parsa eq. 6); ``b_fn=None`` means ``b = 0``.
 
-    ``a_fn``: ``q (n,) -> (m, n)``; ``b_fn``: ``q -> (m,)``. Pfaffian rows are not projected at
-    position level (there is no ``Phi``) and are not supported by ``method="huang"``.
+    ``a_fn``: ``q (nq,) -> (m, n)``; ``b_fn``: ``q -> (m,)``; ``n_dof`` as in :func:`holonomic`
+    (``n = nv``). Pfaffian rows are not projected at position level (there is no ``Phi``) and are
+    not supported by ``method="huang"``.
     """
     if not callable(a_fn) or (b_fn is not None and not callable(b_fn)):
         raise TypeError("a_fn (and b_fn, when given) must be callables of q")
-    n = _count(n_dof, "n_dof")
-    out = _probe(a_fn, n, "a_fn")
+    n, space = _space(n_dof)
+    nq = n if space is None else space.nq
+    out = _probe(a_fn, nq, "a_fn")
     if getattr(out, "ndim", None) != 2 or out.shape[1] != n or out.shape[0] < 1:
         raise ValueError(f"a_fn must return a matrix (m, {n}), got shape {getattr(out, 'shape', None)}")
     m = int(out.shape[0])
     if b_fn is not None:
-        bout = _probe(b_fn, n, "b_fn")
+        bout = _probe(b_fn, nq, "b_fn")
         if getattr(bout, "shape", None) != (m,):
             raise ValueError(f"b_fn must return a vector ({m},), got shape {getattr(bout, 'shape', None)}")
-    return Constraint(None, a_fn, b_fn, m, n, description)
+    return Constraint(None, a_fn, b_fn, m, n, description, space)
 
 
 def _count(n, what: str) -> int:
@@ -192,7 +229,7 @@ class _LoopClosure(eqx.Module):
     normals_a: Float[Array, "2 3"]
     normals_b: Float[Array, "2 3"]
 
-    def __call__(self, q: Float[Array, " n"]) -> Float[Array, " m"]:
+    def __call__(self, q: Float[Array, " nq"]) -> Float[Array, " m"]:
         rotations, origins = self.kinematics.poses(q)
 
         def frame(body):
@@ -296,7 +333,6 @@ def loop_closure(
     Returns:
         A holonomic :class:`Constraint` of ``LOOP_CLOSURE_KINDS[kind]`` equations.
     """
-    require_one_dof_joints(model, "loop_closure")
     if not isinstance(model, Model):
         raise TypeError(f"model must be a kronjax Model, got {type(model).__name__}")
     if kind not in LOOP_CLOSURE_KINDS:
@@ -327,21 +363,31 @@ def loop_closure(
     )
     names = ["base" if i < 0 else model.body_names[i] for i in (a, b)]
     return Constraint(
-        residual, None, None, LOOP_CLOSURE_KINDS[kind], model.n_dof, f"{kind} loop closure {names[0]}-{names[1]}"
+        residual, None, None, LOOP_CLOSURE_KINDS[kind], model.nv, f"{kind} loop closure {names[0]}-{names[1]}",
+        model if model.has_multi_dof else None,
     )
 
 
 class Constraints(eqx.Module):
-    """Several constraints stacked into one system of ``m`` equations (rows in the given order)."""
+    """Several constraints stacked into one system of ``m`` equations (rows in the given order).
+
+    ``q`` has ``nq`` numbers and velocities ``n = nv`` (see :class:`Constraint`); with free,
+    spherical or planar joints every derivative in ``q`` is along the tangent space (module doc).
+    """
 
     parts: tuple[Constraint, ...]
 
     def __check_init__(self):
         if not self.parts:
             raise ValueError("need at least one constraint")
-        sizes = {c.n_dof for c in self.parts}
+        sizes = {(c.nq, c.n_dof) for c in self.parts}
         if len(sizes) != 1:
-            raise ValueError(f"constraints for different numbers of coordinates: {sorted(sizes)}")
+            if len({n for _, n in sizes}) != 1:
+                raise ValueError(f"constraints for different numbers of coordinates: {sorted(n for _, n in sizes)}")
+            raise ValueError(f"constraints for different configuration spaces: (nq, nv) = {sorted(sizes)}")
+        layouts = {_layout(c.space) for c in self.parts if c.space is not None}
+        if len(layouts) > 1:
+            raise ValueError("constraints written for models with different joints (free, spherical, planar)")
 
     @property
     def n_equations(self) -> int:
@@ -349,43 +395,85 @@ class Constraints(eqx.Module):
 
     @property
     def n_dof(self) -> int:
+        """``n = nv``, the number of velocity coordinates."""
         return self.parts[0].n_dof
+
+    @property
+    def nq(self) -> int:
+        """Length of the configuration ``q``."""
+        return self.parts[0].nq
+
+    @property
+    def space(self) -> Model | None:
+        """The model whose configuration space the constraints live on (``None``: Euclidean)."""
+        return next((c.space for c in self.parts if c.space is not None), None)
 
     @property
     def is_holonomic(self) -> bool:
         return all(c.is_holonomic for c in self.parts)
 
-    def residual(self, q: Float[Array, " n"]) -> Float[Array, " m"]:
+    def _chart(self, q: Array, f: Callable) -> tuple[Callable, Array]:
+        """``(g, origin)``: ``g(delta) = f(q ⊕ delta)`` and ``delta = 0``, whose derivatives are
+        along the tangent space; ``(f, q)`` for Euclidean coordinates."""
+        space = self.space
+        if space is None:
+            return f, q
+        return (lambda delta: f(_integrate(space, q, delta))), jnp.zeros(space.nv, q.dtype)
+
+    def _derivative(self, q: Array, f: Callable) -> Array:
+        """Khang's derivative of ``f`` at ``q`` along the tangent space (trailing size ``n``)."""
+        g, origin = self._chart(q, f)
+        return khang_jacobian(g)(origin)
+
+    def residual(self, q: Float[Array, " nq"]) -> Float[Array, " m"]:
         """``Phi(q)`` of the holonomic rows (zero on Pfaffian rows, which have no position level)."""
         return jnp.concatenate(
             [c.phi(q) if c.is_holonomic else jnp.zeros(c.n_equations, q.dtype) for c in self.parts]
         )
 
-    def jacobian(self, q: Float[Array, " n"]) -> Float[Array, "m n"]:
-        """``A(q)`` (``Phi_q`` for holonomic rows; Khang's Jacobian, Tuan eq. 5)."""
-        return jnp.concatenate([khang_jacobian(c.phi)(q) if c.is_holonomic else c.a(q) for c in self.parts])
+    def jacobian(self, q: Float[Array, " nq"]) -> Float[Array, "m n"]:
+        """``A(q)`` (``Phi_q`` for holonomic rows, Khang's Jacobian, Tuan eq. 5, along the tangent
+        space: ``d/d delta Phi(q ⊕ delta)`` at ``delta = 0``)."""
+        return jnp.concatenate([self._derivative(q, c.phi) if c.is_holonomic else c.a(q) for c in self.parts])
 
-    def hessian(self, q: Float[Array, " n"]) -> Float[Array, "m n*n"]:
-        """``dA/dq`` in Khang's layout, ``m x n^2`` (``Phi_qq`` for holonomic rows):
-        ``gamma = -Phi_qq (qd ⊗ qd)`` for holonomic rows."""
-        return khang_jacobian(self.jacobian)(q)
+    def hessian(self, q: Float[Array, " nq"]) -> Float[Array, "m n*n"]:
+        """``dA/dq`` in Khang's layout, ``m x n^2`` (``Phi_qq`` for holonomic rows), entry
+        ``(i, j n + k) = d/d delta_k A[i, j](q ⊕ delta)``: ``gamma = -Phi_qq (qd ⊗ qd)`` for
+        holonomic rows. (With multi-DoF joints it is not symmetric in ``(j, k)``: its
+        antisymmetric part is the chart's Lie bracket, which ``qd ⊗ qd`` does not see.)"""
+        return self._derivative(q, self.jacobian)
 
-    def velocity_residual(self, q: Float[Array, " n"], qd: Float[Array, " n"]) -> Float[Array, " m"]:
+    def velocity_residual(self, q: Float[Array, " nq"], qd: Float[Array, " n"]) -> Float[Array, " m"]:
         """``A(q) qd - b(q)``."""
-        return self._velocity(q, qd)
-
-    def _velocity(self, q, qd):
         rows = []
         for c in self.parts:
             if c.is_holonomic:
-                rows.append(jax.jvp(c.phi, (q,), (qd,))[1])
+                g, origin = self._chart(q, c.phi)
+                rows.append(jax.jvp(g, (origin,), (qd.astype(origin.dtype),))[1])
             else:
                 rows.append(c.a(q) @ qd - (0.0 if c.b is None else c.b(q)))
         return jnp.concatenate(rows)
 
-    def bias(self, q: Float[Array, " n"], qd: Float[Array, " n"]) -> Float[Array, " m"]:
-        """``gamma`` of ``A qdd = gamma``: ``-(A qd - b)_q qd`` (Huang eq. 1)."""
-        return -jax.jvp(lambda x: self._velocity(x, qd), (q,), (qd,))[1]
+    def bias(self, q: Float[Array, " nq"], qd: Float[Array, " n"]) -> Float[Array, " m"]:
+        """``gamma`` of ``A qdd = gamma``: ``-(A qd - b)_q qd`` (Huang eq. 1), i.e.
+        ``-d^2/ds^2 Phi(q ⊕ s qd)`` at ``s = 0`` for holonomic rows (module doc) and
+        ``-d/ds (A qd - b)(q ⊕ s qd)`` for Pfaffian ones."""
+        return -jnp.concatenate([self._rate(q, qd, c) for c in self.parts])
+
+    def _rate(self, q: Array, qd: Array, c: Constraint) -> Array:
+        """``d/ds (A qd - b)(q ⊕ s qd)`` at ``s = 0`` for the rows of ``c``."""
+        if c.is_holonomic:
+            g, origin = self._chart(q, c.phi)
+            v = qd.astype(origin.dtype)
+            return jax.jvp(lambda x: jax.jvp(g, (x,), (v,))[1], (origin,), (v,))[1]
+        g, origin = self._chart(q, lambda x: c.a(x) @ qd - (0.0 if c.b is None else c.b(x)))
+        return jax.jvp(g, (origin,), (qd.astype(origin.dtype),))[1]
+
+
+def _layout(model: Model) -> tuple:
+    """The joints of a model as far as its configuration space is concerned (static)."""
+    tree = model.kinematics
+    return tuple(tree._own_kinds), tuple(tree.q_index), tuple(tree.v_index)
 
 
 def _stack(constraints) -> Constraints:
@@ -410,24 +498,33 @@ class Mechanism(eqx.Module):
     Attributes:
         model: the tree (the mechanism cut open at its loop-closing joints).
         constraints: the loop closures.
-        q0: ``(n,)`` a configuration that satisfies the constraints.
+        q0: ``(nq,)`` a configuration that satisfies the constraints.
     """
 
     model: Model
     constraints: Constraints
-    q0: Float[Array, " n"]
+    q0: Float[Array, " nq"]
 
     def __check_init__(self):
-        require_one_dof_joints(self.model, "kronjax.constrained")
-        if self.constraints.n_dof != self.model.n_dof:
-            raise ValueError(
-                f"constraints on {self.constraints.n_dof} coordinates for a model with {self.model.n_dof}"
-            )
+        _check_space(self.model, self.constraints)
+        if jnp.shape(self.q0) != (self.model.nq,):
+            raise ValueError(f"q0 must have shape ({self.model.nq},) for this model, got {jnp.shape(self.q0)}")
 
     @property
     def n_dof(self) -> int:
-        """Degrees of freedom of the closed mechanism, ``n - m`` (independent constraints)."""
-        return self.model.n_dof - self.constraints.n_equations
+        """Degrees of freedom of the closed mechanism, ``nv - m`` (independent constraints)."""
+        return self.model.nv - self.constraints.n_equations
+
+
+def _check_space(model: Model, cons: Constraints) -> None:
+    """A clear error where the constraints are not written on the model's configuration space."""
+    if cons.n_dof != model.nv:
+        raise ValueError(f"constraints on {cons.n_dof} coordinates for a {model.n_dof}-DOF model")
+    if cons.nq != model.nq or (cons.space is not None and _layout(cons.space) != _layout(model)):
+        raise ValueError(
+            f"constraints on configurations q of {cons.nq} numbers for a model with nq = {model.nq} "
+            f"(or other free, spherical or planar joints): write them for this model (holonomic(phi, model))"
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -439,7 +536,7 @@ class Solution(NamedTuple):
     """The result of :func:`solve`.
 
     Attributes:
-        qdd: ``(n,)`` joint accelerations.
+        qdd: ``(n,)`` joint accelerations (``n = nv``, the velocity coordinates).
         forces: ``(m,)`` constraint forces: the Lagrange multipliers ``lambda`` (``"lagrange"``,
             ``"nullspace"``) or Huang's reactions ``Q`` (``"huang"``). For a
             :func:`loop_closure` the rows of positions carry the force on body a in the base
@@ -560,18 +657,21 @@ class HuangSystem(NamedTuple):
 def _huang_system(cons, q, qd, factor, f, dt) -> HuangSystem:
     a0 = jsl.cho_solve(factor, f)
     kappa = qd * dt + 0.5 * dt**2 * a0
-    z = cons.jacobian(q)
-    a_kappa = z + jax.jvp(cons.jacobian, (q,), (kappa,))[1]  # Phi_q + Phi_qq (E ⊗ kappa)
-    phi_q = a_kappa @ (0.5 * dt**2 * jsl.cho_solve(factor, z.T))
-    first = lambda x: jax.jvp(cons.residual, (x,), (kappa,))[1]
-    first_value, second = jax.jvp(first, (q,), (kappa,))
+    # the Taylor expansion of g(delta) = Phi(q ⊕ delta) about delta = 0 (the step is q ⊕ dq)
+    g, origin = cons._chart(q, cons.residual)
+    kappa = kappa.astype(origin.dtype)
+    jac = khang_jacobian(g)
+    z, dz = jax.jvp(jac, (origin,), (kappa,))
+    phi_q = (z + dz) @ (0.5 * dt**2 * jsl.cho_solve(factor, z.T))  # Phi_q + Phi_qq (E ⊗ kappa)
+    first = lambda x: jax.jvp(g, (x,), (kappa,))[1]
+    first_value, second = jax.jvp(first, (origin,), (kappa,))
     return HuangSystem(phi_q, cons.residual(q) + first_value + 0.5 * second, z, a0)
 
 
 def huang_system(
     model: Model,
     constraints,
-    q: Float[ArrayLike, " n"],
+    q: Float[ArrayLike, " nq"],
     qd: Float[ArrayLike, " n"],
     tau: Float[ArrayLike, " n"],
     dt: float,
@@ -582,7 +682,7 @@ def huang_system(
     for a step ``dt`` (see the module docstring); :func:`solve` with ``method="huang"`` solves it.
     Useful to inspect ``det Phi_Q`` or its conditioning at a singular configuration."""
     cons = _huang_constraints(constraints, dt)
-    q, qd, tau = _state(model, cons, q=q, qd=qd, tau=tau)
+    q, qd, tau = _state(model, cons, ("q", q), qd=qd, tau=tau)
     _, factor, f = _forces(model, q, qd, tau, wrenches)
     return _huang_system(cons, q, qd, factor, f, dt)
 
@@ -624,24 +724,24 @@ def _check_independent(independent, n: int, m: int):
     return tuple(sorted(idx))
 
 
-def _state(model: Model, cons: Constraints, **arrays):
+def _state(model: Model, cons: Constraints, q: tuple[str, ArrayLike], **velocities):
+    """Checks of the model and constraints; ``q = (name, value)`` checked as a configuration
+    ``(nq,)``, the ``velocities`` (``qd``, ``tau``) as ``(nv,)``; returns them in that order."""
     if not isinstance(model, Model):
         raise TypeError(f"model must be a kronjax Model, got {type(model).__name__}")
-    require_one_dof_joints(model, "kronjax.constrained")
-    if cons.n_dof != model.n_dof:
-        raise ValueError(f"constraints on {cons.n_dof} coordinates for a {model.n_dof}-DOF model")
-    if cons.n_equations >= model.n_dof + 1:
+    _check_space(model, cons)
+    if cons.n_equations >= model.nv + 1:
         raise ValueError(
-            f"{cons.n_equations} constraint equations on {model.n_dof} coordinates: at most "
-            f"{model.n_dof} independent equations are possible (remove redundant ones)"
+            f"{cons.n_equations} constraint equations on {model.nv} coordinates: at most "
+            f"{model.nv} independent equations are possible (remove redundant ones)"
         )
-    return [model.check_q(x, name) for name, x in arrays.items()]
+    return [model.check_q(q[1], q[0])] + [model.check_v(x, name) for name, x in velocities.items()]
 
 
 def solve(
     model: Model,
     constraints,
-    q: Float[ArrayLike, " n"],
+    q: Float[ArrayLike, " nq"],
     qd: Float[ArrayLike, " n"],
     tau: Float[ArrayLike, " n"],
     method: str = "lagrange",
@@ -666,7 +766,7 @@ def solve(
             ``beta = sqrt(2)/dt`` up to ``O(dt)``).
         baumgarte: ``(alpha, beta)``: stabilisation ``A qdd = gamma - 2 alpha (A qd - b) -
             beta^2 Phi`` (``"lagrange"``, ``"nullspace"``).
-        independent: for ``"nullspace"``, indices of ``n - m`` independent coordinates
+        independent: for ``"nullspace"``, indices of ``n - m`` independent velocity coordinates
             (coordinate partitioning, ``B = [E; -A_d^-1 A_i]``); default: an orthonormal
             null-space basis from the SVD of ``A``.
         wrenches: external loads, as in :func:`kronjax.inverse_dynamics`.
@@ -699,7 +799,7 @@ def solve(
     cons = _stack(constraints)
     if method not in SOLVE_METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {SOLVE_METHODS}")
-    q, qd, tau = _state(model, cons, q=q, qd=qd, tau=tau)
+    q, qd, tau = _state(model, cons, ("q", q), qd=qd, tau=tau)
     rtol = _default_rtol(q.dtype) if rtol is None else rtol
     # all option checks before any computation (eagerly, a failing call costs nothing)
     if method == "huang":
@@ -728,7 +828,7 @@ def solve(
 def check_state(
     model: Model,
     constraints,
-    q: Float[ArrayLike, " n"],
+    q: Float[ArrayLike, " nq"],
     qd: Float[ArrayLike, " n"] | None = None,
     *,
     tol: float = 1e-8,
@@ -741,7 +841,7 @@ def check_state(
     Eager: not for use under ``jit``.
     """
     cons = _stack(constraints)
-    q = _state(model, cons, q=q)[0]
+    q = _state(model, cons, ("q", q))[0]
     rtol = _default_rtol(q.dtype) if rtol is None else rtol
     a = np.asarray(cons.jacobian(q))
     s = np.linalg.svd(a, compute_uv=False)
@@ -772,7 +872,7 @@ def check_state(
 def _project(model, cons: Constraints, q, qd, iterations: int, rtol):
     def newton(_, x):
         u, s, vt = jnp.linalg.svd(cons.jacobian(x), full_matrices=False)
-        return x - _pinv_solve(u, s, vt, cons.residual(x), rtol)
+        return _integrate(model, x, -_pinv_solve(u, s, vt, cons.residual(x), rtol))
 
     q = jax.lax.fori_loop(0, iterations, newton, q)
     if qd is None:
@@ -789,23 +889,24 @@ def _project(model, cons: Constraints, q, qd, iterations: int, rtol):
 def project(
     model: Model,
     constraints,
-    q: Float[ArrayLike, " n"],
+    q: Float[ArrayLike, " nq"],
     qd: Float[ArrayLike, " n"] | None = None,
     *,
     iterations: int = 8,
     rtol: float | None = None,
-) -> tuple[Float[Array, " n"], Float[Array, " n"] | None]:
+) -> tuple[Float[Array, " nq"], Float[Array, " n"] | None]:
     """Move ``q`` onto ``Phi(q) = 0`` and ``qd`` onto ``A qd = b``.
 
-    Positions: ``iterations`` Gauss-Newton steps ``q -= Phi_q^+ Phi`` (minimum-norm corrections;
-    the pseudo-inverse keeps them defined at singular configurations). Velocities: the correction
+    Positions: ``iterations`` Gauss-Newton steps ``q <- q ⊕ (-Phi_q^+ Phi)`` (minimum-norm
+    corrections in the velocity coordinates, ``q - Phi_q^+ Phi`` for 1-DoF joints; the
+    pseudo-inverse keeps them defined at singular configurations). Velocities: the correction
     smallest in kinetic energy, ``qd -= M^-1 A^T (A M^-1 A^T)^+ (A qd - b)``. Pure and jit-able.
 
     Returns:
         ``(q, qd)`` (``qd`` is ``None`` when not given).
     """
     cons = _stack(constraints)
-    q = _state(model, cons, q=q)[0]
+    q = _state(model, cons, ("q", q))[0]
     qd = None if qd is None else model.check_v(qd, "qd")
     rtol = _default_rtol(q.dtype) if rtol is None else rtol
     return _project(model, cons, q, qd, int(iterations), rtol)
@@ -821,7 +922,7 @@ class ConstrainedRollout(NamedTuple):
 
     Attributes:
         ts: ``(K,)`` times.
-        q, qd: ``(K, n)`` states (after projection when it is on).
+        q, qd: ``(K, nq)`` and ``(K, n)`` states (after projection when it is on).
         forces: ``(K - 1, m)`` the constraint forces of each step's first stage.
         residual: ``(K,)`` ``max |Phi(q)|`` (the position drift).
         velocity_residual: ``(K,)`` ``max |A qd - b|``.
@@ -829,7 +930,7 @@ class ConstrainedRollout(NamedTuple):
     """
 
     ts: Float[Array, " K"]
-    q: Float[Array, "K n"]
+    q: Float[Array, "K nq"]
     qd: Float[Array, "K n"]
     forces: Float[Array, "K-1 m"]
     residual: Float[Array, " K"]
@@ -838,13 +939,13 @@ class ConstrainedRollout(NamedTuple):
 
 
 def _zero_torque(t, q, qd):
-    return jnp.zeros_like(q)
+    return jnp.zeros_like(qd)
 
 
 def simulate(
     model: Model,
     constraints,
-    q0: Float[ArrayLike, " n"],
+    q0: Float[ArrayLike, " nq"],
     qd0: Float[ArrayLike, " n"],
     torque: Callable | None = None,
     *,
@@ -866,6 +967,11 @@ def simulate(
     With ``projection=True`` every step ends with :func:`project` (two Gauss-Newton iterations),
     which keeps the drift at round-off level.
 
+    With free, spherical or planar joints ``q`` (``nq``) stays on its manifold: Huang's step is
+    ``q ⊕ (qd dt + qdd dt^2 / 2)``, and a Runge-Kutta step is taken in local coordinates
+    re-centred at ``q`` (as in :func:`kronjax.simulate.rollout`: the solver integrates ``(delta,
+    qd)`` from ``(0, qd)`` with ``q(delta)`` the chart, its quaternions unit by construction).
+
     Args:
         torque: ``torque(t, q, qd) -> tau`` (``(n,)``), e.g. a controller from
             :mod:`kronjax.simulate`; ``None`` for no actuation.
@@ -878,7 +984,7 @@ def simulate(
     cons = _stack(constraints)
     if method not in SOLVE_METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {SOLVE_METHODS}")
-    q0, qd0 = _state(model, cons, q0=q0, qd0=qd0)
+    q0, qd0 = _state(model, cons, ("q0", q0), qd0=qd0)
     steps = _count(steps, "steps")
     if isinstance(dt, jax.core.Tracer) or not float(dt) > 0:
         raise ValueError(f"dt must be a positive number, got {dt!r}")
@@ -902,20 +1008,40 @@ def simulate(
 
         def advance(t, q, qd, _):
             sol = solution(t, q, qd)
-            return q + qd * dt + 0.5 * dt**2 * sol.qdd, qd + dt * sol.qdd, sol, None
+            return _integrate(model, q, qd * dt + 0.5 * dt**2 * sol.qdd), qd + dt * sol.qdd, sol, None
 
         solver_state = None
     else:
         solver = diffrax.Tsit5() if solver is None else solver
         if not isinstance(solver, diffrax.AbstractSolver):
             raise TypeError(f"solver must be a diffrax solver, got {solver!r}")
-        term = diffrax.ODETerm(lambda t, y, args: (y[1], solution(t, *y).qdd))
-        solver_state = solver.init(term, 0.0, dt, (q0, qd0), None)
+        if model.has_multi_dof:
+            joints = _moving_joints(model)
 
-        def advance(t, q, qd, state):
-            sol = solution(t, q, qd)
-            (q1, qd1), _, _, state, _ = solver.step(term, t, t + dt, (q, qd), None, state, made_jump=projection)
-            return q1, qd1, sol, state
+            def advance(t, q, qd, _):
+                sol = solution(t, q, qd)
+
+                def local(t, z, args):
+                    delta, v = z
+                    x = _chart(joints, q, delta)
+                    return _chart_rate(joints, x, delta, v), solution(t, x, v).qdd
+
+                term = diffrax.ODETerm(local)
+                z0 = (jnp.zeros_like(qd), qd)
+                # a fresh solver state: an FSAL stage of the previous step belongs to another chart
+                state = solver.init(term, t, t + dt, z0, None)
+                (delta1, qd1), _, _, _, _ = solver.step(term, t, t + dt, z0, None, state, made_jump=True)
+                return _chart(joints, q, delta1), qd1, sol, None
+
+            solver_state = None
+        else:
+            term = diffrax.ODETerm(lambda t, y, args: (y[1], solution(t, *y).qdd))
+            solver_state = solver.init(term, 0.0, dt, (q0, qd0), None)
+
+            def advance(t, q, qd, state):
+                sol = solution(t, q, qd)
+                (q1, qd1), _, _, state, _ = solver.step(term, t, t + dt, (q, qd), None, state, made_jump=projection)
+                return q1, qd1, sol, state
 
     def step(carry, k):
         q, qd, state = carry

@@ -73,8 +73,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from . import _lie
-from .chain import JOINT_NQ, JOINT_NV, MULTI_DOF, Model, require_one_dof_joints
+from .chain import Model, require_one_dof_joints
+from .configuration import _chart, _chart_rate, _configuration_rate, _Joints, _moving_joints, _normalize
 from .dynamics import INVERSE_DYNAMICS_METHODS, forward_dynamics, gravity, inverse_dynamics
 
 __all__ = [
@@ -129,103 +129,9 @@ class _VectorField(eqx.Module):
 
 
 # --------------------------------------------------------------------------------------------
-# Models with free, spherical or planar joints: integration in local coordinates (module doc)
+# Models with free, spherical or planar joints: integration in local coordinates (module doc;
+# the charts are kronjax.configuration's)
 # --------------------------------------------------------------------------------------------
-
-# (name, kind, q start, v start) of every joint with a coordinate: static, hashable
-_Joints = tuple[tuple[str, str, int, int], ...]
-
-
-def _moving_joints(model: Model) -> _Joints:
-    tree = model.kinematics
-    return tuple(
-        (name, kind, qi, vi)
-        for name, kind, qi, vi in zip(model.joint_names, tree._own_kinds, tree.q_index, tree.v_index)
-        if kind != "F"  # nor a mimic joint, which has no coordinate
-    )
-
-
-def _inverse_right_jacobian(theta: Array, w: Array) -> Array:
-    """``J_r(theta)^-1 w`` for SO(3): the rate of ``theta`` in ``R = R0 exp([theta])`` whose
-    angular velocity in the moving frame is ``w``: ``w + theta x w / 2 + beta theta x (theta x
-    w)`` with ``beta = 1/t^2 - (1 + cos t) / (2 t sin t)``, ``t = |theta|`` (valid for ``t < 2
-    pi``; a step's ``t`` is ``O(|w| dt)``)."""
-    t2 = jnp.dot(theta, theta)
-    small = t2 < 1e-2
-    t = jnp.sqrt(jnp.where(small, 1.0, t2))  # double where: finite derivatives at theta = 0
-    series = 1 / 12 + t2 / 720 * (1 + t2 / 42 * (1 + t2 / 40))
-    beta = jnp.where(small, series, 1 / t**2 - (1 + jnp.cos(t)) / (2 * t * jnp.sin(t)))
-    txw = jnp.cross(theta, w)
-    return w + 0.5 * txw + beta * jnp.cross(theta, txw)
-
-
-def _unit(x: Array) -> Array:
-    return x / jnp.linalg.norm(x)
-
-
-def _chart(joints: _Joints, q0: Array, delta: Array) -> Array:
-    """``q = chart(q0, delta)`` (``(nq,)`` from ``(nq,)`` and ``(nv,)``; module doc), unit
-    quaternions and ``(cos, sin)`` pairs normalised."""
-    parts = []
-    for _, kind, qi, vi in joints:
-        qj, dj = q0[qi : qi + JOINT_NQ[kind]], delta[vi : vi + JOINT_NV[kind]]
-        if kind == "free":
-            quat = _unit(_lie.quat_multiply(qj[3:], _lie.quat_exp3(dj[3:])))
-            parts += [qj[:3] + dj[:3], quat]
-        elif kind == "spherical":
-            parts.append(_unit(_lie.quat_multiply(qj, _lie.quat_exp3(dj))))
-        elif kind == "planar":
-            c, s = jnp.cos(dj[2]), jnp.sin(dj[2])
-            cs = jnp.stack([qj[2] * c - qj[3] * s, qj[3] * c + qj[2] * s])
-            parts += [qj[:2] + dj[:2], _unit(cs)]
-        else:
-            parts.append(qj + dj)
-    return jnp.concatenate(parts)
-
-
-def _chart_rate(joints: _Joints, q: Array, delta: Array, v: Array) -> Array:
-    """``d(delta)/dt`` ``(nv,)`` at ``q = chart(q0, delta)`` moving with velocity ``v``."""
-    parts = []
-    for _, kind, qi, vi in joints:
-        qj, dj, vj = q[qi : qi + JOINT_NQ[kind]], delta[vi : vi + JOINT_NV[kind]], v[vi : vi + JOINT_NV[kind]]
-        if kind == "free":
-            parts += [_lie.quat_rotate(qj[3:], vj[:3]), _inverse_right_jacobian(dj[3:], vj[3:])]
-        elif kind == "spherical":
-            parts.append(_inverse_right_jacobian(dj, vj))
-        elif kind == "planar":
-            parts += [_lie._rot2(qj[2], qj[3], vj[:2]), vj[2:]]
-        else:
-            parts.append(vj)
-    return jnp.concatenate(parts)
-
-
-def _configuration_rate(joints: _Joints, q: Array, v: Array) -> Array:
-    """``qdot`` ``(nq,)`` of the configuration numbers (``d/dε integrate(q, ε v)`` at 0):
-    ``R v_lin`` and ``q ⊗ (w, 0) / 2`` free, ``q ⊗ (w, 0) / 2`` spherical, ``(R v_xy, wz (-s,
-    c))`` planar, ``v`` otherwise."""
-    parts = []
-    for _, kind, qi, vi in joints:
-        qj, vj = q[qi : qi + JOINT_NQ[kind]], v[vi : vi + JOINT_NV[kind]]
-        zero = jnp.zeros(1, q.dtype)
-        if kind == "free":
-            parts += [_lie.quat_rotate(qj[3:], vj[:3]), 0.5 * _lie.quat_multiply(qj[3:], jnp.concatenate([vj[3:], zero]))]
-        elif kind == "spherical":
-            parts.append(0.5 * _lie.quat_multiply(qj, jnp.concatenate([vj, zero])))
-        elif kind == "planar":
-            parts += [_lie._rot2(qj[2], qj[3], vj[:2]), vj[2] * jnp.stack([-qj[3], qj[2]])]
-        else:
-            parts.append(vj)
-    return jnp.concatenate(parts)
-
-
-def _normalize(joints: _Joints, q: Array) -> Array:
-    parts = []
-    for _, kind, qi, _ in joints:
-        qj = q[qi : qi + JOINT_NQ[kind]]
-        parts.append(_lie.normalize(kind, qj) if kind in MULTI_DOF else qj)
-    return jnp.concatenate(parts)
-
-
 
 
 class _ManifoldVectorField(eqx.Module):

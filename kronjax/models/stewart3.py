@@ -9,13 +9,13 @@ H7-H8). The numbers are copied below; nothing is read at run time.
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 
 from ..chain import Inertial, Joint, from_joints
+from ..configuration import neutral
 from ..constrained import Constraints, Mechanism, loop_closure
 
-__all__ = ["J7_J8_SWAPPED", "JOINTS", "LINKS", "joint_positions", "stewart3"]
+__all__ = ["J7_J8_SWAPPED", "JOINTS", "LINKS", "PLATFORM_JOINTS", "joint_positions", "stewart3"]
 
 # Fig. 10 (c): mass (kg), principal inertias (Ix, Iy, Iz) about the mass centre in link axes
 # (kg m^2), mass centre in global coordinates at the assembled configuration (m).
@@ -78,9 +78,14 @@ def joint_positions(swap_j7_j8: bool = True) -> dict[str, np.ndarray]:
     return out
 
 
-def stewart3(*, swap_j7_j8: bool = True, gravity=(0.0, 0.0, -9.81)) -> Mechanism:
-    """The 3-leg Stewart platform of Huang et al. (Fig. 10): a tree of 12 coordinates closed by
-    three spherical joints (9 equations), 3 degrees of freedom, driven by the motors J7-J9.
+PLATFORM_JOINTS = ("euler", "free")
+"""How :func:`stewart3` joins the platform to the ground: six 1-DoF joints or one free joint."""
+
+
+def stewart3(*, swap_j7_j8: bool = True, gravity=(0.0, 0.0, -9.81), platform: str = "euler") -> Mechanism:
+    """The 3-leg Stewart platform of Huang et al. (Fig. 10): a tree of 12 velocity coordinates
+    closed by three spherical joints (9 equations), 3 degrees of freedom, driven by the motors
+    J7-J9.
 
     Topology (Huang sec. 12 and the Q vectors there), for leg ``i = 1, 2, 3``::
 
@@ -89,8 +94,8 @@ def stewart3(*, swap_j7_j8: bool = True, gravity=(0.0, 0.0, -9.81)) -> Mechanism
     The motor axis and the J(i+3) axis are perpendicular (within 0.22 degrees in the table): a
     universal joint at the foot of each leg; the spherical joints J1-J3 close the three loops.
 
-    Tree and coordinates (``q`` has 12 entries, all zero at the assembled configuration
-    ``q0`` of the tables)::
+    Tree and coordinates with ``platform="euler"`` (the default; ``q`` has 12 entries, all zero
+    at the assembled configuration ``q0`` of the tables)::
 
         q[0:3]   motors J7, J8, J9     (bodies "L4", "L5", "L6": the rotor shafts)
         q[3:6]   J4, J5, J6            (bodies "L1", "L2", "L3": the legs; parent: their shaft)
@@ -105,7 +110,26 @@ def stewart3(*, swap_j7_j8: bool = True, gravity=(0.0, 0.0, -9.81)) -> Mechanism
     vertical (the platform tilted 90 degrees); ``yaw`` (the twist about the vertical) is
     unrestricted. With the corrected table the platform stays within 9 degrees of level in the
     motor-driven benchmark (``bench/stewart3.py``); with the table as printed it tips over and
-    reaches the gimbal lock at t = 0.74 s, where the coordinates, not the mechanism, fail.
+    passes about 1 degree from the Euler angles' gimbal lock at t = 0.746 s, where these
+    coordinates, not the mechanism, lose accuracy (``platform="free"`` below has no such point).
+
+    With ``platform="free"`` the platform "L7" is the child of one free joint ``"platform"``
+    (Pinocchio's free-flyer, :mod:`kronjax.configuration`), whose frame is the world frame moved
+    to the platform's mass centre at ``q0``: ``q`` has 13 numbers and ``v`` 12, with no
+    coordinate singularity anywhere::
+
+        q[0:6], v[0:6]   motors and J4-J6, as above
+        q[6:9]           the platform's mass centre minus (0, 0, 0.71), world axes
+        q[9:13]          the platform's orientation, unit quaternion (x, y, z, w); q0: (0, 0, 0, 1)
+        v[6:9], v[9:12]  the platform's linear and angular velocity in its own (body) frame
+
+    Both variants are the same mechanism: the same bodies, masses and closures; only the
+    platform's coordinates differ. Measured with the table as printed (motors +10 N m from rest,
+    ``simulate`` with ``"lagrange"``, Tsit5, ``dt = 2 ms``): the free platform tips through 90
+    degrees at t = 0.748 s and runs on to 2 s with the smallest singular value of ``Phi_q`` at or
+    above 0.09 (no kinematic singularity); the Euler-angle run passes 1.1 degrees from the gimbal
+    lock at t = 0.746 s and separates from it there (platform rotations equal to 1e-12 at 0.70 s,
+    1e-8 at 0.74 s, 8e-4 at 0.76 s).
 
     Joint axes are the tables' direction cosines normalised (their norms are 1.000-1.004). Every
     revolute joint's frame sits at its tabulated position, so all joint angles are zero at the
@@ -141,10 +165,13 @@ def stewart3(*, swap_j7_j8: bool = True, gravity=(0.0, 0.0, -9.81)) -> Mechanism
             shafts as cranks (J4, J5 off the motor axes).
         gravity: gravitational acceleration in the world frame (``z`` up: the platform is at
             ``z = 0.71`` above the motors).
+        platform: ``"euler"`` (three slides and Z-Y-X Euler angles) or ``"free"`` (one free
+            joint); see above.
 
     Returns:
         A :class:`~kronjax.constrained.Mechanism` (``model``, ``constraints`` = the spherical
-        joints J1, J2, J3 between leg L(i) and the platform L7, ``q0 = 0``).
+        joints J1, J2, J3 between leg L(i) and the platform L7, ``q0`` the assembled
+        configuration: zero, or :func:`kronjax.neutral` for ``platform="free"``).
 
     The motors are the coordinates ``q[0:3]``; a positive torque turns the shaft counter-clockwise
     about its normalised axis direction (right-hand rule about the tabulated direction cosines).
@@ -157,6 +184,8 @@ def stewart3(*, swap_j7_j8: bool = True, gravity=(0.0, 0.0, -9.81)) -> Mechanism
         raise ValueError(f"gravity must be a 3-vector of numbers, got {gravity!r}") from err
     if g.shape != (3,) or not np.all(np.isfinite(g)):
         raise ValueError(f"gravity must be a finite 3-vector, got {gravity!r}")
+    if not isinstance(platform, str) or platform not in PLATFORM_JOINTS:
+        raise ValueError(f"platform must be one of {PLATFORM_JOINTS}, got {platform!r}")
 
     pos = joint_positions(bool(swap_j7_j8))
     axis = {name: _unit(d) for name, (_, _, d) in JOINTS.items() if d is not None}
@@ -184,20 +213,24 @@ def stewart3(*, swap_j7_j8: bool = True, gravity=(0.0, 0.0, -9.81)) -> Mechanism
         )
         mass, principal, com = LINKS[leg]
         inertials.append(Inertial(mass, r.T @ (np.asarray(com) - pos[knee]), principal))
-    # The platform L7: a free body through P-P-P-R-R-R with massless intermediate frames (bodies 6-11).
-    free = [
-        ("P", (1.0, 0.0, 0.0), platform_origin, "platform_x"),
-        ("P", (0.0, 1.0, 0.0), (0.0, 0.0, 0.0), "platform_y"),
-        ("P", (0.0, 0.0, 1.0), (0.0, 0.0, 0.0), "platform_z"),
-        ("R", (0.0, 0.0, 1.0), (0.0, 0.0, 0.0), "platform_yaw"),
-        ("R", (0.0, 1.0, 0.0), (0.0, 0.0, 0.0), "platform_pitch"),
-        ("R", (1.0, 0.0, 0.0), (0.0, 0.0, 0.0), "platform_roll"),
-    ]
-    for k, (kind, ax, translation, name) in enumerate(free):
-        parent = -1 if k == 0 else 6 + k - 1
-        body = "L7" if k == len(free) - 1 else f"{name}_frame"
-        joints.append(Joint(kind, parent, ax, np.eye(3), translation, name=name, body_name=body))
+    if platform == "free":
+        joints.append(Joint("free", -1, translation=platform_origin, name="platform", body_name="L7"))
         inertials.append(Inertial(0.0, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
+    else:
+        # The platform L7: a free body through P-P-P-R-R-R with massless intermediate frames (bodies 6-11).
+        free = [
+            ("P", (1.0, 0.0, 0.0), platform_origin, "platform_x"),
+            ("P", (0.0, 1.0, 0.0), (0.0, 0.0, 0.0), "platform_y"),
+            ("P", (0.0, 0.0, 1.0), (0.0, 0.0, 0.0), "platform_z"),
+            ("R", (0.0, 0.0, 1.0), (0.0, 0.0, 0.0), "platform_yaw"),
+            ("R", (0.0, 1.0, 0.0), (0.0, 0.0, 0.0), "platform_pitch"),
+            ("R", (1.0, 0.0, 0.0), (0.0, 0.0, 0.0), "platform_roll"),
+        ]
+        for k, (kind, ax, translation, name) in enumerate(free):
+            parent = -1 if k == 0 else 6 + k - 1
+            body = "L7" if k == len(free) - 1 else f"{name}_frame"
+            joints.append(Joint(kind, parent, ax, np.eye(3), translation, name=name, body_name=body))
+            inertials.append(Inertial(0.0, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0)))
     ix, iy, iz = LINKS["L7"][1]
     inertials[-1] = Inertial(LINKS["L7"][0], (0.0, 0.0, 0.0), (ix, iz, iy))  # link y = world z (see above)
 
@@ -211,4 +244,4 @@ def stewart3(*, swap_j7_j8: bool = True, gravity=(0.0, 0.0, -9.81)) -> Mechanism
         )
         for i in (1, 2, 3)
     ]
-    return Mechanism(model, Constraints(tuple(closures)), jnp.zeros(model.n_dof, model.gravity.dtype))
+    return Mechanism(model, Constraints(tuple(closures)), neutral(model, model.gravity.dtype))
