@@ -658,9 +658,9 @@ def require_one_dof_joints(model: Model, what: str) -> None:
         kinds = sorted({kind for kind in model.kinematics.kinds if kind in MULTI_DOF})
         raise NotImplementedError(
             f"{what} does not support models with {' or '.join(kinds)} joints yet (nq != nv); "
-            "supported for them: kinematics (poses, Jacobians, Hessians), kronjax.dynamics (but the Lagrangian "
-            "inverse dynamics), kronjax.configuration, kronjax.centroidal, identify.regressor and base_parameters, "
-            "and simulate.rollout"
+            "supported for them: kinematics (poses, Jacobians, Hessians, relative motion), kronjax.dynamics, "
+            "kronjax.configuration, kronjax.centroidal, kronjax.constrained, identify.regressor and base_parameters, "
+            "simulate.rollout and to_urdf"
         )
 
 

@@ -45,10 +45,10 @@ from jaxtyping import Array, ArrayLike, Float
 from . import _aba, _composite, _derivatives, _rnea
 from ._finite import all_finite
 from .calculus import product_rule, skew
-from .chain import Model, Tree, choose_method, require_one_dof_joints
+from .chain import Model, Tree, choose_method
 from .configuration import configuration_tangent
 from . import _spatial as sp
-from .kinematics import _hessians, _jacobians, _tangent_jvp
+from .kinematics import _along_tangent, _hessians, _jacobians, _tangent_jvp, _tangent_origin
 
 __all__ = [
     "CORIOLIS_FORMS",
@@ -121,8 +121,14 @@ def _transpose_derivative(da_dx: Array, cols: int) -> Array:
 def _velocities(model: Model, q: Array, qd: Array) -> tuple[Array, Array, Array]:
     """Centres of mass ``(nb, 3)`` and their velocities ``(nb, 3)`` in the base frame, and angular
     velocities in the body frames ``(nb, 3)``, by one forward-mode pass through the poses."""
-    com = _inertials(model).com
-    (r, p), (rd, pd) = _tangent_jvp(model, q, model.poses, qd)
+    chart = _along_tangent(model, q, model.poses)
+    return _chart_velocities(chart, _inertials(model).com, _tangent_origin(model, q), qd)
+
+
+def _chart_velocities(chart, com: Array, x: Array, xd: Array) -> tuple[Array, Array, Array]:
+    """:func:`_velocities` of the poses ``chart(x)`` moving at ``xd`` (``x``: ``q``, or the
+    exponential chart's ``xi``, :func:`kronjax.kinematics._along_tangent`)."""
+    (r, p), (rd, pd) = jax.jvp(chart, (x,), (xd,))
     centres = p + jnp.einsum("bij,bj->bi", r, com)
     v = pd + jnp.einsum("bij,bj->bi", rd, com)
     w = _vee(jnp.einsum("bji,bjk->bik", r, rd))  # S(omega_i) = R^T Rdot (Truc 10)
@@ -509,17 +515,27 @@ def _cross(a: Array, b: Array) -> Array:
 
 def _lagrangian(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     """Euler-Lagrange (Truc 16): ``d/dt (dL/dqd) - dL/dq`` with ``L = T - P``, by autodiff:
-    ``d/dt (dL/dqd)`` is a forward-mode derivative of the reverse-mode gradient along ``(qd, qdd)``."""
+    ``d/dt (dL/dqd)`` is a forward-mode derivative of the reverse-mode gradient along ``(qd, qdd)``.
 
+    With multi-DoF joints ``q`` is not a vector space, so the same equations are written in the
+    exponential chart at ``q``, ``xi -> q ⊕ xi`` (:func:`kronjax.integrate`, ``xi`` in velocity
+    coordinates): ``L_c(xi, xi') = L(q ⊕ xi, B(xi) xi')`` with ``B(xi) xi'`` the velocity of
+    ``q ⊕ xi(t)``, and ``tau = d/dt (dL_c/dxi') - dL_c/dxi`` at ``xi = 0``, ``xi' = v``, ``xi'' = v'``
+    (the Euler-Poincare equations). The bodies' velocities come from a forward-mode derivative of the
+    poses along the chart, so ``B`` is exact and never formed; per joint ``B(xi) xi' = xi' - [xi, xi']
+    / 2 + O(xi^2)`` (``dexp_{-xi}``), whose first-order term is antisymmetric in ``(xi, xi')``, hence
+    ``v' = xi''`` at ``xi = 0``. For 1-DoF models the chart is ``q`` itself."""
     ine = _inertials(model)
+    chart = _along_tangent(model, q, model.poses)  # xi -> poses(q ⊕ xi), or q -> poses(q)
 
-    def lagrangian(q, qd):
-        centres, v, w = _velocities(model, q, qd)
+    def lagrangian(x, xd):
+        centres, v, w = _chart_velocities(chart, ine.com, x, xd)
         return _kinetic(ine, v, w) + jnp.einsum("b,bp,p->", ine.mass, centres, model.gravity)
 
+    x = _tangent_origin(model, q)
     dl_dqd = jax.grad(lagrangian, argnums=1)
-    _, ddt = jax.jvp(lambda q, qd: dl_dqd(q, qd), (q, qd), (qd, qdd))
-    return ddt - jax.grad(lagrangian, argnums=0)(q, qd)
+    _, ddt = jax.jvp(dl_dqd, (x, qd), (qd, qdd))
+    return ddt - jax.grad(lagrangian, argnums=0)(x, qd)
 
 
 def _kron_id(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
@@ -563,14 +579,14 @@ def inverse_dynamics(
               Tree models only.
             * ``"lagrangian"``: the Euler-Lagrange equations (Truc 16) of ``L = T - P`` by
               forward-over-reverse autodiff (``jax.jvp`` of ``jax.grad``); any model, including
-              :func:`~kronjax.chain.from_function` ones.
+              :func:`~kronjax.chain.from_function` ones. With free, spherical or planar joints
+              they are taken in the exponential chart ``xi -> q ⊕ xi`` at ``q`` (the
+              Euler-Poincare equations), where ``xi' = qd`` and ``xi'' = qdd`` at ``xi = 0``.
             * ``"kron"``: the papers' way, ``M qdd + C* (qd ⊗ qd) + g`` with :func:`mass_matrix`,
               :func:`coriolis_star` (``n x n^2``) and :func:`gravity`.
         wrenches: external loads (see :func:`generalized_forces`); ``None`` for none.
     """
     method = _resolve_method(model, method)
-    if method == "lagrangian":  # Euler-Lagrange in q; Euler-Poincare on the Lie group is not written
-        require_one_dof_joints(model, "inverse_dynamics(method='lagrangian')")
     q, qd, qdd = _check_state(model, q=q, qd=qd, qdd=qdd)
     _inertials(model)
     tau = {"rnea": _tree_rnea, "lagrangian": _lagrangian, "kron": _kron_id}[method](model, q, qd, qdd)
