@@ -117,6 +117,7 @@ def _floating_tree() -> kj.Model:
     return kj.from_joints(joints, inertials, gravity=(0.0, 0.0, 0.0))
 
 
+@pytest.mark.slow  # a 5 s simulation: run-bound (26 s)
 def test_free_floating_momentum_is_conserved():
     """Zero gravity, no force on the base (``tau[:6] = 0``), any joint torques: ``h_G`` (the
     derivative of ``A_g(q(t)) v(t)``) is constant along the forward dynamics, and the centre of

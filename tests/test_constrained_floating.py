@@ -80,6 +80,7 @@ def loop():
     }
 
 
+@pytest.mark.slow  # the loop fixture's constrained solve compiles for 11 s
 def test_states_and_shapes(loop):
     model, cons = loop["model"], loop["cons"]
     assert (model.nq, model.nv, cons.nq, cons.n_dof, cons.n_equations) == (12, 10, 12, 10, 3)
@@ -88,6 +89,7 @@ def test_states_and_shapes(loop):
     assert float(jnp.max(loop["drift"])) < 1e-13  # max |Phi(q)| and |Phi_q qd|
 
 
+@pytest.mark.slow  # the loop fixture's constrained solve compiles for 11 s
 def test_bad_inputs_name_nq_and_nv(loop):
     model, cons = loop["model"], loop["cons"]
     q, qd = loop["q"][0], loop["qd"][0]
@@ -133,6 +135,7 @@ def test_projection_on_the_manifold(loop):
         np.testing.assert_allclose(jnp.linalg.norm(q1[:, block], axis=1), 1.0, atol=1e-15)
 
 
+@pytest.mark.slow  # the loop fixture's constrained solve compiles for 11 s
 def test_jacobian_and_drift_are_derivatives_along_the_chart(loop):
     """``Phi_q[:, k] = d/de Phi(q ⊕ e e_k)``; ``gamma = -(d/ds Phi_q(q ⊕ s v)) v`` (central
     differences of the Jacobian: the Lie-bracket term is absent); ``Phi_qq (v ⊗ v) = -gamma``; and
@@ -164,6 +167,7 @@ def test_jacobian_and_drift_are_derivatives_along_the_chart(loop):
     assert np.max(np.abs(out["second"])) < 1e-5, out["second"]
 
 
+@pytest.mark.slow  # the loop fixture's constrained solve compiles for 11 s
 def test_equations_of_motion_by_rnea(loop):
     """``M qdd + h(q, v) = tau + A^T lambda`` (kj.inverse_dynamics) at the Lagrange solution."""
     assert float(jnp.max(jnp.abs(loop["eom"]))) < 1e-11 * float(jnp.max(jnp.abs(loop["tau"])))
@@ -199,6 +203,7 @@ def test_formulations_agree(loop):
     assert np.all((1.6 < errors[:, 0] / errors[:, 1]) & (errors[:, 0] / errors[:, 1] < 2.5)), errors
 
 
+@pytest.mark.slow  # the loop fixture's constrained solve compiles for 11 s
 def test_floating_loop_against_pinocchio_constraint_dynamics(loop):
     """``qdd`` and the force on the forearm (base frame) against Pinocchio's constrained dynamics,
     ``CONTACT_3D`` between the forearm's joint (pin at ``POINT``) and the universe (pin at the

@@ -117,6 +117,7 @@ def _check_dynamics(twin: Twin, count: int, derivatives: bool = True) -> None:
             assert relative_error(value[k], expected[name]) < TOL, (name, k)
 
 
+@pytest.mark.slow  # compile-bound (46 s); the fast tier checks floating dynamics in test_lagrangian_floating
 def test_mixed_tree_dynamics_against_pinocchio(mixed):
     assert (mixed.model.nq, mixed.model.nv) == (mixed.pm.nq, mixed.pm.nv) == (18, 15)
     _check_dynamics(mixed, STATES)

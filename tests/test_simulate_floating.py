@@ -163,6 +163,7 @@ def test_reverse_mode_gradient_matches_central_differences():
     assert np.all(np.isfinite(grad)) and err < 1e-6
 
 
+@pytest.mark.slow  # compiles rollouts (23 s)
 def test_bad_input_gets_a_clear_error():
     model = mixed_model()
     q0 = np.asarray(kj.random_configuration(model, jax.random.PRNGKey(0)))
