@@ -17,7 +17,7 @@ and ``r = pre_p + pre (a d + R(t) post_p)`` (``d``: the prismatic displacement) 
 ``(cos t, sin t, d)`` with coefficients fixed by the model (:func:`joint_coefficients`).
 
 Recursions (:func:`down`, :func:`up`) are a ``lax.scan`` over each unbranched run of bodies (a
-chain is one run), so compile time does not grow with the number of bodies.
+chain is one run; :class:`Schedule`), so compile time does not grow with the number of bodies.
 
 Multi-DoF joints (``"free"``, ``"spherical"``, ``"planar"``) run through the same recursions as a
 chain of 1-DoF *sub-joints* at zero displacement (:func:`expansion`): the first carries the joint's
@@ -491,11 +491,10 @@ class Schedule(NamedTuple):
     joint's whole motion ``(G, t)`` (:func:`joint_transform`), so the scanned bodies' coefficients
     stay constants shared by a batch instead of rows of a batched stack. The joint's other
     sub-joints have identity transforms: they form spans of their own (``identity``), whose bodies
-    skip the transforms. A body with children in
-    other spans ends its span, so that what passes between spans is a scan's initial or final
-    carry, never stacked: at large batches the recursions are bound by memory traffic rather than
-    arithmetic (for the same reason the passes compute ``E`` and ``r`` again rather than keep
-    them)."""
+    skip the transforms. A body with children in other spans ends its span, so that what passes
+    between spans is a scan's initial or final carry, never stacked: at large batches the
+    recursions are bound by memory traffic rather than arithmetic (for the same reason the passes
+    compute ``E`` and ``r`` again rather than keep them)."""
 
     parents: tuple[int, ...]
     spans: tuple[tuple[int, int], ...]
