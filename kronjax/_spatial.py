@@ -505,7 +505,7 @@ class Schedule(NamedTuple):
 def _schedule(parents: tuple[int, ...], chains: tuple[tuple[int, int], ...]) -> Schedule:
     cuts = {i for i, parent in enumerate(parents) if i == 0 or parent != i - 1}
     roots = {parent for i, parent in enumerate(parents) if parent >= 0 and parent != i - 1}
-    cuts |= {root + 1 for root in roots} | {i for lead, end in chains for i in (lead, lead + 1, end)}
+    cuts |= {root + 1 for root in roots} | {i for lead, end in chains for i in (lead, lead + 1)}
     starts = sorted(cut for cut in cuts if cut < len(parents))
     spans = tuple(zip(starts, starts[1:] + [len(parents)]))
     identity = tuple(any(lead < start and end <= stop for lead, stop in chains) for start, end in spans)
