@@ -490,8 +490,8 @@ class Schedule(NamedTuple):
     span of its own, which they visit without a scan: only that body's transform depends on the
     joint's whole motion ``(G, t)`` (:func:`joint_transform`), so the scanned bodies' coefficients
     stay constants shared by a batch instead of rows of a batched stack. The joint's other
-    sub-joints have identity transforms: they form spans of their own (``identity``), whose bodies
-    skip the transforms. A body with children in other spans ends its span, so that what passes
+    sub-joints have identity transforms: a span that holds only such bodies (``identity``; a
+    floating root's, which ends at the branching root body) skips the transforms. A body with children in other spans ends its span, so that what passes
     between spans is a scan's initial or final carry, never stacked: at large batches the
     recursions are bound by memory traffic rather than arithmetic (for the same reason the passes
     compute ``E`` and ``r`` again rather than keep them)."""
