@@ -491,10 +491,11 @@ class Schedule(NamedTuple):
     joint's whole motion ``(G, t)`` (:func:`joint_transform`), so the scanned bodies' coefficients
     stay constants shared by a batch instead of rows of a batched stack. The joint's other
     sub-joints have identity transforms: a span that holds only such bodies (``identity``; a
-    floating root's, which ends at the branching root body) skips the transforms. A body with children in other spans ends its span, so that what passes
-    between spans is a scan's initial or final carry, never stacked: at large batches the
-    recursions are bound by memory traffic rather than arithmetic (for the same reason the passes
-    compute ``E`` and ``r`` again rather than keep them)."""
+    floating root's, which ends at the branching root body) skips the transforms. A body with
+    children in other spans ends its span, so that what passes between spans is a scan's initial
+    or final carry, never stacked: at large batches the recursions are bound by memory traffic
+    rather than arithmetic (for the same reason the passes compute ``E`` and ``r`` again rather
+    than keep them)."""
 
     parents: tuple[int, ...]
     spans: tuple[tuple[int, int], ...]

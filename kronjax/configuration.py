@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
 from . import _lie
-from .chain import JOINT_NQ, JOINT_NV, MULTI_DOF, Model
+from .chain import JOINT_NQ, JOINT_NV, Model
 
 __all__ = ["neutral", "integrate", "difference", "normalize", "random_configuration"]
 
@@ -51,15 +51,24 @@ def _quaternion_velocity(quat: Array, dquat: Array) -> Array:
     return 2 * (w * du - dw * u - jnp.cross(u, du))
 
 
-def _joints(model: Model):
-    """``(kind, q slice, v slice)`` of every joint with a coordinate."""
+# (kind, q start, v start) of every joint with a coordinate: static, hashable
+_Joints = tuple[tuple[str, int, int], ...]
+
+
+def _moving_joints(model: Model) -> _Joints:
+    """The joints with a coordinate (not fixed, not mimic); a poses-function model's coordinates
+    are Euclidean, taken as revolute."""
     tree = model.kinematics
     kinds = getattr(tree, "_own_kinds", None) or ("R",) * model.nq
     q_index = getattr(tree, "q_index", tuple(range(model.nq)))
     v_index = getattr(tree, "v_index", tuple(range(model.nv)))
-    for kind, qi, vi in zip(kinds, q_index, v_index):
-        if kind != "F":
-            yield kind, slice(qi, qi + JOINT_NQ[kind]), slice(vi, vi + JOINT_NV[kind])
+    return tuple((kind, qi, vi) for kind, qi, vi in zip(kinds, q_index, v_index) if kind != "F")
+
+
+def _joints(model: Model):
+    """``(kind, q slice, v slice)`` of every joint with a coordinate."""
+    for kind, qi, vi in _moving_joints(model):
+        yield kind, slice(qi, qi + JOINT_NQ[kind]), slice(vi, vi + JOINT_NV[kind])
 
 
 def neutral(model: Model, dtype=None) -> Float[Array, " nq"]:
@@ -98,7 +107,7 @@ def normalize(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, " nq"]:
     q = model._check_vector(q, "q", model.nq, "configuration numbers")  # of any norm
     if not model.has_multi_dof:
         return q
-    return jnp.concatenate([_lie.normalize(kind, q[qs]) for kind, qs, _ in _joints(model)])
+    return _normalize(_moving_joints(model), q)
 
 
 def random_configuration(model: Model, key: Array, translation_range: float = 1.0) -> Float[Array, " nq"]:
@@ -127,19 +136,6 @@ def random_configuration(model: Model, key: Array, translation_range: float = 1.
 # --------------------------------------------------------------------------------------------
 
 
-# (name, kind, q start, v start) of every joint with a coordinate: static, hashable
-_Joints = tuple[tuple[str, str, int, int], ...]
-
-
-def _moving_joints(model: Model) -> _Joints:
-    tree = model.kinematics
-    return tuple(
-        (name, kind, qi, vi)
-        for name, kind, qi, vi in zip(model.joint_names, tree._own_kinds, tree.q_index, tree.v_index)
-        if kind != "F"  # nor a mimic joint, which has no coordinate
-    )
-
-
 def _inverse_right_jacobian(theta: Array, w: Array) -> Array:
     """``J_r(theta)^-1 w`` for SO(3): the rate of ``theta`` in ``R = R0 exp([theta])`` whose
     angular velocity in the moving frame is ``w``: ``w + theta x w / 2 + beta theta x (theta x
@@ -162,7 +158,7 @@ def _chart(joints: _Joints, q0: Array, delta: Array) -> Array:
     """``q = chart(q0, delta)`` (``(nq,)`` from ``(nq,)`` and ``(nv,)``; module doc), unit
     quaternions and ``(cos, sin)`` pairs normalised."""
     parts = []
-    for _, kind, qi, vi in joints:
+    for kind, qi, vi in joints:
         qj, dj = q0[qi : qi + JOINT_NQ[kind]], delta[vi : vi + JOINT_NV[kind]]
         if kind == "free":
             quat = _unit(_lie.quat_multiply(qj[3:], _lie.quat_exp3(dj[3:])))
@@ -181,7 +177,7 @@ def _chart(joints: _Joints, q0: Array, delta: Array) -> Array:
 def _chart_rate(joints: _Joints, q: Array, delta: Array, v: Array) -> Array:
     """``d(delta)/dt`` ``(nv,)`` at ``q = chart(q0, delta)`` moving with velocity ``v``."""
     parts = []
-    for _, kind, qi, vi in joints:
+    for kind, qi, vi in joints:
         qj, dj, vj = q[qi : qi + JOINT_NQ[kind]], delta[vi : vi + JOINT_NV[kind]], v[vi : vi + JOINT_NV[kind]]
         if kind == "free":
             parts += [_lie.quat_rotate(qj[3:], vj[:3]), _inverse_right_jacobian(dj[3:], vj[3:])]
@@ -199,7 +195,7 @@ def _configuration_rate(joints: _Joints, q: Array, v: Array) -> Array:
     ``R v_lin`` and ``q ⊗ (w, 0) / 2`` free, ``q ⊗ (w, 0) / 2`` spherical, ``(R v_xy, wz (-s,
     c))`` planar, ``v`` otherwise."""
     parts = []
-    for _, kind, qi, vi in joints:
+    for kind, qi, vi in joints:
         qj, vj = q[qi : qi + JOINT_NQ[kind]], v[vi : vi + JOINT_NV[kind]]
         zero = jnp.zeros(1, q.dtype)
         if kind == "free":
@@ -214,8 +210,5 @@ def _configuration_rate(joints: _Joints, q: Array, v: Array) -> Array:
 
 
 def _normalize(joints: _Joints, q: Array) -> Array:
-    parts = []
-    for _, kind, qi, _ in joints:
-        qj = q[qi : qi + JOINT_NQ[kind]]
-        parts.append(_lie.normalize(kind, qj) if kind in MULTI_DOF else qj)
-    return jnp.concatenate(parts)
+    """:func:`normalize` over ``joints`` (no input checks)."""
+    return jnp.concatenate([_lie.normalize(kind, q[qi : qi + JOINT_NQ[kind]]) for kind, qi, _ in joints])
