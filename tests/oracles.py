@@ -53,19 +53,21 @@ def random_arm(seed: int = 0, parents=(-1, 0, 1, 2, 3, 4, 5), prismatic=(3,)) ->
     return kj.from_joints(joints, inertials, gravity=(0.3, -0.2, -9.81))
 
 
-def random_tree(spec, seed: int) -> kj.Model:
-    """A tree of ``spec`` ``[(kind, parent), ...]`` (any joint kinds) with random placements,
-    axes, full inertias and offset centres of mass; joints ``j<i>``, bodies ``b<i>``."""
+def random_tree(spec, seed: int, gravity=None) -> kj.Model:
+    """A tree of ``spec`` (any joint kinds; per joint ``(kind, parent)`` or a dict of
+    :class:`kronjax.Joint` arguments with ``kind`` and ``parent``, e.g. limits) with random
+    placements, axes, full inertias and offset centres of mass; joints ``j<i>``, bodies ``b<i>``."""
     rng = np.random.default_rng(seed)
     joints, inertials = [], []
-    for i, (kind, parent) in enumerate(spec):
+    for i, joint in enumerate(spec):
+        joint = joint if isinstance(joint, dict) else dict(kind=joint[0], parent=joint[1])
         axis = rng.normal(size=3)
         joints.append(
-            kj.Joint(kind=kind, parent=parent, axis=axis / np.linalg.norm(axis), rotation=random_rotation(rng),
-                     translation=rng.normal(size=3) * 0.3, name=f"j{i}", body_name=f"b{i}")
+            kj.Joint(axis=axis / np.linalg.norm(axis), rotation=random_rotation(rng),
+                     translation=rng.normal(size=3) * 0.3, name=f"j{i}", body_name=f"b{i}", **joint)
         )
         inertials.append(kj.Inertial(rng.uniform(0.5, 2.0), rng.normal(size=3) * 0.1, random_inertia(rng)))
-    return kj.from_joints(joints, inertials)
+    return kj.from_joints(joints, inertials, gravity=gravity)
 
 
 def dh_rows(robot):

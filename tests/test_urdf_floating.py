@@ -22,7 +22,7 @@ import jax
 import numpy as np
 import pinocchio as pin
 import pytest
-from oracles import jit_once, random_inertia, random_rotation, relative_error, symmetric_from_upper, to_pinocchio
+from oracles import jit_once, random_tree, relative_error, symmetric_from_upper, to_pinocchio
 
 import kronjax as kj
 
@@ -113,20 +113,12 @@ def test_floating_quadruped_round_trip_has_the_same_kronjax_dynamics():
 def planar_tree() -> kj.Model:
     """A planar root, a revolute joint, a free joint inside the tree, then a prismatic one; random
     placements and inertias; limits on all but the planar joint."""
-    rng = np.random.default_rng(7)
-    spec = [
+    return random_tree([
         dict(kind="planar", parent=-1, velocity=2.0),
         dict(kind="R", parent=0, lower=-1.0, upper=1.5, effort=20.0),
         dict(kind="free", parent=1, velocity=3.0, effort=40.0),
         dict(kind="P", parent=2, lower=-0.2, upper=0.3, velocity=0.5, effort=100.0),
-    ]
-    joints, inertials = [], []
-    for i, joint in enumerate(spec):
-        axis = rng.normal(size=3)
-        joints.append(kj.Joint(axis=axis / np.linalg.norm(axis), rotation=random_rotation(rng),
-                               translation=rng.normal(size=3) * 0.3, name=f"j{i}", body_name=f"b{i}", **joint))
-        inertials.append(kj.Inertial(rng.uniform(0.5, 2.0), rng.normal(size=3) * 0.1, random_inertia(rng)))
-    return kj.from_joints(joints, inertials, gravity=(0.3, -0.2, -9.81))
+    ], seed=7, gravity=(0.3, -0.2, -9.81))
 
 
 def test_planar_root_and_inner_free_joint_round_trip():
