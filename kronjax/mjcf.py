@@ -4,11 +4,22 @@ The ``mujoco`` package (``pip install mujoco``) compiles the file (defaults, ``c
 ``fromto``, ``inertiafromgeom``, angle units and Euler conventions are all resolved by it), and
 kronjax reads the compiled ``MjModel``'s arrays: the body tree, body and inertial frames, masses
 and principal inertias, joints with their anchors, axes and ranges, actuator force limits and
-``opt.gravity``. Only fixed-base models are read so far: ``free`` and ``ball`` joints are an error.
+``opt.gravity``: fixed-base and floating-base models, with ``hinge``, ``slide``, ``ball`` and
+``free`` joints.
 
 Frames follow MuJoCo: kronjax's base frame is MuJoCo's world frame, and the frame of the kronjax
 body named after a MuJoCo body is that body's frame, so that poses equal ``data.xpos`` and
-``data.xmat``. The joint coordinates are MuJoCo's ``qpos`` (and ``qvel``), in the same order.
+``data.xmat``. The joints are MuJoCo's, in the same order, but ``ball`` and ``free`` joints follow
+kronjax's (Pinocchio's) conventions, and :func:`to_mujoco` / :func:`from_mujoco` convert states:
+
+* quaternions: MuJoCo's ``qpos`` has ``(w, x, y, z)``, kronjax's ``q`` ``(x, y, z, w)``;
+* a free joint's linear velocity: MuJoCo's ``qvel`` has it in the world (parent) frame, kronjax's
+  ``v`` in the body frame: ``v_mj = R v``, so the accelerations differ by the transport term,
+  ``a_mj = R (a + w x v)``, and the linear forces by the rotation, ``f_mj = R f`` (``R`` the body's
+  rotation, ``w`` its angular velocity in the body frame). Angular parts agree.
+
+For models with hinges and slides only, ``qpos``, ``qvel``, ``qacc`` and ``qfrc`` are kronjax's
+``q``, ``v``, ``vd`` and ``tau`` as they are.
 """
 
 from __future__ import annotations
@@ -21,9 +32,13 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from .chain import Inertial, Joint, Model, from_joints
+from jaxtyping import Array, ArrayLike, Float
 
-__all__ = ["MJCFError", "load_mjcf"]
+from . import _lie
+from .chain import Inertial, Joint, Model, from_joints
+from .configuration import _joints
+
+__all__ = ["MJCFError", "load_mjcf", "to_mujoco", "from_mujoco"]
 
 
 class MJCFError(ValueError):
@@ -114,6 +129,16 @@ def _warn_unmodelled(mujoco, m, what: str) -> None:
                 "joint-space parameters yet)",
                 stacklevel=3,
             )
+    multi = np.isin(m.jnt_type, [int(mujoco.mjtJoint.mjJNT_BALL), int(mujoco.mjtJoint.mjJNT_FREE)])
+    cones = np.flatnonzero(multi & (m.jnt_limited != 0))
+    if cones.size:
+        warnings.warn(f"{what}: the range (a cone) of ball joints {names(joint, cones, 'joint')} ignored", stacklevel=3)
+    driven = [int(m.actuator_trnid[a, 0]) for a in range(m.nu) if int(m.actuator_trntype[a]) == int(mujoco.mjtTrn.mjTRN_JOINT)]
+    driven = sorted({j for j in driven if multi[j]})
+    if driven:
+        warnings.warn(
+            f"{what}: actuators on ball or free joints {names(joint, driven, 'joint')} give no effort limit", stacklevel=3
+        )
     stiff = np.flatnonzero(m.jnt_stiffness)
     if stiff.size:
         warnings.warn(f"{what}: joint springs (stiffness) of joints {names(joint, stiff, 'joint')} ignored", stacklevel=3)
@@ -146,20 +171,22 @@ def load_mjcf(source, *, gravity=None) -> Model:
     Returns:
         A :class:`~kronjax.chain.Tree` model with one body per MuJoCo body but the world, in
         MuJoCo's order and with MuJoCo's names (``body<id>`` / ``joint<id>`` where unnamed):
-        ``hinge`` joints become ``"R"``, ``slide`` ``"P"``, a body without a joint is attached by
-        a fixed joint named ``<body>_fixed``, and a body with several joints becomes a chain of
-        massless bodies ``<body>.<joint>`` at its place, the last (named after the MuJoCo body)
-        carrying its inertial. ``q`` is MuJoCo's ``qpos`` (a joint's ``ref`` included: the body
-        frames are MuJoCo's ``xpos``/``xmat`` at the same ``qpos``). Ranges of limited joints are
-        position limits; an actuator alone on its joint gives an effort limit (see
-        :func:`_effort_limits`). Armature, damping, friction loss, springs, tendons, equality
-        constraints, flexes and actuator dynamics are not in a kronjax model: each kind present
-        is named in one ``UserWarning``.
+        ``hinge`` joints become ``"R"``, ``slide`` ``"P"``, ``ball`` ``"spherical"`` and ``free``
+        ``"free"``; a body without a joint is attached by a fixed joint named ``<body>_fixed``, and
+        a body with several joints becomes a chain of massless bodies ``<body>.<joint>`` at its
+        place, the last (named after the MuJoCo body) carrying its inertial (a ball whose anchor
+        is off the body's origin is followed by a fixed joint ``<body>_fixed`` back to it). ``q``
+        is MuJoCo's ``qpos`` with kronjax's quaternions (module doc; a joint's ``ref`` included:
+        the body frames are MuJoCo's ``xpos``/``xmat`` at the same state). Ranges of limited
+        hinges and slides are position limits; an actuator alone on a hinge or slide gives an
+        effort limit (see :func:`_effort_limits`). Armature, damping, friction loss, springs,
+        tendons, equality constraints, flexes, actuator dynamics and the cones of limited balls
+        are not in a kronjax model: each kind present is named in one ``UserWarning``.
 
     Raises:
         ImportError: ``mujoco`` is not installed.
         MJCFError: (a ``ValueError``) MuJoCo's own error when it cannot compile the file (the file
-            named), a source that is neither a file nor XML text, or ``free`` / ``ball`` joints.
+            named), or a source that is neither a file nor XML text.
     """
     try:
         import mujoco
@@ -167,21 +194,14 @@ def load_mjcf(source, *, gravity=None) -> Model:
         raise ImportError("kronjax.load_mjcf compiles MJCF with MuJoCo: pip install mujoco") from err
     m, what = _compile(source, mujoco)
     body_obj, joint_obj = mujoco.mjtObj.mjOBJ_BODY, mujoco.mjtObj.mjOBJ_JOINT
-    for j in range(m.njnt):
-        if int(m.jnt_type[j]) in (int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)):
-            kind = "free" if int(m.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE) else "ball"
-            raise MJCFError(
-                f"{what}: joint {_name(mujoco, m, joint_obj, j, 'joint')!r} is a {kind} joint: not read from MJCF "
-                "yet (MuJoCo's qpos puts the quaternion's w first and a free joint's linear velocity in the world "
-                "frame, kronjax follows Pinocchio: issue 17); build the model with kronjax.Joint(kind='free' or "
-                "'spherical') or load the robot's URDF with floating_base=True"
-            )
     if m.nbody < 2:
         raise MJCFError(f"{what} has no body but the world")
     _warn_unmodelled(mujoco, m, what)
     efforts = _effort_limits(mujoco, m)
+    kinds = {int(mujoco.mjtJoint.mjJNT_FREE): "free", int(mujoco.mjtJoint.mjJNT_BALL): "spherical",
+             int(mujoco.mjtJoint.mjJNT_SLIDE): "P", int(mujoco.mjtJoint.mjJNT_HINGE): "R"}
 
-    joints, inertials, anchors = [], [], []
+    joints, inertials, posts = [], [], []
     last = {0: -1}  # MuJoCo body id -> the kronjax body that carries its frame
     for b in range(1, m.nbody):
         body = _name(mujoco, m, body_obj, b, "body")
@@ -190,44 +210,52 @@ def load_mjcf(source, *, gravity=None) -> Model:
         # the frame the previous joint moved: MuJoCo applies a body's joints one after the other
         rotation, translation = _rotation(mujoco, m.body_quat[b]), np.asarray(m.body_pos[b], float)
         ids = range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])
+        kind_of = [kinds[int(m.jnt_type[j])] for j in ids]
+        # a ball turns about its anchor, but a multi-DoF joint's body frame must be its joint frame:
+        # the offset back to the body's origin goes to the next joint's placement, or to a fixed joint
+        closing = bool(ids) and kind_of[-1] == "spherical" and bool(np.any(m.jnt_pos[ids[-1]]))
         for k, j in enumerate(ids):
-            joint = _name(mujoco, m, joint_obj, j, "joint")
-            axis, anchor, ref = m.jnt_axis[j], np.asarray(m.jnt_pos[j], float), float(m.qpos0[m.jnt_qposadr[j]])
-            hinge = int(m.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_HINGE)
-            # MuJoCo moves the frame by (qpos - ref): a rotation about the anchor for a hinge, a
-            # translation along the axis for a slide; the kronjax joint frame sits at the anchor
-            # (turned or shifted back by ref) and the body frame is offset from it by -anchor
-            if hinge:
-                joint_rotation = rotation @ _axis_rotation(mujoco, axis, -ref)
-                joint_translation = translation + rotation @ anchor
+            joint, kind = _name(mujoco, m, joint_obj, j, "joint"), kind_of[k]
+            axis, anchor = np.asarray(m.jnt_axis[j], float), np.asarray(m.jnt_pos[j], float)
+            ref = float(m.qpos0[m.jnt_qposadr[j]]) if kind in ("R", "P") else 0.0
+            # MuJoCo moves the frame by (qpos - ref): a rotation about the anchor for a hinge or a
+            # ball, a translation along the axis for a slide; the kronjax joint frame sits at the
+            # anchor (turned or shifted back by ref) and the body frame is offset from it by -anchor.
+            # A free joint's body pose is qpos itself (its pos/quat only set qpos0; MuJoCo allows it
+            # on top-level bodies only and ignores its anchor).
+            if kind == "free":
+                joint_rotation, joint_translation, anchor = np.eye(3), np.zeros(3), np.zeros(3)
+            elif kind == "P":
+                joint_rotation, joint_translation = rotation, translation + rotation @ (anchor - ref * axis)
             else:
-                joint_rotation = rotation
-                joint_translation = translation + rotation @ (anchor - ref * np.asarray(axis, float))
-            lower, upper = m.jnt_range[j] if m.jnt_limited[j] else (-np.inf, np.inf)
+                joint_rotation = rotation @ _axis_rotation(mujoco, axis, -ref) if kind == "R" else rotation
+                joint_translation = translation + rotation @ anchor
+            single = kind in ("R", "P")
+            lower, upper = m.jnt_range[j] if single and m.jnt_limited[j] else (-np.inf, np.inf)
             joints.append(
                 Joint(
-                    kind="R" if hinge else "P",
+                    kind=kind,
                     parent=parent,
-                    axis=axis,
+                    axis=axis if single else (0.0, 0.0, 1.0),
                     rotation=joint_rotation,
                     translation=joint_translation,
                     name=joint,
-                    body_name=body if k == len(ids) - 1 else f"{body}.{joint}",
+                    body_name=body if k == len(ids) - 1 and not closing else f"{body}.{joint}",
                     lower=lower,
                     upper=upper,
-                    effort=efforts.get(j, np.inf),
+                    effort=efforts.get(j, np.inf) if single else np.inf,
                 )
             )
-            anchors.append(-anchor)
+            posts.append(-anchor if single else np.zeros(3))
             parent = len(joints) - 1
-            rotation, translation = np.eye(3), np.zeros(3)
-            if k < len(ids) - 1:
+            rotation, translation = np.eye(3), (np.zeros(3) if single else -anchor)
+            if k < len(ids) - 1 or closing:
                 inertials.append(Inertial(mass=0.0))
-        if not ids:
+        if not ids or closing:
             joints.append(
                 Joint(kind="F", parent=parent, rotation=rotation, translation=translation, name=f"{body}_fixed", body_name=body)
             )
-            anchors.append(np.zeros(3))
+            posts.append(np.zeros(3))
         inertia_axes = _rotation(mujoco, m.body_iquat[b])
         inertials.append(
             Inertial(
@@ -241,5 +269,82 @@ def load_mjcf(source, *, gravity=None) -> Model:
         model = from_joints(joints, inertials, gravity=m.opt.gravity if gravity is None else gravity)
     except ValueError as err:  # a NaN or inf that MuJoCo compiled (it accepts them in positions and axes)
         raise MJCFError(f"{what}: {err}") from None
-    post = jnp.asarray(np.stack(anchors), model.kinematics.post_translation.dtype)
+    post = jnp.asarray(np.stack(posts), model.kinematics.post_translation.dtype)
     return eqx.tree_at(lambda model: model.kinematics.post_translation, model, post)
+
+
+
+def to_mujoco(
+    model: Model,
+    q: Float[ArrayLike, " nq"],
+    v: Float[ArrayLike, " nv"] | None = None,
+    a: Float[ArrayLike, " nv"] | None = None,
+    tau: Float[ArrayLike, " nv"] | None = None,
+) -> tuple[Array, Array | None, Array | None, Array | None]:
+    """MuJoCo's ``(qpos, qvel, qacc, qfrc)`` of a kronjax state ``(q, v, a, tau)`` (module doc):
+    each output is ``None`` where its input is. One state (``jax.vmap`` for batches); ``a`` needs
+    ``v``. ``qfrc`` is a generalised force in MuJoCo's coordinates (``qfrc_applied``, ``mj_rne``'s
+    result, ``qfrc_bias``), ``tau`` in kronjax's: both do the same work on the same motion."""
+    return _convert(model, q, v, a, tau, to=True)
+
+
+def from_mujoco(
+    model: Model,
+    qpos: Float[ArrayLike, " nq"],
+    qvel: Float[ArrayLike, " nv"] | None = None,
+    qacc: Float[ArrayLike, " nv"] | None = None,
+    qfrc: Float[ArrayLike, " nv"] | None = None,
+) -> tuple[Array, Array | None, Array | None, Array | None]:
+    """kronjax's ``(q, v, a, tau)`` of a MuJoCo state; the inverse of :func:`to_mujoco`."""
+    return _convert(model, qpos, qvel, qacc, qfrc, to=False)
+
+
+def _convert(model: Model, q, v, a, f, *, to: bool) -> tuple:
+    names = ("q", "v", "a", "tau") if to else ("qpos", "qvel", "qacc", "qfrc")
+    given = {}
+    for name, x, size in zip(names, (q, v, a, f), (model.nq, model.nv, model.nv, model.nv)):
+        if x is not None:
+            given[name] = x = jnp.asarray(x)
+            if x.shape != (size,):
+                raise ValueError(f"{name} must have shape ({size},), got {x.shape}")
+    if a is not None and v is None:
+        raise ValueError(f"{names[2]} needs {names[1]}: a free joint's acceleration depends on its velocity")
+    parts = [[] for _ in names]
+    for kind, qs, vs in _joints(model):
+        if kind == "planar":
+            raise ValueError("MuJoCo has no planar joint: this model has no MuJoCo state")
+        qj = given[names[0]][qs]
+        rates = [None if x is None else jnp.asarray(x)[vs] for x in (v, a, f)]
+        if kind in ("free", "spherical"):  # quaternion w last in kronjax, first in MuJoCo
+            quat = qj[-4:] if to else jnp.roll(qj[-4:], -1)
+            qj = jnp.concatenate([qj[:-4], jnp.roll(quat, 1) if to else quat])
+        if kind == "free":
+            rotation = _lie.quat_to_rotation(quat)
+            rates = _free_rates(rotation, *rates, to=to)
+        for part, x in zip(parts, (qj, *rates)):
+            if x is not None:
+                part.append(x)
+    dtype = given[names[0]].dtype
+    return tuple(
+        None if x is None else (jnp.concatenate(part) if part else jnp.zeros(0, dtype))
+        for x, part in zip((q, v, a, f), parts)
+    )
+
+
+def _free_rates(rotation, v, a, f, *, to: bool) -> list:
+    """A free joint's velocity, acceleration and force (``(6,)`` each, linear part first, or
+    ``None``) from kronjax's to MuJoCo's (``to``) or back: ``v_mj = R v``, ``a_mj = R (a + w x
+    v)``, ``f_mj = R f`` on the linear parts."""
+    turn = rotation if to else rotation.T
+    v_body = None if v is None else (v[:3] if to else rotation.T @ v[:3])
+    out = []
+    for name, x in (("v", v), ("a", a), ("f", f)):
+        if x is None:
+            out.append(None)
+            continue
+        linear = turn @ x[:3]
+        if name == "a":
+            transport = jnp.cross(v[3:], v_body)
+            linear = linear + rotation @ transport if to else linear - transport
+        out.append(jnp.concatenate([linear, x[3:]]))
+    return out

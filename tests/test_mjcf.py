@@ -1,5 +1,6 @@
 """``load_mjcf`` against MuJoCo's C library: the compiled MJCF's mass matrix, bias forces, inverse
-and forward dynamics and body poses at random states, and the loader's errors and warnings."""
+and forward dynamics and body poses at random states (in MuJoCo's coordinates, through
+``to_mujoco`` / ``from_mujoco`` for ball and free joints), and the loader's errors and warnings."""
 
 from pathlib import Path
 
@@ -10,12 +11,12 @@ import pytest
 from oracles import jit_once, relative_error
 
 import kronjax as kj
-from kronjax.mjcf import MJCFError, load_mjcf
+from kronjax.mjcf import MJCFError, from_mujoco, load_mjcf, to_mujoco
 
 mujoco = pytest.importorskip("mujoco")
 
 DATA = Path(__file__).parent / "data"
-FILES = ("mjcf_arm.xml", "mjcf_tree.xml")
+FILES = ("mjcf_arm.xml", "mjcf_tree.xml", "mjcf_floating.xml")
 STATES = 20
 # MuJoCo's forward dynamics with only the rigid-body terms: tau enters as qfrc_applied
 RIGID_ONLY = (
@@ -26,25 +27,32 @@ RIGID_ONLY = (
 )
 
 
-def _everything(model, q, qd, qdd, tau):
-    zero = jnp.zeros_like(q)
+def _everything(model, qpos, qvel, qacc, qfrc):
+    """kronjax's M, bias, inverse and forward dynamics and poses at a MuJoCo state, the dynamics
+    in MuJoCo's coordinates: ``M_mj = T M T^T`` with ``T = d qvel / d v`` (orthogonal)."""
+    q, v, a, tau = from_mujoco(model, qpos, qvel, qacc, qfrc)
+    _, _, a_zero, _ = from_mujoco(model, qpos, qvel, jnp.zeros_like(qvel))
+    forces = lambda acceleration: to_mujoco(model, q, v, tau=kj.inverse_dynamics(model, q, v, acceleration))[3]  # noqa: E731
+    velocity_map = jax.jacfwd(lambda v: to_mujoco(model, q, v)[1])(v)
     rotations, origins = kj.forward_kinematics(model, q)
+    bias, tau_id = jax.vmap(forces)(jnp.stack([a_zero, a]))  # one inverse dynamics to compile
     return (
-        kj.mass_matrix(model, q),
-        kj.inverse_dynamics(model, q, qd, zero),
-        kj.inverse_dynamics(model, q, qd, qdd),
-        kj.forward_dynamics(model, q, qd, tau),
+        velocity_map @ kj.mass_matrix(model, q) @ velocity_map.T,
+        bias,
+        tau_id,
+        to_mujoco(model, q, v, kj.forward_dynamics(model, q, v, tau))[2],
         rotations,
         origins,
     )
 
 
-# one compilation per model structure, all states in one call
-EVERYTHING = jit_once(jax.vmap(_everything, in_axes=(None, 0, 0, 0, 0)))
+# one compilation per model structure, for one state (a vmapped program compiles 1.5x slower)
+EVERYTHING = jit_once(_everything)
 
 
 def _mujoco_everything(m, q, qd, qdd, tau):
-    """The same quantities from MuJoCo, state by state (``q`` is ``qpos``, ``qd`` is ``qvel``)."""
+    """The same quantities from MuJoCo, state by state (``q`` is ``qpos``, ``qd`` is ``qvel``, ``tau``
+    is ``qfrc_applied``)."""
     d = mujoco.MjData(m)
     out = {key: [] for key in ("M", "bias", "tau", "qdd", "xmat", "xpos")}
     flags = m.opt.disableflags
@@ -81,12 +89,17 @@ def test_dynamics_and_poses_match_mujoco(file):
     m = mujoco.MjModel.from_xml_path(str(path))
     # a path for one file, the text for the other (a compiled MjModel: test_mjcf_model_source_and_structure)
     model = load_mjcf(path if file == "mjcf_arm.xml" else path.read_text())
-    assert model.n_dof == m.nv == m.nq
+    assert (model.nq, model.nv) == (m.nq, m.nv)
     rng = np.random.default_rng(17)
     q = rng.uniform(-1.5, 1.5, (STATES, m.nq))
+    free, ball = int(mujoco.mjtJoint.mjJNT_FREE), int(mujoco.mjtJoint.mjJNT_BALL)
+    for j in np.flatnonzero(np.isin(m.jnt_type, [free, ball])):  # unit quaternions, w first
+        start = m.jnt_qposadr[j] + (3 if m.jnt_type[j] == free else 0)
+        q[:, start : start + 4] /= np.linalg.norm(q[:, start : start + 4], axis=1, keepdims=True)
     qd, qdd, tau = (rng.normal(0.0, 2.0, (STATES, m.nv)) for _ in range(3))
     mj = _mujoco_everything(m, q, qd, qdd, tau)
-    mass, bias, tau_id, qdd_fd, rotations, origins = EVERYTHING(model, q, qd, qdd, tau)
+    states = [EVERYTHING(model, *state) for state in zip(q, qd, qdd, tau)]
+    mass, bias, tau_id, qdd_fd, rotations, origins = (np.stack(x) for x in zip(*states))
     _close("M vs mj_fullM", mass, mj["M"])
     _close("C qd + g vs qfrc_bias", bias, mj["bias"])
     _close("inverse dynamics vs mj_rne", tau_id, mj["tau"])
@@ -120,12 +133,6 @@ def test_mjcf_errors(tmp_path, monkeypatch):
     refused.write_text('<mujoco><worldbody><body name="b"><joint name="j"/></body></worldbody></mujoco>')
     with pytest.raises(MJCFError, match="refused.xml"):
         load_mjcf(refused)
-    free = '<mujoco><worldbody><body><freejoint name="float"/><geom size="0.1"/></body></worldbody></mujoco>'
-    with pytest.raises(MJCFError, match="'float' is a free joint: not read from MJCF yet.*issue 17"):
-        load_mjcf(free)
-    ball = '<mujoco><worldbody><body><joint name="sph" type="ball"/><geom size="0.1"/></body></worldbody></mujoco>'
-    with pytest.raises(MJCFError, match="'sph' is a ball joint"):
-        load_mjcf(ball)
     with pytest.raises(MJCFError, match="neither an MJCF file nor MJCF"):
         load_mjcf("this is not XML")
     with pytest.raises(MJCFError, match="cannot compile the MJCF text"):
@@ -135,13 +142,38 @@ def test_mjcf_errors(tmp_path, monkeypatch):
         load_mjcf(DATA / "mjcf_arm.xml")
 
 
+def test_floating_structure_and_state_conversion():
+    """Names and kinds of the floating file (a ball anchored off its body's origin is followed by a
+    fixed joint back to it); to_mujoco and from_mujoco are inverses and refuse bad input."""
+    model = load_mjcf(DATA / "mjcf_floating.xml")
+    assert model.joint_names == ("root", "hip", "stretch", "knee", "twist", "shin_fixed", "foot_fixed", "float")
+    assert model.kinematics.kinds == ("free", "spherical", "P", "R", "spherical", "F", "F", "free")
+    assert model.body_names[1:3] == ("thigh.hip", "thigh") and float(model.inertials.mass[1]) == 0.0
+    q = kj.random_configuration(model, jax.random.PRNGKey(3))
+    v, a, tau = np.random.default_rng(3).normal(size=(3, model.nv))
+    mj, back = jit_once(lambda *x: (y := to_mujoco(model, *x), from_mujoco(model, *y)))(q, v, a, tau)
+    np.testing.assert_array_equal(mj[0][3:7], jnp.roll(q[3:7], 1))  # w first
+    for got, expected in zip(back, (q, v, a, tau)):
+        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-14)
+    assert to_mujoco(model, q)[1:] == (None, None, None)
+    with pytest.raises(ValueError, match=r"qvel must have shape \(20,\)"):
+        from_mujoco(model, mj[0], mj[1][:-1])
+    with pytest.raises(ValueError, match="a needs v"):
+        to_mujoco(model, q, a=a)
+    planar = kj.from_joints([kj.Joint("planar")], [kj.Inertial(1.0, inertia=(1, 1, 1))])
+    with pytest.raises(ValueError, match="no planar joint"):
+        to_mujoco(planar, kj.neutral(planar))
+
+
 def test_mjcf_unmodelled_features_warn():
     xml = """<mujoco><worldbody><body name="b"><geom size="0.1"/>
       <joint name="ja" axis="1 0 0" armature="0.1" damping="0.5"/>
-      <body name="c" pos="0.2 0 0"><geom size="0.1"/><joint name="jb" frictionloss="0.2"/></body>
+      <body name="c" pos="0.2 0 0"><geom size="0.1"/><joint name="jb" frictionloss="0.2"/>
+        <body name="d" pos="0.2 0 0"><geom size="0.1"/><joint name="cone" type="ball" range="0 0.5"/></body></body>
       </body></worldbody>
       <tendon><fixed name="tie"><joint joint="ja" coef="1"/><joint joint="jb" coef="-1"/></fixed></tendon>
-      <actuator><position name="servo" joint="ja" kp="10"/><general name="slow" joint="jb" dyntype="filter"/></actuator>
+      <actuator><position name="servo" joint="ja" kp="10"/><general name="slow" joint="jb" dyntype="filter"/>
+        <motor name="twist" joint="cone" gear="0 0 1"/></actuator>
     </mujoco>"""
     with pytest.warns(UserWarning) as record:
         model = load_mjcf(xml)
@@ -152,8 +184,10 @@ def test_mjcf_unmodelled_features_warn():
         "frictionloss of joints jb",
         "tendons tie",
         "dynamics slow",
+        "the range (a cone) of ball joints cone ignored",
+        "actuators on ball or free joints cone give no effort limit",
     ):
         assert expected in messages, messages
-    assert model.n_dof == 2
+    assert model.nv == 5
     # a position servo without forcerange and an actuator with dynamics give no effort limit
-    np.testing.assert_array_equal(model.limits.effort, [np.inf, np.inf])
+    np.testing.assert_array_equal(model.limits.effort, [np.inf] * 5)
