@@ -13,12 +13,14 @@ import numpy as np
 from jaxtyping import Array
 
 from . import _spatial as sp
-from .chain import Model
+from .chain import Model, armature_force
 
 
 def aba(model: Model, q: Array, qd: Array, tau: Array) -> tuple[Array, Array]:
     """``(qdd, pivots)``: joint accelerations of a :class:`~kronjax.chain.Tree` model, and the
-    pivots ``D`` of the moving joints (all positive iff ``M(q)`` is positive definite)."""
+    pivots ``D`` of the moving joints (all positive iff ``M(q)`` is positive definite). A rotor
+    inertia ``A_i`` (:attr:`~kronjax.chain.Model.armature`) adds to its joint's pivot ``D_i = S_i .
+    IA_i S_i + A_i`` (Featherstone, "Rigid Body Dynamics Algorithms", sec. 9.2)."""
     tree = model.kinematics
     if tree.has_mimic:  # coupled coordinates across bodies: no articulated-body factorisation
         raise NotImplementedError("the articulated-body algorithm does not take mimic joints")
@@ -26,7 +28,12 @@ def aba(model: Model, q: Array, qd: Array, tau: Array) -> tuple[Array, Array]:
     dtype = jnp.result_type(q, qd, tau, tree.axes, ine.mass, model.gravity)
     inputs, moving = sp.bodies(model, q, dtype)
     inputs["qd"] = sp.per_body(model, qd, moving, dtype)
+    qd, tau = qd.astype(dtype), tau.astype(dtype)
+    if tree.has_multi_dof:  # the rotors' A qdd = A (qdd of the sub-joint chain + correction)
+        tau = tau - armature_force(model, sp.lie_correction(tree, qd))
     inputs["tau"] = sp.per_body(model, tau, moving, dtype)
+    rotors = jnp.zeros(model.nv, dtype) if model.armature is None else model.armature
+    inputs["armature"] = sp.per_body(model, rotors, moving, dtype)
     inertia = sp.spatial_inertia(inputs["mass"], inputs["com"], inputs["inertia"])
     one = jnp.ones((), dtype)
 
@@ -49,7 +56,7 @@ def aba(model: Model, q: Array, qd: Array, tau: Array) -> tuple[Array, Array]:
         s = (b["s_w"], b["s_v"])
         u_w, u_v = sp.inertia_times(ia, *s)
         # fixed joints: S = 0, so U = 0 and u = 0; a unit pivot keeps them out of the algebra
-        pivot = jnp.where(b["moving"], sp.dot(s[0], u_w) + sp.dot(s[1], u_v), one)
+        pivot = jnp.where(b["moving"], sp.dot(s[0], u_w) + sp.dot(s[1], u_v) + b["armature"], one)
         u = b["tau"] - sp.dot(s[0], pa[0]) - sp.dot(s[1], pa[1])
         a, bb, cc = ia
         inverse = 1 / pivot
@@ -89,5 +96,5 @@ def aba(model: Model, q: Array, qd: Array, tau: Array) -> tuple[Array, Array]:
     qdd = jnp.concatenate(out)[keep]
     pivots = jnp.concatenate([pivot for _, pivot, _ in factor])[keep]
     if tree.has_multi_dof:  # from the sub-joint chain's accelerations (_spatial module doc)
-        qdd = qdd + sp.lie_correction(tree, qd.astype(dtype))
+        qdd = qdd + sp.lie_correction(tree, qd)
     return qdd, pivots

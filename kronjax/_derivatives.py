@@ -47,7 +47,7 @@ from jaxtyping import Array, Float
 
 from . import _composite
 from . import _spatial as sp
-from .chain import Model, Tree
+from .chain import Model, Tree, armature_force, with_armature
 
 
 def _force_cross(v, f):
@@ -145,8 +145,8 @@ def rnea_derivatives(
     q, qd, qdd = (x.astype(dtype) for x in (q, qd, qdd))
     k = _velocity_stage(model, q, sp.full_velocities(tree, qd), dtype)
     a_parent, fc, tau = _forces(model, k, sp.full_velocities(tree, qdd))
-    matrices = (_acceleration_stage(k, a_parent, fc), k["dtau_dqd"], k["mass"])
-    return (sp.reduce(tree, tau, (0,)), *(sp.reduce(tree, x, (0, 1)) for x in matrices))
+    dq, dqd, mass = (sp.reduce(tree, x, (0, 1)) for x in (_acceleration_stage(k, a_parent, fc), k["dtau_dqd"], k["mass"]))
+    return sp.reduce(tree, tau, (0,)) + armature_force(model, qdd), dq, dqd, with_armature(model, mass)
 
 
 def aba_derivatives(
@@ -155,13 +155,14 @@ def aba_derivatives(
     """``(qdd, dtau/dq, dtau/dqd, M^-1, pivots)`` at ``qdd = M^-1 (tau - b(q, qd))`` (the bias
     ``b`` is ``tau`` at ``qdd = 0``; the forces are affine in ``qdd``, so no articulated-body pass
     is needed), with the Cholesky pivots of ``M`` (all positive iff ``M`` is positive definite).
-    ``dqdd/d(q, qd) = -M^-1 dtau/d(q, qd)`` (Carpentier and Mansard sec. V)."""
+    ``dqdd/d(q, qd) = -M^-1 dtau/d(q, qd)`` (Carpentier and Mansard sec. V). The rotor inertias
+    (:attr:`~kronjax.chain.Model.armature`) add ``A qdd`` to ``tau`` and ``A`` to ``M``."""
     dtype = _dtype(model, q, qd, tau)
     tree = model.kinematics
     q, qd, tau = (x.astype(dtype) for x in (q, qd, tau))
     k = _velocity_stage(model, q, sp.full_velocities(tree, qd), dtype)
     _, _, bias = _forces(model, k, jnp.zeros_like(k["mass"][0]))
-    minv, pivots = spd_inverse(sp.reduce(tree, k["mass"], (0, 1)))
+    minv, pivots = spd_inverse(with_armature(model, sp.reduce(tree, k["mass"], (0, 1))))
     qdd = minv @ (tau - sp.reduce(tree, bias, (0,)))
     a_parent, fc, _ = _forces(model, k, sp.full_velocities(tree, qdd))
     dq, dqd = (sp.reduce(tree, x, (0, 1)) for x in (_acceleration_stage(k, a_parent, fc), k["dtau_dqd"]))

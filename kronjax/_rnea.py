@@ -11,13 +11,15 @@ import numpy as np
 from jaxtyping import Array
 
 from . import _spatial as sp
-from .chain import Model
+from .chain import Model, armature_force
 
 
 def rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
-    """Joint forces of a :class:`~kronjax.chain.Tree` model for one state."""
+    """Joint forces of a :class:`~kronjax.chain.Tree` model for one state, the rotors' ``A qdd``
+    included (:attr:`~kronjax.chain.Model.armature`)."""
     tree = model.kinematics
     dtype = jnp.result_type(q, qd, qdd, tree.axes, model.inertials.mass, model.gravity)
+    rotors = armature_force(model, qdd.astype(dtype))
     if tree.has_multi_dof:  # the sub-joint chain's accelerations (_spatial module doc)
         qdd = qdd.astype(dtype) - sp.lie_correction(tree, qd.astype(dtype))
     order = sp.schedule(tree)
@@ -58,4 +60,4 @@ def rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     outputs = sp.down(order, forward, (z3, z3, z3, (-g[0], -g[1], -g[2])), per_span)
     up_inputs = [dict(x, load=load) for load, x in zip(outputs, per_span)]
     taus = sp.up(order, backward, (z3, z3), up_inputs)
-    return sp.reduce(tree, jnp.concatenate(taus)[np.flatnonzero(moving)], (0,))
+    return sp.reduce(tree, jnp.concatenate(taus)[np.flatnonzero(moving)], (0,)) + rotors

@@ -45,7 +45,7 @@ from jaxtyping import Array, ArrayLike, Float
 from . import _aba, _composite, _derivatives, _rnea
 from ._finite import all_finite
 from .calculus import product_rule, skew
-from .chain import Model, Tree, choose_method
+from .chain import Model, Tree, armature_force, choose_method, with_armature
 from .configuration import configuration_tangent
 from . import _spatial as sp
 from .kinematics import _along_tangent, _hessians, _jacobians, _tangent_jvp, _tangent_origin
@@ -154,6 +154,12 @@ def _matrix_method(model: Model, method: str) -> str:
 
 
 def _mass_matrix(model: Model, q: Array, method: str = "auto") -> Array:
+    """``M`` with the rotor inertias (:attr:`~kronjax.chain.Model.armature`) on its diagonal."""
+    return with_armature(model, _body_mass_matrix(model, q, method))
+
+
+def _body_mass_matrix(model: Model, q: Array, method: str = "auto") -> Array:
+    """The bodies' part of ``M``, without the armature."""
     ine = _inertials(model)
     if _matrix_method(model, method) == "composite":
         return _composite.mass_matrix(model, q)
@@ -165,10 +171,12 @@ def _mass_matrix(model: Model, q: Array, method: str = "auto") -> Array:
 def mass_matrix(model: Model, q: Float[ArrayLike, " n"], method: str = "auto") -> Float[Array, "n n"]:
     """Generalized mass matrix ``M(q)`` (``n x n``), Tuan eq. (95) / Truc eq. (28)::
 
-        M = sum_i  m_i J_TGi^T J_TGi + J_Ri^T I_Gi J_Ri
+        M = sum_i  m_i J_TGi^T J_TGi + J_Ri^T I_Gi J_Ri  (+ diag(armature))
 
     with ``J_TGi`` the base-frame translational Jacobian of body ``i``'s centre of mass (45) and
-    ``J_Ri``, ``I_Gi`` both in body ``i``'s frame (40).
+    ``J_Ri``, ``I_Gi`` both in body ``i``'s frame (40), and the model's rotor inertias on the
+    diagonal (:attr:`~kronjax.chain.Model.armature`; constant, so ``dM/dq`` and ``C`` are the
+    bodies').
 
     Args:
         method: ``"jacobians"``: the sum above, from the bodies' Jacobians (symmetrized, so
@@ -234,7 +242,7 @@ def _chart_terms(model: Model, q: Array, dm: Array) -> tuple[Array, Array, Array
     Lie-bracket term), so ``C* = C*_c - M A`` and ``C = C_c - M A (E_n ⊗ v)``: ``M v' + C* (v ⊗ v)
     + g = tau``, and ``Mdot - 2 C`` stays skew-symmetric (``M A(v) - (M A(v))^T`` is)."""
     n = dm.shape[0]
-    m = _mass_matrix(model, q)
+    m = _body_mass_matrix(model, q)  # the armature's force A v' has no velocity term
     a = jnp.asarray(sp.lie_derivative_terms(model.kinematics), m.dtype)
     chart = dm.reshape(n, n, n) + jnp.einsum("pim,pj->ijm", a, m) + jnp.einsum("ip,pjm->ijm", m, a)
     return chart, a, m
@@ -360,12 +368,13 @@ def kinetic_energy(
     model: Model, q: Float[ArrayLike, " n"], qd: Float[ArrayLike, " n"]
 ) -> Float[Array, ""]:
     """Kinetic energy ``T = sum_i 1/2 m_i v_Gi . v_Gi + 1/2 w_i . I_Gi w_i`` (Truc 22, Parsa 13),
-    with ``w_i`` in the body frame; equals ``1/2 qd^T M qd`` (Tuan 93). Computed from one
-    forward-mode pass through the poses (no Jacobian matrices)."""
+    with ``w_i`` in the body frame, plus the rotors' ``1/2 qd . diag(armature) qd``; equals ``1/2
+    qd^T M qd`` (Tuan 93). Computed from one forward-mode pass through the poses (no Jacobian
+    matrices)."""
     q, qd = _check_state(model, q=q, qd=qd)
     ine = _inertials(model)
     _, v, w = _velocities(model, q, qd)
-    return _kinetic(ine, v, w)
+    return _kinetic(ine, v, w) + 0.5 * jnp.sum(qd * armature_force(model, qd))
 
 
 # --------------------------------------------------------------------------------------------
@@ -535,7 +544,9 @@ def _lagrangian(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     x = _tangent_origin(model, q)
     dl_dqd = jax.grad(lagrangian, argnums=1)
     _, ddt = jax.jvp(dl_dqd, (x, qd), (qd, qdd))
-    return ddt - jax.grad(lagrangian, argnums=0)(x, qd)
+    # the rotors' A qdd by definition (MuJoCo's, Pinocchio's), not through the energy: with
+    # multi-DoF joints an inertia A in the chart would add gyroscopic terms that armature has not
+    return ddt - jax.grad(lagrangian, argnums=0)(x, qd) + armature_force(model, qdd)
 
 
 def _kron_id(model: Model, q: Array, qd: Array, qdd: Array) -> Array:

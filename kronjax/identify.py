@@ -306,7 +306,8 @@ def regressor(
 
     Column ``10 i + k`` is the derivative of the joint torques with respect to body ``i``'s
     parameter :data:`BODY_PARAMETERS` ``[k]`` (inertia about the body-frame origin, body axes), so
-    ``Y @ standard_parameters(model) == inverse_dynamics(model, q, qd, qdd)``. ``Y`` is
+    ``Y @ standard_parameters(model) == inverse_dynamics(model, q, qd, qdd)`` less the rotors'
+    ``model.armature * qdd`` (:attr:`~kronjax.chain.Model.armature` has no columns yet). ``Y`` is
     ``jax.jacfwd`` of :func:`~kronjax.dynamics.inverse_dynamics` with respect to ``pi``, which is
     exact because inverse dynamics is linear in ``pi``; it depends only on the kinematics and
     gravity (the model's own inertials are not used; the model may have none). With

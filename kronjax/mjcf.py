@@ -3,8 +3,8 @@
 The ``mujoco`` package (``pip install mujoco``) compiles the file (defaults, ``childclass``,
 ``fromto``, ``inertiafromgeom``, angle units and Euler conventions are all resolved by it), and
 kronjax reads the compiled ``MjModel``'s arrays: the body tree, body and inertial frames, masses
-and principal inertias, joints with their anchors, axes and ranges, actuator force limits and
-``opt.gravity``: fixed-base and floating-base models, with ``hinge``, ``slide``, ``ball`` and
+and principal inertias, joints with their anchors, axes, ranges and rotor inertias
+(``armature``), actuator force limits and ``opt.gravity``: fixed-base and floating-base models, with ``hinge``, ``slide``, ``ball`` and
 ``free`` joints.
 
 Frames follow MuJoCo: kronjax's base frame is MuJoCo's world frame, and the frame of the kronjax
@@ -118,7 +118,6 @@ def _warn_unmodelled(mujoco, m, what: str) -> None:
 
     joint = mujoco.mjtObj.mjOBJ_JOINT
     for field, label in (
-        ("dof_armature", "armature"),
         ("dof_damping", "damping"),
         ("dof_frictionloss", "frictionloss"),
     ):
@@ -138,6 +137,13 @@ def _warn_unmodelled(mujoco, m, what: str) -> None:
     if driven:
         warnings.warn(
             f"{what}: actuators on ball or free joints {names(joint, driven, 'joint')} give no effort limit", stacklevel=3
+        )
+    free = [j for j in np.flatnonzero(m.jnt_type == int(mujoco.mjtJoint.mjJNT_FREE)) if m.dof_armature[m.jnt_dofadr[j]]]
+    if free:
+        warnings.warn(
+            f"{what}: the armature of free joints {names(joint, free, 'joint')} acts on the body-frame linear velocity in "
+            "kronjax (Pinocchio's convention), on the world-frame one in MuJoCo: their forces differ by armature * (w x v)",
+            stacklevel=3,
         )
     stiff = np.flatnonzero(m.jnt_stiffness)
     if stiff.size:
@@ -179,7 +185,8 @@ def load_mjcf(source, *, gravity=None) -> Model:
         is MuJoCo's ``qpos`` with kronjax's quaternions (module doc; a joint's ``ref`` included:
         the body frames are MuJoCo's ``xpos``/``xmat`` at the same state). Ranges of limited
         hinges and slides are position limits; an actuator alone on a hinge or slide gives an
-        effort limit (see :func:`_effort_limits`). Armature, damping, friction loss, springs,
+        effort limit (see :func:`_effort_limits`); ``armature`` is the model's
+        :attr:`~kronjax.chain.Model.armature`. Damping, friction loss, springs,
         tendons, equality constraints, flexes, actuator dynamics and the cones of limited balls
         are not in a kronjax model: each kind present is named in one ``UserWarning``.
 
@@ -244,6 +251,7 @@ def load_mjcf(source, *, gravity=None) -> Model:
                     lower=lower,
                     upper=upper,
                     effort=efforts.get(j, np.inf) if single else np.inf,
+                    armature=float(m.dof_armature[m.jnt_dofadr[j]]),  # one value for all of a joint's dofs
                 )
             )
             posts.append(-anchor if single else np.zeros(3))

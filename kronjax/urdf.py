@@ -707,7 +707,8 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
     link, ``world`` when a root joint is free or planar (``base_link`` otherwise; prefixed with
     ``_`` while a body has the name), so a model loaded with ``floating_base=True`` comes back from
     ``load_urdf(to_urdf(model))`` with the same coordinates. A ``"spherical"`` joint is a
-    ``ValueError``: URDF has no ball joint.
+    ``ValueError``: URDF has no ball joint. URDF has no rotor inertia either: a model's nonzero
+    ``armature`` is left out, with a ``UserWarning``.
     """
     tree = model.kinematics
     if not isinstance(tree, Tree):
@@ -720,6 +721,8 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
                 "revolute joints would be other coordinates, singular at gimbal lock, not the same model)"
             )
     as_np = lambda x: np.asarray(x, float)  # noqa: E731
+    if model.armature is not None and np.any(as_np(model.armature)):
+        warnings.warn("to_urdf: URDF has no rotor inertia; the model's armature is left out", stacklevel=2)
     axes, pre_r, pre_p = as_np(tree.axes), as_np(tree.pre_rotation), as_np(tree.pre_translation)
     post_r, post_p = as_np(tree.post_rotation), as_np(tree.post_translation)
     floating = any(parent < 0 and kind in _URDF_MULTI_DOF for parent, kind in zip(tree.parents, tree.kinds))

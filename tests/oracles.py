@@ -31,9 +31,9 @@ def random_inertia(rng: np.random.Generator) -> np.ndarray:
     return r @ np.diag(principal) @ r.T
 
 
-def random_arm(seed: int = 0, parents=(-1, 0, 1, 2, 3, 4, 5), prismatic=(3,)) -> kj.Model:
+def random_arm(seed: int = 0, parents=(-1, 0, 1, 2, 3, 4, 5), prismatic=(3,), armature=False) -> kj.Model:
     """A 7-joint arm (or tree, with other ``parents``) with random axes, placements, full
-    inertias and offset centres of mass."""
+    inertias and offset centres of mass; with ``armature``, random rotor inertias too."""
     rng = np.random.default_rng(seed)
     joints, inertials = [], []
     for i, parent in enumerate(parents):
@@ -45,6 +45,7 @@ def random_arm(seed: int = 0, parents=(-1, 0, 1, 2, 3, 4, 5), prismatic=(3,)) ->
                 axis=axis / np.linalg.norm(axis),
                 rotation=random_rotation(rng),
                 translation=rng.uniform(-0.3, 0.3, 3),
+                armature=rng.uniform(0.01, 0.5) if armature else 0.0,
             )
         )
         inertials.append(
@@ -151,6 +152,8 @@ def to_pinocchio(model: kj.Model):
             )
             pm.appendBodyToJoint(joint_of[-1], inertia, body_in_joint[-1])
     pm.gravity.linear = np.asarray(model.gravity, float)
+    if model.armature is not None:
+        pm.armature[:] = np.asarray(model.armature, float)
     return pm
 
 

@@ -27,11 +27,13 @@ FD_TOL = 1e-7  # central differences with step 1e-6: truncation ~1e-12, round-of
 EPS = 1e-6
 
 
-def _joint_tree(parents: tuple[int, ...], kinds: tuple[str, ...], seed: int) -> kj.Model:
-    """A tree of the given joints with random axes, placements and full inertias."""
+def _joint_tree(parents: tuple[int, ...], kinds: tuple[str, ...], seed: int, armature: bool = False) -> kj.Model:
+    """A tree of the given joints with random axes, placements and full inertias (and with
+    ``armature``, rotor inertias on the moving joints)."""
     rng = np.random.default_rng(seed)
     joints = [
-        kj.Joint(k, p, tuple(rng.normal(size=3)), rotation=random_rotation(rng), translation=rng.uniform(-0.3, 0.3, 3))
+        kj.Joint(k, p, tuple(rng.normal(size=3)), rotation=random_rotation(rng), translation=rng.uniform(-0.3, 0.3, 3),
+                 armature=rng.uniform(0.05, 0.5) if armature and k != "F" else 0.0)
         for k, p in zip(kinds, parents)
     ]
     inertials = [
@@ -42,8 +44,9 @@ def _joint_tree(parents: tuple[int, ...], kinds: tuple[str, ...], seed: int) -> 
 
 
 def _fixed_tree() -> kj.Model:
-    """Revolute, prismatic and fixed joints; joints hanging from fixed bodies; two branches."""
-    return _joint_tree((-1, 0, 1, 1, 3, 0, 5, 6), ("R", "R", "P", "F", "R", "R", "F", "R"), seed=7)
+    """Revolute, prismatic and fixed joints; joints hanging from fixed bodies; two branches; rotor
+    inertias (Pinocchio's ``model.armature``: in M, dtau/dqdd and M^-1)."""
+    return _joint_tree((-1, 0, 1, 1, 3, 0, 5, 6), ("R", "R", "P", "F", "R", "R", "F", "R"), seed=7, armature=True)
 
 
 def _small_fixed_tree() -> kj.Model:

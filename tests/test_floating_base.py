@@ -32,8 +32,11 @@ TOL = 1e-10
 def mixed_model() -> kj.Model:
     """A tree with every joint kind: a free-flyer root, then a revolute-spherical-prismatic branch
     (a fixed tool at its end) and a planar-revolute branch; random placements, axes and full
-    inertias."""
-    return random_tree([("free", -1), ("R", 0), ("spherical", 1), ("P", 2), ("F", 3), ("planar", 0), ("R", 5)], seed=3)
+    inertias; rotor inertias (Pinocchio's ``model.armature``) on the multi-DoF joints and one
+    revolute joint."""
+    spec = [dict(kind="free", parent=-1, armature=0.3), ("R", 0), dict(kind="spherical", parent=1, armature=0.2), ("P", 2),
+            ("F", 3), dict(kind="planar", parent=0, armature=0.4), dict(kind="R", parent=5, armature=0.1)]
+    return random_tree(spec, seed=3)
 
 
 class Twin:

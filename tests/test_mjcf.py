@@ -69,7 +69,7 @@ def _mujoco_everything(m, q, qd, qdd, tau):
         d.qacc[:] = qdd[k]
         rne = np.zeros(m.nv)
         mujoco.mj_rne(m, d, 1, rne)
-        out["tau"].append(rne)
+        out["tau"].append(rne + m.dof_armature * qdd[k])  # mj_rne leaves the rotor inertias out, mj_fullM has them
         m.opt.disableflags = flags | RIGID_ONLY
         d.qfrc_applied[:] = tau[k]
         mujoco.mj_forward(m, d)
@@ -166,7 +166,8 @@ def test_floating_structure_and_state_conversion():
 
 
 def test_mjcf_unmodelled_features_warn():
-    xml = """<mujoco><worldbody><body name="b"><geom size="0.1"/>
+    xml = """<mujoco><worldbody><body name="f"><joint type="free" name="drift" armature="0.1"/><geom size="0.1"/></body>
+      <body name="b"><geom size="0.1"/>
       <joint name="ja" axis="1 0 0" armature="0.1" damping="0.5"/>
       <body name="c" pos="0.2 0 0"><geom size="0.1"/><joint name="jb" frictionloss="0.2"/>
         <body name="d" pos="0.2 0 0"><geom size="0.1"/><joint name="cone" type="ball" range="0 0.5"/></body></body>
@@ -179,15 +180,16 @@ def test_mjcf_unmodelled_features_warn():
         model = load_mjcf(xml)
     messages = "\n".join(str(w.message) for w in record)
     for expected in (
-        "armature of joints ja",
         "damping of joints ja",
         "frictionloss of joints jb",
         "tendons tie",
         "dynamics slow",
         "the range (a cone) of ball joints cone ignored",
         "actuators on ball or free joints cone give no effort limit",
+        "the armature of free joints drift acts on the body-frame linear velocity",
     ):
         assert expected in messages, messages
-    assert model.nv == 5
+    assert model.nv == 11
+    np.testing.assert_array_equal(model.armature, [0.1] * 7 + [0] * 4)
     # a position servo without forcerange and an actuator with dynamics give no effort limit
-    np.testing.assert_array_equal(model.limits.effort, [np.inf] * 5)
+    np.testing.assert_array_equal(model.limits.effort, [np.inf] * 11)
