@@ -14,6 +14,7 @@ from . import dynamics as dynamics
 from . import identify as identify
 from . import kinematics as kinematics
 from . import models as models
+from . import passive as passive
 from . import simulate as simulate
 from . import trajopt as trajopt
 from . import urdf as urdf
@@ -72,6 +73,7 @@ from .kinematics import translational_hessian as translational_hessian
 from .kinematics import translational_jacobian as translational_jacobian
 
 from .mjcf import load_mjcf as load_mjcf
+from .passive import passive_forces as passive_forces
 from .urdf import load_urdf as load_urdf
 from .urdf import to_urdf as to_urdf
 

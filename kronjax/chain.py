@@ -511,6 +511,11 @@ class Model(eqx.Module):
             diagonal of ``M``: it enters ``M``, inverse and forward dynamics, the kinetic energy
             and everything built on them, but not the body inertials, momenta or ``C``. Zeros
             from the builders; ``None`` (no rotor inertia) for a Model constructed directly.
+        damping, friction: ``(nv,)`` viscous damping ``d`` and Coulomb friction ``f`` of each
+            velocity coordinate: the passive joint forces ``-d v - f sign(v)``
+            (:func:`kronjax.dynamics.passive_forces`), which ``kronjax.simulate`` applies and
+            ``forward_dynamics(..., passive=True)`` adds. Zeros from the builders, ``None`` (none)
+            for a Model constructed directly.
     """
 
     kinematics: Tree | PosesFunction
@@ -520,6 +525,8 @@ class Model(eqx.Module):
     joint_names: tuple[str, ...] = eqx.field(static=True)
     limits: JointLimits | None = None
     armature: Float[Array, " nv"] | None = None
+    damping: Float[Array, " nv"] | None = None
+    friction: Float[Array, " nv"] | None = None
 
     def __check_init__(self):
         nb = self.kinematics.n_bodies
@@ -537,8 +544,10 @@ class Model(eqx.Module):
             raise ValueError(f"gravity must be a 3-vector, got shape {self.gravity.shape}")
         if self.limits is not None and self.limits.lower.shape != (self.n_dof,):
             raise ValueError(f"joint limits for {self.limits.lower.shape[0]} coordinates, model has {self.n_dof}")
-        if self.armature is not None and jnp.shape(self.armature) != (self.n_dof,):
-            raise ValueError(f"armature must have shape ({self.n_dof},) (one per velocity coordinate), got {jnp.shape(self.armature)}")
+        for what in ("armature", "damping", "friction"):
+            value = getattr(self, what)
+            if value is not None and jnp.shape(value) != (self.n_dof,):
+                raise ValueError(f"{what} must have shape ({self.n_dof},) (one per velocity coordinate), got {jnp.shape(value)}")
 
     @property
     def n_dof(self) -> int:
@@ -699,22 +708,26 @@ def _gravity(gravity) -> Array:
     return jnp.asarray(_float_array(DEFAULT_GRAVITY if gravity is None else gravity, "gravity", (3,)))
 
 
-def _armature(armature, n: int, names: Sequence[str]) -> Array:
-    """``(n,)`` rotor inertias, finite and nonnegative (zeros by default)."""
-    if armature is None:
+def _per_coordinate(values, n: int, names: Sequence[str], what: str) -> Array:
+    """``(n,)`` joint-space parameters (armature, damping, friction): finite, nonnegative, zeros
+    by default, a scalar for all coordinates."""
+    if values is None:
         return jnp.zeros(n, jnp.result_type(float))
-    values = _float_array(armature, "armature")
+    values = _float_array(values, what)
     if values.ndim == 0:
         values = np.full(n, values) if _is_concrete(values) else jnp.full(n, values)
     if values.shape != (n,):
-        raise ValueError(f"armature must be a scalar or have shape ({n},) (coordinates of {list(names)}), got {values.shape}")
+        raise ValueError(f"{what} must be a scalar or have shape ({n},) (coordinates of {list(names)}), got {values.shape}")
     if _is_concrete(values) and np.any(values < 0):
         bad = [names[i] for i in np.flatnonzero(values < 0)]
-        raise ValueError(f"armature must be nonnegative, got {values} (joints {bad})")
+        raise ValueError(f"{what} must be nonnegative, got {values} (joints {bad})")
     return jnp.asarray(values)
 
 
-def _model(kinematics, inertials, gravity, body_names, joint_names, limits, armature=None) -> Model:
+JOINT_SPACE = ("armature", "damping", "friction")  # per-coordinate parameters of Model and Joint
+
+
+def _model(kinematics, inertials, gravity, body_names, joint_names, limits, joint_space=None) -> Model:
     nb = kinematics.n_bodies
     bodies = _names(body_names, nb, "link")
     joints = _names(joint_names, nb, "joint")
@@ -728,7 +741,7 @@ def _model(kinematics, inertials, gravity, body_names, joint_names, limits, arma
         body_names=bodies,
         joint_names=joints,
         limits=_joint_limits(limits, kinematics.n_dof, moving),
-        armature=_armature(armature, kinematics.n_dof, moving),
+        **{what: _per_coordinate((joint_space or {}).get(what), kinematics.n_dof, moving, what) for what in JOINT_SPACE},
     )
 
 
@@ -782,6 +795,8 @@ def from_dh(
     joint_names: Sequence[str] | None = None,
     limits: JointLimits | dict | None = None,
     armature=None,
+    damping=None,
+    friction=None,
 ) -> Model:
     """A serial chain from a Denavit-Hartenberg table.
 
@@ -796,8 +811,8 @@ def from_dh(
         gravity: gravitational acceleration in the base frame (default ``[0, 0, -9.81]``).
         limits: a :class:`JointLimits`, or a dict with any of ``lower``, ``upper``, ``velocity``,
             ``effort`` (scalars or ``(n,)``); unlimited by default.
-        armature: rotor inertia per joint coordinate (a scalar or ``(n,)``; :class:`Model`);
-            zero by default.
+        armature, damping, friction: rotor inertia, viscous damping and Coulomb friction per joint
+            coordinate (a scalar or ``(n,)``; :class:`Model`); zero by default.
 
     Body ``i`` is the D-H frame ``i + 1`` of the table (0-based index, the paper's body ``i + 1``).
     The values may be JAX tracers, so ``jax.grad`` reaches the D-H parameters (calibration).
@@ -832,7 +847,7 @@ def from_dh(
         post_rotation=_stack(post_r).astype(dtype),
         post_translation=_stack(post_p).astype(dtype),
     )
-    return _model(tree, inertials, gravity, body_names, joint_names, limits, armature)
+    return _model(tree, inertials, gravity, body_names, joint_names, limits, dict(armature=armature, damping=damping, friction=friction))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -853,8 +868,9 @@ class Joint:
         mimic: ``(primary, multiplier, offset)`` (``primary`` a joint name or index): this
             revolute or prismatic joint follows ``multiplier * q_primary + offset`` and has no
             coordinate of its own (URDF's ``<mimic>``); ``None`` (default): an independent joint.
-        armature: rotor inertia of each of the joint's velocity coordinates (:class:`Model`;
-            default 0); fixed and mimic joints take none.
+        armature, damping, friction: rotor inertia, viscous damping and Coulomb friction of each
+            of the joint's velocity coordinates (:class:`Model`; default 0); fixed and mimic joints
+            take none.
     """
 
     kind: str
@@ -870,6 +886,8 @@ class Joint:
     effort: Any = np.inf
     mimic: tuple | None = None
     armature: Any = 0.0
+    damping: Any = 0.0
+    friction: Any = 0.0
 
 
 def _unit_axis(axis, what: str) -> Array:
@@ -972,11 +990,14 @@ def from_joints(joints: Sequence[Joint], inertials=None, *, gravity=None) -> Mod
         mimic=mimic,
     )
     moving = [(i, j, kind) for i, (j, kind) in enumerate(zip(joints, tree._own_kinds)) if kind != "F"]
-    for i, j in enumerate(joints):
-        value = _float_array(j.armature, f"joint {i} ({j.name or f'joint{i + 1}'}) armature", ())
-        if tree._own_kinds[i] == "F" and (not _is_concrete(value) or value != 0):
-            raise ValueError(f"joint {i} ({j.name or f'joint{i + 1}'}): a fixed or mimic joint has no coordinate to take armature")
-    armature = [j.armature for _, j, kind in moving for _ in range(JOINT_NV[kind])]
+    joint_space = {}
+    for what in JOINT_SPACE:
+        for i, j in enumerate(joints):
+            value = _float_array(getattr(j, what), f"joint {i} ({j.name or f'joint{i + 1}'}) {what}", ())
+            if tree._own_kinds[i] == "F" and (not _is_concrete(value) or value != 0):
+                raise ValueError(f"joint {i} ({j.name or f'joint{i + 1}'}): a fixed or mimic joint has no coordinate to take {what}")
+        values = [_float_array(getattr(j, what), what, ()) for _, j, kind in moving for _ in range(JOINT_NV[kind])]
+        joint_space[what] = _stack(values) if values else None
     limits = None
     if moving:
         limits = {key: [] for key in ("lower", "upper", "velocity", "effort")}
@@ -995,7 +1016,7 @@ def from_joints(joints: Sequence[Joint], inertials=None, *, gravity=None) -> Mod
         [j.body_name or f"link{i + 1}" for i, j in enumerate(joints)],
         [j.name or f"joint{i + 1}" for i, j in enumerate(joints)],
         limits,
-        _stack([_float_array(a, "armature", ()) for a in armature]) if armature else None,
+        joint_space,
     )
 
 
@@ -1009,6 +1030,8 @@ def from_function(
     joint_names: Sequence[str] | None = None,
     limits: JointLimits | dict | None = None,
     armature=None,
+    damping=None,
+    friction=None,
     check: bool = True,
 ) -> Model:
     """A model whose body frames are given by a pure JAX function of ``q``.
@@ -1017,8 +1040,8 @@ def from_function(
         poses_fn: ``q (n,) -> (rotations (nb, 3, 3), origins (nb, 3))`` in the base frame, or
             ``q -> transforms (nb, 4, 4)``. It must be traceable by JAX (``jnp`` operations).
         n: number of joint coordinates.
-        armature: rotor inertia per coordinate (a scalar or ``(n,)``; :class:`Model`); zero by
-            default.
+        armature, damping, friction: rotor inertia, viscous damping and Coulomb friction per
+            coordinate (a scalar or ``(n,)``; :class:`Model`); zero by default.
         check: evaluate ``poses_fn`` at ``q = 0`` and at a few random ``q`` (outside ``jit``) and
             raise if a rotation is not orthonormal with determinant +1, or shapes are wrong.
     """
@@ -1037,4 +1060,4 @@ def from_function(
             for i in range(nb):
                 _check_rotation(rs[i], f"poses function: rotation of body {i} at q = {np.round(q, 4)}")
     kinematics = PosesFunction(fn=poses_fn, n_dof=int(n), n_bodies=nb)
-    return _model(kinematics, inertials, gravity, body_names, joint_names, limits, armature)
+    return _model(kinematics, inertials, gravity, body_names, joint_names, limits, dict(armature=armature, damping=damping, friction=friction))

@@ -46,6 +46,7 @@ from . import _aba, _composite, _derivatives, _rnea
 from ._finite import all_finite
 from .calculus import product_rule, skew
 from .chain import Model, Tree, armature_force, choose_method, with_armature
+from .passive import passive_forces
 from .configuration import configuration_tangent
 from . import _spatial as sp
 from .kinematics import _along_tangent, _hessians, _jacobians, _tangent_jvp, _tangent_origin
@@ -574,6 +575,7 @@ def inverse_dynamics(
     qdd: Float[ArrayLike, " n"],
     method: str = "auto",
     wrenches: Wrench | Sequence[Wrench] | None = None,
+    passive: bool = False,
 ) -> Float[Array, " n"]:
     """Joint forces/torques ``tau`` that produce ``qdd`` at ``(q, qd)`` (``(n,)``)::
 
@@ -596,6 +598,8 @@ def inverse_dynamics(
             * ``"kron"``: the papers' way, ``M qdd + C* (qd ⊗ qd) + g`` with :func:`mass_matrix`,
               :func:`coriolis_star` (``n x n^2``) and :func:`gravity`.
         wrenches: external loads (see :func:`generalized_forces`); ``None`` for none.
+        passive: also overcome the joints' damping and friction: ``tau - passive_forces(model,
+            q, qd)`` (:mod:`kronjax.passive`; off by default).
     """
     method = _resolve_method(model, method)
     q, qd, qdd = _check_state(model, q=q, qd=qd, qdd=qdd)
@@ -604,6 +608,8 @@ def inverse_dynamics(
     wrenches = _as_wrenches(wrenches)
     if wrenches:
         tau = tau - _generalized_forces(model, q, wrenches)
+    if passive:
+        tau = tau - passive_forces(model, q, qd)
     return tau
 
 
@@ -618,8 +624,12 @@ def forward_dynamics(
     qd: Float[ArrayLike, " n"],
     tau: Float[ArrayLike, " n"],
     wrenches: Wrench | Sequence[Wrench] | None = None,
+    passive: bool = False,
 ) -> Float[Array, " n"]:
-    """Joint accelerations ``qdd`` (``(n,)``) from ``M qdd = tau + f_ext - C qd - g`` (Tuan 100).
+    """Joint accelerations ``qdd`` (``(n,)``) from ``M qdd = tau + f_ext - C qd - g`` (Tuan 100);
+    with ``passive=True`` the joints' damping and friction are added to ``tau``
+    (:func:`kronjax.passive.passive_forces`; off by default, so that this is the inverse of
+    :func:`inverse_dynamics`).
 
     :class:`~kronjax.chain.Tree` models use the articulated-body algorithm (Featherstone's ABA,
     ``O(n)``, no ``M`` formed); models with mimic joints and other models solve with :func:`mass_matrix` by a Cholesky
@@ -657,6 +667,8 @@ def forward_dynamics(
     wrenches = _as_wrenches(wrenches)
     if wrenches:
         tau = tau + _generalized_forces(model, q, wrenches)
+    if passive:
+        tau = tau + passive_forces(model, q, qd)
     if isinstance(model.kinematics, Tree) and not model.kinematics.has_mimic:
         return _tree_aba(model, q, qd, tau)
     bias = inverse_dynamics(model, q, qd, jnp.zeros_like(qd))

@@ -4,7 +4,7 @@ The ``mujoco`` package (``pip install mujoco``) compiles the file (defaults, ``c
 ``fromto``, ``inertiafromgeom``, angle units and Euler conventions are all resolved by it), and
 kronjax reads the compiled ``MjModel``'s arrays: the body tree, body and inertial frames, masses
 and principal inertias, joints with their anchors, axes, ranges and rotor inertias
-(``armature``), actuator force limits and ``opt.gravity``: fixed-base and floating-base models, with ``hinge``, ``slide``, ``ball`` and
+(``armature``), damping and friction loss, actuator force limits and ``opt.gravity``: fixed-base and floating-base models, with ``hinge``, ``slide``, ``ball`` and
 ``free`` joints.
 
 Frames follow MuJoCo: kronjax's base frame is MuJoCo's world frame, and the frame of the kronjax
@@ -117,17 +117,13 @@ def _warn_unmodelled(mujoco, m, what: str) -> None:
         return ", ".join(_name(mujoco, m, kind, int(i), prefix) for i in ids)
 
     joint = mujoco.mjtObj.mjOBJ_JOINT
-    for field, label in (
-        ("dof_damping", "damping"),
-        ("dof_frictionloss", "frictionloss"),
-    ):
-        dofs = np.flatnonzero(getattr(m, field))
-        if dofs.size:
-            warnings.warn(
-                f"{what}: {label} of joints {names(joint, m.dof_jntid[dofs], 'joint')} ignored (kronjax has no "
-                "joint-space parameters yet)",
-                stacklevel=3,
-            )
+    dofs = np.flatnonzero(m.dof_frictionloss)
+    if dofs.size:
+        warnings.warn(
+            f"{what}: frictionloss of joints {names(joint, np.unique(m.dof_jntid[dofs]), 'joint')} read as Coulomb "
+            "friction -f sign(v) (kronjax.passive); MuJoCo's is a constraint that holds the joint at rest below f",
+            stacklevel=3,
+        )
     multi = np.isin(m.jnt_type, [int(mujoco.mjtJoint.mjJNT_BALL), int(mujoco.mjtJoint.mjJNT_FREE)])
     cones = np.flatnonzero(multi & (m.jnt_limited != 0))
     if cones.size:
@@ -185,10 +181,12 @@ def load_mjcf(source, *, gravity=None) -> Model:
         is MuJoCo's ``qpos`` with kronjax's quaternions (module doc; a joint's ``ref`` included:
         the body frames are MuJoCo's ``xpos``/``xmat`` at the same state). Ranges of limited
         hinges and slides are position limits; an actuator alone on a hinge or slide gives an
-        effort limit (see :func:`_effort_limits`); ``armature`` is the model's
-        :attr:`~kronjax.chain.Model.armature`. Damping, friction loss, springs,
-        tendons, equality constraints, flexes, actuator dynamics and the cones of limited balls
-        are not in a kronjax model: each kind present is named in one ``UserWarning``.
+        effort limit (see :func:`_effort_limits`); ``armature``, ``damping`` and
+        ``frictionloss`` are the model's ``armature``, ``damping`` and ``friction``
+        (:class:`~kronjax.chain.Model`; frictionloss with a warning: kronjax's Coulomb friction is
+        a force, MuJoCo's a constraint). Springs, tendons, equality constraints, flexes, actuator
+        dynamics and the cones of limited balls are not in a kronjax model: each kind present is
+        named in one ``UserWarning``.
 
     Raises:
         ImportError: ``mujoco`` is not installed.
@@ -251,7 +249,10 @@ def load_mjcf(source, *, gravity=None) -> Model:
                     lower=lower,
                     upper=upper,
                     effort=efforts.get(j, np.inf) if single else np.inf,
-                    armature=float(m.dof_armature[m.jnt_dofadr[j]]),  # one value for all of a joint's dofs
+                    # one value for all of a joint's dofs, as MJCF's attributes are per joint
+                    armature=float(m.dof_armature[m.jnt_dofadr[j]]),
+                    damping=float(m.dof_damping[m.jnt_dofadr[j]]),
+                    friction=float(m.dof_frictionloss[m.jnt_dofadr[j]]),
                 )
             )
             posts.append(-anchor if single else np.zeros(3))

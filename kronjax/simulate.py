@@ -121,11 +121,12 @@ class Rollout(NamedTuple):
 class _VectorField(eqx.Module):
     model: Model
     torque: TorqueFn
+    passive: bool = eqx.field(static=True)
 
     def __call__(self, t, y, args):
         q, qd = y
         tau = jnp.asarray(self.torque(t, q, qd), q.dtype)
-        return qd, forward_dynamics(self.model, q, qd, tau)
+        return qd, forward_dynamics(self.model, q, qd, tau, passive=self.passive)
 
 
 # --------------------------------------------------------------------------------------------
@@ -141,10 +142,11 @@ class _ManifoldVectorField(eqx.Module):
     model: Model
     torque: TorqueFn
     joints: _Joints = eqx.field(static=True)
+    passive: bool = eqx.field(static=True)
 
     def acceleration(self, t, q, v):
         tau = jnp.asarray(self.torque(t, q, v), v.dtype)
-        return forward_dynamics(self.model, q, v, tau)
+        return forward_dynamics(self.model, q, v, tau, passive=self.passive)
 
     def __call__(self, t, y, args):
         q, v = y
@@ -295,9 +297,10 @@ def rollout(
     max_steps: int = 16384,
     adjoint: diffrax.AbstractAdjoint | None = None,
     throw: bool = True,
+    passive: bool = True,
 ) -> Rollout:
-    """Simulate ``M qdd + C* (qd ⊗ qd) + g = tau(t, q, qd)`` (Tuan 100) from ``(q0, qd0)`` at
-    ``ts[0]`` and return ``q`` and ``qd`` at the times ``ts``.
+    """Simulate ``M qdd + C* (qd ⊗ qd) + g = tau(t, q, qd) + passive(qd)`` (Tuan 100) from ``(q0,
+    qd0)`` at ``ts[0]`` and return ``q`` and ``qd`` at the times ``ts``.
 
     With free, spherical or planar joints (``nq != nv``), ``q`` is integrated on the manifold
     (module doc): its quaternions and ``(cos, sin)`` pairs stay unit to round-off over any run.
@@ -332,6 +335,9 @@ def rollout(
             reverse mode through the steps; ``diffrax.ForwardMode()`` for ``jax.jacfwd``).
         throw: raise when the solver fails (too many steps, a non-positive-definite ``M``);
             with ``False`` failures show in :attr:`Rollout.success` instead.
+        passive: apply the joints' damping and Coulomb friction (the model's ``damping`` and
+            ``friction``; :func:`kronjax.passive.passive_forces`, the exact sign); default on.
+            The torque laws do not compensate them.
 
     A NaN or inf in ``q0``, ``qd0``, the torques or the model propagates (:mod:`kronjax._finite`):
     fixed steps give NaN states; the adaptive controller rejects every step until ``max_steps``
@@ -382,10 +388,10 @@ def rollout(
     if multi_dof:
         joints = _moving_joints(model)
         q0 = _normalize(joints, q0)  # within check_q's tolerance outside jit
-        field = _ManifoldVectorField(model, torque, joints)
+        field = _ManifoldVectorField(model, torque, joints, bool(passive))
         term, solver = diffrax.ODETerm(field), _LocalCoordinatesSolver(solver, field)
     else:
-        term = diffrax.ODETerm(_VectorField(model, torque))
+        term = diffrax.ODETerm(_VectorField(model, torque, bool(passive)))
     solution = diffrax.diffeqsolve(
         term,
         solver,

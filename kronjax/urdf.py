@@ -151,6 +151,7 @@ class _UrdfJoint:
     axis: np.ndarray
     limits: dict
     mimic: tuple[str, float, float] | None = None
+    passive: dict = field(default_factory=dict)  # <dynamics damping friction>, zeros when absent
 
 
 def _limits(element: ET.Element, kind: str, where: str) -> dict:
@@ -192,6 +193,17 @@ def _settled_limits(joint: _UrdfJoint, strict: bool) -> tuple[dict, list[str]]:
             dropped.append(f"{key} 0")
             limits[key] = np.inf
     return limits, dropped
+
+
+def _passive(element: ET.Element, where: str) -> dict:
+    """``<dynamics damping friction>`` (viscous and Coulomb; 0 where absent), finite and >= 0."""
+    dynamics = element.find("dynamics")
+    values = {"damping": 0.0, "friction": 0.0}
+    for key in values if dynamics is not None else ():
+        values[key] = float(_numbers(dynamics, key, 1, (0.0,), where)[0])
+        if values[key] < 0:
+            raise URDFError(f"{where}: <dynamics {key}={values[key]}> must not be negative")
+    return values
 
 
 def _joint(element: ET.Element, links: dict) -> _UrdfJoint:
@@ -250,6 +262,7 @@ def _joint(element: ET.Element, links: dict) -> _UrdfJoint:
         axis=axis,
         limits=_limits(element, kind, where),
         mimic=mimic,
+        passive=_passive(element, where),
     )
 
 
@@ -541,7 +554,9 @@ def load_urdf(
         each such joint and what was dropped. With ``strict_limits=True`` they are kept: a
         single-point range locks the joint, a zero velocity keeps it still, a zero effort makes it
         passive (see :class:`~kronjax.chain.JointLimits`), and ``lower > upper`` is an error.
-        ``inertials`` is ``None`` when no link has an ``<inertial>``.
+        ``<dynamics damping friction>`` of a moving joint (not a mimic) become ``model.damping``
+        and ``model.friction`` (viscous and Coulomb; :mod:`kronjax.passive`), as Pinocchio reads
+        them. ``inertials`` is ``None`` when no link has an ``<inertial>``.
 
     Raises:
         URDFError: (a ``ValueError``) for malformed input, naming the element: XML syntax, an
@@ -608,6 +623,8 @@ def load_urdf(
                     )
                 limits = {key: joint.limits[key] for key in ("velocity", "effort")}
             coupled = joint.mimic if mimic == "coupled" else None
+            if joint.kind != "fixed":  # a fixed joint's <dynamics> damps nothing; a mimic's, nothing of its own
+                limits = limits | joint.passive
             if coupled is not None:
                 limits = {}
             joints.append(
@@ -664,22 +681,22 @@ def _origin_element(parent: ET.Element, tag: str, rotation: np.ndarray, translat
     ET.SubElement(parent, tag, xyz=_fmt(translation), rpy=_fmt(to_rpy(rotation)))
 
 
-def _rates(model: Model, limits: dict | None, i: int, kind: str, k: int) -> dict:
-    """The effort and velocity limits that joint ``i`` (first velocity coordinate ``k``) writes:
-    ``inf`` where unlimited or without a coordinate of its own; a multi-DoF joint's must be one
-    value for all its coordinates, as URDF's ``<limit>`` (and :func:`load_urdf`) has one."""
-    if limits is None or k < 0:
-        return {"effort": np.inf, "velocity": np.inf}
-    rates = {}
-    for key in ("effort", "velocity"):
-        values = limits[key][k : k + JOINT_NV[kind]]
+def _joint_values(model: Model, arrays: dict | None, i: int, kind: str, k: int, element: str) -> dict:
+    """One value per key of ``arrays`` (``(nv,)`` each) for joint ``i`` (first velocity coordinate
+    ``k``; ``k < 0``: no coordinate of its own, ``inf``); a multi-DoF joint's must be one value for
+    all its coordinates, as a URDF ``element`` holds one value per joint."""
+    if arrays is None or k < 0:
+        return {key: np.inf for key in arrays or ("effort", "velocity")}
+    out = {}
+    for key, array in arrays.items():
+        values = array[k : k + JOINT_NV[kind]]
         if np.unique(values).size > 1:
             raise ValueError(
-                f"to_urdf: {kind} joint {model.joint_names[i]!r} has {key} limits {values} on its "
-                f"{values.size} velocity coordinates; a URDF <limit> holds one value per joint"
+                f"to_urdf: {kind} joint {model.joint_names[i]!r} has {key} {values} on its "
+                f"{values.size} velocity coordinates; a URDF {element} holds one value per joint"
             )
-        rates[key] = float(values[0])
-    return rates
+        out[key] = float(values[0])
+    return out
 
 
 def to_urdf(model: Model, name: str = "kronjax_model") -> str:
@@ -707,7 +724,8 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
     link, ``world`` when a root joint is free or planar (``base_link`` otherwise; prefixed with
     ``_`` while a body has the name), so a model loaded with ``floating_base=True`` comes back from
     ``load_urdf(to_urdf(model))`` with the same coordinates. A ``"spherical"`` joint is a
-    ``ValueError``: URDF has no ball joint. URDF has no rotor inertia either: a model's nonzero
+    ``ValueError``: URDF has no ball joint. Nonzero ``damping`` and ``friction`` are written as
+    ``<dynamics>`` (one value per joint). URDF has no rotor inertia: a model's nonzero
     ``armature`` is left out, with a ``UserWarning``.
     """
     tree = model.kinematics
@@ -773,7 +791,11 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
         if entry is not None:  # no coordinate, so no limits of its own
             primary, multiplier, offset = entry
             ET.SubElement(joint, "mimic", joint=model.joint_names[primary], multiplier=_fmt(multiplier), offset=_fmt(offset))
-        rates = _rates(model, limits, i, kind, k)
+        passive = {key: as_np(getattr(model, key)) for key in ("damping", "friction") if getattr(model, key) is not None}
+        passive = _joint_values(model, passive, i, kind, k, "<dynamics>") if passive and k >= 0 else {}
+        if any(passive.values()):
+            ET.SubElement(joint, "dynamics", **{key: _fmt(value) for key, value in passive.items()})
+        rates = _joint_values(model, None if limits is None else {key: limits[key] for key in ("effort", "velocity")}, i, kind, k, "<limit>")
         unbounded = urdf_kind in ("continuous", *_URDF_MULTI_DOF.values())  # no position limits to write
         if unbounded and not any(np.isfinite(list(rates.values()))):
             continue  # no <limit> at all: unlimited to urdfdom too (which requires one for the others)

@@ -28,8 +28,8 @@ RIGID_ONLY = (
 
 
 def _everything(model, qpos, qvel, qacc, qfrc):
-    """kronjax's M, bias, inverse and forward dynamics and poses at a MuJoCo state, the dynamics
-    in MuJoCo's coordinates: ``M_mj = T M T^T`` with ``T = d qvel / d v`` (orthogonal)."""
+    """kronjax's M, bias, inverse and forward dynamics, passive forces and poses at a MuJoCo state,
+    the dynamics in MuJoCo's coordinates: ``M_mj = T M T^T`` with ``T = d qvel / d v`` (orthogonal)."""
     q, v, a, tau = from_mujoco(model, qpos, qvel, qacc, qfrc)
     _, _, a_zero, _ = from_mujoco(model, qpos, qvel, jnp.zeros_like(qvel))
     forces = lambda acceleration: to_mujoco(model, q, v, tau=kj.inverse_dynamics(model, q, v, acceleration))[3]  # noqa: E731
@@ -41,6 +41,7 @@ def _everything(model, qpos, qvel, qacc, qfrc):
         bias,
         tau_id,
         to_mujoco(model, q, v, kj.forward_dynamics(model, q, v, tau))[2],
+        to_mujoco(model, q, v, tau=kj.passive_forces(model, q, v))[3],
         rotations,
         origins,
     )
@@ -54,7 +55,7 @@ def _mujoco_everything(m, q, qd, qdd, tau):
     """The same quantities from MuJoCo, state by state (``q`` is ``qpos``, ``qd`` is ``qvel``, ``tau``
     is ``qfrc_applied``)."""
     d = mujoco.MjData(m)
-    out = {key: [] for key in ("M", "bias", "tau", "qdd", "xmat", "xpos")}
+    out = {key: [] for key in ("M", "bias", "tau", "qdd", "passive", "xmat", "xpos")}
     flags = m.opt.disableflags
     for k in range(len(q)):
         m.opt.disableflags = flags
@@ -64,6 +65,7 @@ def _mujoco_everything(m, q, qd, qdd, tau):
         mujoco.mj_fullM(m, d, full)
         out["M"].append(full)
         out["bias"].append(d.qfrc_bias.copy())
+        out["passive"].append(d.qfrc_passive.copy())
         out["xmat"].append(d.xmat[1:].reshape(-1, 3, 3).copy())
         out["xpos"].append(d.xpos[1:].copy())
         d.qacc[:] = qdd[k]
@@ -99,11 +101,15 @@ def test_dynamics_and_poses_match_mujoco(file):
     qd, qdd, tau = (rng.normal(0.0, 2.0, (STATES, m.nv)) for _ in range(3))
     mj = _mujoco_everything(m, q, qd, qdd, tau)
     states = [EVERYTHING(model, *state) for state in zip(q, qd, qdd, tau)]
-    mass, bias, tau_id, qdd_fd, rotations, origins = (np.stack(x) for x in zip(*states))
+    mass, bias, tau_id, qdd_fd, passive, rotations, origins = (np.stack(x) for x in zip(*states))
     _close("M vs mj_fullM", mass, mj["M"])
     _close("C qd + g vs qfrc_bias", bias, mj["bias"])
     _close("inverse dynamics vs mj_rne", tau_id, mj["tau"])
     _close("forward dynamics vs qacc", qdd_fd, mj["qdd"])
+    if np.any(m.dof_damping):  # dampers only: MuJoCo's frictionloss is a constraint, not in qfrc_passive
+        _close("passive forces vs qfrc_passive", passive, mj["passive"])
+    else:
+        assert not np.any(passive) and not np.any(mj["passive"])
     # the kronjax body named after each MuJoCo body has that body's frame
     bodies = [model.body_index(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b)) for b in range(1, m.nbody)]
     _close("body rotations vs xmat", np.asarray(rotations)[:, bodies], mj["xmat"])
@@ -165,7 +171,7 @@ def test_floating_structure_and_state_conversion():
         to_mujoco(planar, kj.neutral(planar))
 
 
-def test_mjcf_unmodelled_features_warn():
+def test_mjcf_joint_parameters_and_unmodelled_features():
     xml = """<mujoco><worldbody><body name="f"><joint type="free" name="drift" armature="0.1"/><geom size="0.1"/></body>
       <body name="b"><geom size="0.1"/>
       <joint name="ja" axis="1 0 0" armature="0.1" damping="0.5"/>
@@ -180,8 +186,7 @@ def test_mjcf_unmodelled_features_warn():
         model = load_mjcf(xml)
     messages = "\n".join(str(w.message) for w in record)
     for expected in (
-        "damping of joints ja",
-        "frictionloss of joints jb",
+        "frictionloss of joints jb read as Coulomb friction",
         "tendons tie",
         "dynamics slow",
         "the range (a cone) of ball joints cone ignored",
@@ -191,5 +196,7 @@ def test_mjcf_unmodelled_features_warn():
         assert expected in messages, messages
     assert model.nv == 11
     np.testing.assert_array_equal(model.armature, [0.1] * 7 + [0] * 4)
+    np.testing.assert_array_equal(model.damping, [0] * 6 + [0.5] + [0] * 4)
+    np.testing.assert_array_equal(model.friction, [0] * 7 + [0.2] + [0] * 3)
     # a position servo without forcerange and an actuator with dynamics give no effort limit
     np.testing.assert_array_equal(model.limits.effort, [np.inf] * 11)

@@ -139,6 +139,7 @@ CASES = {
     "kinetic_energy": lambda x: kj.kinetic_energy(x["model"], x["q"], x["qd"]),
     "potential_energy": lambda x: kj.potential_energy(x["model"], x["q"]),
     "generalized_forces": lambda x: kj.generalized_forces(x["model"], x["q"], _wrenches(x)),
+    "passive_forces": lambda x: kj.passive_forces(x["model"], x["q"], x["qd"]),
     "inverse_dynamics": lambda x: kj.inverse_dynamics(x["model"], x["q"], x["qd"], x["qdd"]),
     "forward_dynamics": lambda x: kj.forward_dynamics(x["model"], x["q"], x["qd"], x["tau"]),
     "inverse_dynamics_derivatives": lambda x: kj.inverse_dynamics_derivatives(x["model"], x["q"], x["qd"], x["qdd"]),

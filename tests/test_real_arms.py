@@ -5,8 +5,9 @@
   joint limits, max relative error (``oracles.relative_error``, per state) <= 1e-10:
   ``inertia(q)`` vs M, ``coriolis(q, qd) @ qd`` vs ``C qd``, ``gravload(q)`` vs g,
   ``rne(q, qd, qdd)`` vs ``inverse_dynamics`` (every method), ``fkine_all`` vs the body frames.
-  rtb's side is the rigid-body model: motor inertias zeroed (``link.Jm = 0``, else rtb adds
-  ``Jm G^2`` to M's diagonal) and friction removed (``nofriction(coulomb=True, viscous=True)``).
+  rtb's side has its friction removed (``nofriction(coulomb=True, viscous=True)``); the PUMA keeps
+  its motor inertias (rtb adds ``Jm G^2`` to M's diagonal and ``Jm G^2 qdd`` to ``rne``; kronjax's
+  PUMA has them as ``armature``), the Panda's are zeroed (``link.Jm = 0``: kronjax's Panda has none).
   Gravity: rtb's ``robot.gravity`` is ``[0, 0, -9.81]`` in its base frame (asserted below) and is
   the kronjax models' default. rtb's Puma has ``m1 = 0``; kronjax's placeholder mass on joint 1's
   fixed axis must not show in any of these.
@@ -71,9 +72,9 @@ def _ur5_cylinder(mass, radius, length, axis):
     return np.diag([mass * radius**2 / 2 if a == axis else transverse for a in "xyz"])
 
 
-def _rigid(robot):
-    """The rtb robot's rigid-body part: no motor inertia, no friction."""
-    for link in robot.links:
+def _rigid(robot, motors: bool = False):
+    """The rtb robot without friction, and without motor inertias unless ``motors``."""
+    for link in robot.links if not motors else ():
         link.Jm = 0.0
     return robot.nofriction(coulomb=True, viscous=True)
 
@@ -90,7 +91,7 @@ def _rtb_ur5(dynamics: bool):
 
 
 RTB = {
-    "puma560": lambda: _rigid(rtb.models.DH.Puma560()),
+    "puma560": lambda: _rigid(rtb.models.DH.Puma560(), motors=True),
     "panda": lambda: _rigid(rtb.models.DH.Panda()),
     "ur5": lambda: _rtb_ur5(dynamics=True),
 }
@@ -140,6 +141,7 @@ def _unnamed(model):
         kinematics=model.kinematics,
         inertials=model.inertials,
         gravity=model.gravity,
+        armature=model.armature,
         body_names=tuple(f"b{i}" for i in range(model.n_bodies)),
         joint_names=tuple(f"j{i}" for i in range(model.n_bodies)),
     )

@@ -11,7 +11,12 @@ _DEG = math.pi / 180
 _INCH = 0.0254
 
 
-def puma560(*, gravity=(0.0, 0.0, -9.81)) -> Model:
+# Motor (rotor) inertia Jm and gear ratio G per joint: rtb 1.5's Puma560 (Corke, after Armstrong et al.)
+_JM = (200e-6, 200e-6, 200e-6, 33e-6, 33e-6, 33e-6)
+_GEAR = (-62.6111, 107.815, -53.7063, 76.0364, 71.923, 76.686)
+
+
+def puma560(*, gravity=(0.0, 0.0, -9.81), motors: bool = True) -> Model:
     """The PUMA 560 (6R): standard D-H kinematics and rigid-body inertial parameters.
 
     The numbers are those of Robotics Toolbox for Python's ``rtb.models.DH.Puma560`` (P. Corke),
@@ -63,12 +68,22 @@ def puma560(*, gravity=(0.0, 0.0, -9.81)) -> Model:
     torque). It does add 1 kg to the total mass and shifts the arm's overall centre of mass; do
     not read those off this model.
 
-    **Not included** (they are not rigid-body parameters, and the rtb model has them): the motor
-    (armature) inertias ``Jm`` reflected through the gear ratios ``G`` (rtb adds ``Jm G^2`` to the
-    diagonal of M, which for the PUMA is of the order of the link inertias: add
-    ``diag(Jm G^2)`` to M yourself to model actuator torques), and the viscous (``B``) and
-    Coulomb (``Tc``) joint friction. So this model's M, C, g and inverse dynamics equal rtb's
-    ``inertia``, ``coriolis``, ``gravload`` and ``rne`` with ``Jm = 0`` and no friction.
+    **Motors.** The rotor inertias ``Jm`` reflected through the gear ratios ``G`` are the model's
+    ``armature`` ``Jm G^2`` (added to the diagonal of M; for the PUMA of the order of the link
+    inertias), from the same rtb table (Corke, after Armstrong et al.)::
+
+        joint  Jm (kg m^2)  G          Jm G^2
+        1      200e-6       -62.6111   0.78403
+        2      200e-6       107.815    2.32481
+        3      200e-6       -53.7063   0.57687
+        4      33e-6        76.0364    0.19079
+        5      33e-6        71.923     0.17071
+        6      33e-6        76.686     0.19406
+
+    So this model's M and inverse dynamics equal rtb's ``inertia`` and ``rne`` with the motors and
+    without friction, its C and g rtb's ``coriolis`` and ``gravload``. ``puma560(motors=False)``
+    leaves the motors out (the rigid links alone). Not included: the viscous (``B``) and
+    asymmetric Coulomb (``Tc``) joint friction of the rtb model.
 
     Limits: joint position limits are rtb's ``qlim`` (from Wang and Chen, "A combined optimization
     method for solving the inverse kinematics problem", IEEE Trans. Robotics and Automation 7(4),
@@ -79,6 +94,7 @@ def puma560(*, gravity=(0.0, 0.0, -9.81)) -> Model:
     Args:
         gravity: gravitational acceleration in the base frame (rtb's default ``[0, 0, -9.81]``:
             the base z axis points up).
+        motors: include the motors' reflected inertias ``Jm G^2`` as ``armature`` (default).
     """
     half_pi = math.pi / 2
     rows = [
@@ -111,4 +127,5 @@ def puma560(*, gravity=(0.0, 0.0, -9.81)) -> Model:
         body_names=tuple(f"link{i}" for i in range(1, 7)),
         joint_names=tuple(f"joint{i}" for i in range(1, 7)),
         limits=limits,
+        armature=[jm * g**2 for jm, g in zip(_JM, _GEAR)] if motors else None,
     )

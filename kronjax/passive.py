@@ -1,0 +1,44 @@
+"""Passive joint forces: viscous damping and Coulomb friction of each velocity coordinate.
+
+``passive_forces(model, q, v) = -d v - f sign(v)`` with the model's ``damping`` ``d`` and
+``friction`` ``f`` (:class:`~kronjax.chain.Model`, ``(nv,)`` each; URDF's ``<dynamics damping
+friction>``, MJCF's ``damping`` and ``frictionloss``). They are forces the joints apply, like the
+applied torques: :func:`kronjax.simulate.rollout` adds them (``passive=True``, its default),
+``forward_dynamics(..., passive=True)`` adds them to ``tau``, and ``inverse_dynamics(...,
+passive=True)`` returns the torque that overcomes them. Plain ``forward_dynamics`` and
+``inverse_dynamics`` leave them out, so that each stays the other's inverse.
+
+Coulomb friction ``-f sign(v)`` is discontinuous at ``v = 0`` and its derivative is zero
+elsewhere: where gradients must see it (trajectory optimisation, identification) pass
+``smoothing=s > 0`` for ``-f tanh(v / s)``. MuJoCo's ``frictionloss`` is not this force but a
+constraint of its solver, which holds a joint at rest below ``f``; MuJoCo's ``qfrc_passive``
+(springs and dampers) equals ``-d v`` on models without springs.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
+
+from .chain import Model
+
+__all__ = ["passive_forces"]
+
+
+def passive_forces(
+    model: Model, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv"], smoothing: float = 0.0
+) -> Float[Array, " nv"]:
+    """``-d v - f sign(v)`` (``(nv,)``), or ``-d v - f tanh(v / smoothing)`` with ``smoothing >
+    0`` (module doc). ``q`` (``(nq,)``, checked) is unused by dampers and friction; it is part of
+    the signature as every state-dependent force's."""
+    model.check_q(q, "q")
+    v = model.check_v(v, "v")
+    if not smoothing >= 0:
+        raise ValueError(f"smoothing must be >= 0 (0: the exact sign), got {smoothing!r}")
+    force = jnp.zeros_like(v)
+    if model.damping is not None:
+        force = force - model.damping.astype(v.dtype) * v
+    if model.friction is not None:
+        direction = jnp.tanh(v / smoothing) if smoothing > 0 else jnp.sign(v)
+        force = force - model.friction.astype(v.dtype) * direction
+    return force
