@@ -10,7 +10,9 @@ per body ``i``, in body-``i`` coordinates, with ``c`` the centre of mass and ``I
 tensor *about the body-frame origin* (``I = I_G + m (c^T c E - c c^T)``, Steiner). This is
 Pinocchio's order (``Inertia::toDynamicParameters``, ``computeJointTorqueRegressor``). With
 ``friction=True`` the regressor has ``2 n`` more columns: viscous ``fv_j qd_j`` and Coulomb
-``fc_j sign(qd_j)`` per joint coordinate, so ``tau = Y [pi, fv, fc]``.
+``fc_j sign(qd_j)`` per joint coordinate (the model's ``damping`` and ``friction``, which
+``inverse_dynamics(..., passive=True)`` overcomes), and with ``armature=True`` ``n`` more, the rotor
+inertias ``ia_j qdd_j`` (the model's ``armature``): ``tau = Y [pi, fv, fc, ia]``.
 
 What is here:
 
@@ -222,15 +224,22 @@ def with_standard_parameters(model: Model, pi: Float[ArrayLike, " p"], *, check:
     return _set_inertials(model, pi)
 
 
-def parameter_names(model: Model, friction: bool = False) -> tuple[str, ...]:
+def parameter_names(model: Model, friction: bool = False, armature: bool = False) -> tuple[str, ...]:
     """Names of the regressor's columns: ``"<body>.<parameter>"`` (:data:`BODY_PARAMETERS`), then
     with ``friction=True`` ``"<joint>.fv"`` (viscous) and ``"<joint>.fc"`` (Coulomb) per joint
-    coordinate."""
+    coordinate, then with ``armature=True`` ``"<joint>.ia"`` (rotor inertia)."""
     names = [f"{body}.{p}" for body in model.body_names for p in BODY_PARAMETERS]
+    moving = model.coordinate_names
     if friction:
-        moving = model.coordinate_names
         names += [f"{j}.fv" for j in moving] + [f"{j}.fc" for j in moving]
+    if armature:
+        names += [f"{j}.ia" for j in moving]
     return tuple(names)
+
+
+def _size(model: Model, friction: bool, armature: bool) -> int:
+    """The number of the regressor's columns."""
+    return 10 * model.n_bodies + model.n_dof * (2 * bool(friction) + bool(armature))
 
 
 def pseudo_inertia(pi: Float[ArrayLike, " p"]) -> Float[Array, "nb 4 4"]:
@@ -279,17 +288,19 @@ def _state_dtype(model: Model, *xs) -> jnp.dtype:
     return jnp.result_type(*xs, *floats)
 
 
-def _regressor_one(model: Model, q: Array, qd: Array, qdd: Array, friction: bool, method: str) -> Array:
+def _regressor_one(model: Model, q: Array, qd: Array, qdd: Array, friction: bool, armature: bool, method: str) -> Array:
     dtype = _state_dtype(model, q, qd, qdd)
     pi0 = _unit_parameters(model.n_bodies, dtype)
 
     def tau(pi):
         return inverse_dynamics(_set_inertials(model, pi), q, qd, qdd, method=method)
 
-    y = jax.jacfwd(tau)(pi0)  # exact: tau is linear in pi
+    columns = [jax.jacfwd(tau)(pi0)]  # exact: tau is linear in pi
     if friction:
-        y = jnp.concatenate([y, jnp.diag(qd).astype(dtype), jnp.diag(jnp.sign(qd)).astype(dtype)], axis=1)
-    return y
+        columns += [jnp.diag(qd).astype(dtype), jnp.diag(jnp.sign(qd)).astype(dtype)]
+    if armature:
+        columns.append(jnp.diag(qdd).astype(dtype))
+    return jnp.concatenate(columns, axis=1)
 
 
 def regressor(
@@ -299,20 +310,23 @@ def regressor(
     qdd: Float[ArrayLike, "*batch n"],
     *,
     friction: bool = False,
+    armature: bool = False,
     method: str = "auto",
 ) -> Float[Array, "*batch n p"]:
     """The joint-torque regressor ``Y`` with ``tau = Y pi`` (Atkeson et al. 1986), ``(n, 10 nb)``,
-    or ``(n, 10 nb + 2 n)`` with ``friction=True``.
+    with ``2 n`` more columns with ``friction=True`` and ``n`` more with ``armature=True``.
 
     Column ``10 i + k`` is the derivative of the joint torques with respect to body ``i``'s
     parameter :data:`BODY_PARAMETERS` ``[k]`` (inertia about the body-frame origin, body axes), so
     ``Y @ standard_parameters(model) == inverse_dynamics(model, q, qd, qdd)`` less the rotors'
-    ``model.armature * qdd`` (:attr:`~kronjax.chain.Model.armature` has no columns yet). ``Y`` is
+    ``model.armature * qdd`` (:attr:`~kronjax.chain.Model.armature`). ``Y`` is
     ``jax.jacfwd`` of :func:`~kronjax.dynamics.inverse_dynamics` with respect to ``pi``, which is
     exact because inverse dynamics is linear in ``pi``; it depends only on the kinematics and
     gravity (the model's own inertials are not used; the model may have none). With
-    ``friction=True`` the last ``2 n`` columns are ``diag(qd)`` (viscous) and ``diag(sign(qd))``
-    (Coulomb): ``tau = Y [pi, fv, fc]``.
+    ``friction=True`` the next ``2 n`` columns are ``diag(qd)`` (viscous) and ``diag(sign(qd))``
+    (Coulomb), with ``armature=True`` the last ``n`` ``diag(qdd)`` (rotor inertias): ``tau = Y [pi,
+    fv, fc, ia] = inverse_dynamics(model, q, qd, qdd, passive=True)`` for ``fv = model.damping``,
+    ``fc = model.friction`` and ``ia = model.armature``.
 
     Args:
         q, qd, qdd: ``(nq,)``, ``(nv,)``, ``(nv,)`` for one state (``n = nq = nv`` unless the model
@@ -320,6 +334,7 @@ def regressor(
             batch is mapped with ``jax.vmap`` and ``Y`` is ``(..., nv, p)``. With ``friction=True``
             every velocity coordinate gets its two columns, a free-flyer's too.
         friction: append the viscous and Coulomb friction columns.
+        armature: append the rotor-inertia columns.
         method: the inverse-dynamics method differentiated (see
             :func:`~kronjax.dynamics.inverse_dynamics`); all give the same ``Y``.
 
@@ -344,13 +359,13 @@ def regressor(
         raise ValueError(
             f"q, qd and qdd must have the same shape but for their last axis (nq, nv, nv), got {q.shape}, {qd.shape}, {qdd.shape}"
         )
-    return _regressor(model, q, qd, qdd, bool(friction), method)
+    return _regressor(model, q, qd, qdd, bool(friction), bool(armature), method)
 
 
 @eqx.filter_jit
-def _regressor(model: Model, q: Array, qd: Array, qdd: Array, friction: bool, method: str) -> Array:
+def _regressor(model: Model, q: Array, qd: Array, qdd: Array, friction: bool, armature: bool, method: str) -> Array:
     batch = q.shape[:-1]
-    one = lambda q, qd, qdd: _regressor_one(model, q, qd, qdd, friction, method)  # noqa: E731
+    one = lambda q, qd, qdd: _regressor_one(model, q, qd, qdd, friction, armature, method)  # noqa: E731
     if not batch:
         return one(q, qd, qdd)
     flat = [x.reshape(-1, x.shape[-1]) for x in (q, qd, qdd)]
@@ -539,6 +554,7 @@ def base_parameters(
     *,
     samples: int | None = None,
     friction: bool = False,
+    armature: bool = False,
     method: str = "auto",
     rtol: float | None = None,
 ) -> BaseParameters:
@@ -559,14 +575,15 @@ def base_parameters(
         seed: seed of the NumPy random generator of the states.
         samples: number of random states (default ``2 p / n + 20``).
         friction: include the ``2 n`` friction parameters.
+        armature: include the ``n`` rotor inertias.
     """
     if not isinstance(model, Model):
         raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
-    p = 10 * model.n_bodies + (2 * model.n_dof if friction else 0)
+    p = _size(model, friction, armature)
     samples = int(2 * p / model.n_dof + 20) if samples is None else int(samples)
     q, qd, qdd = _random_states(model, int(seed), samples)
-    y = regressor(model, q, qd, qdd, friction=friction, method=method)
-    return base_parameters_from_regressor(y, rtol=rtol, names=parameter_names(model, friction))
+    y = regressor(model, q, qd, qdd, friction=friction, armature=armature, method=method)
+    return base_parameters_from_regressor(y, rtol=rtol, names=parameter_names(model, friction, armature))
 
 
 # --------------------------------------------------------------------------------------------
@@ -744,6 +761,7 @@ def physically_consistent(
     tau: Float[ArrayLike, "N n"],
     *,
     friction: bool = False,
+    armature: bool = False,
     initial: Float[ArrayLike, " p"] | None = None,
     sigma: Float[ArrayLike, " n"] | None = None,
     prior: Float[ArrayLike, " p"] | None = None,
@@ -756,7 +774,7 @@ def physically_consistent(
     Each body's standard parameters are those of ``J = U U^T`` in Rucker and Wensing 2022's
     log-Cholesky parameterisation (``U`` upper triangular with positive diagonal
     ``e^alpha e^d``), so that every estimate is a realisable rigid body (Wensing et al. 2017); the
-    friction parameters (``friction=True``) are free. The loss::
+    friction and rotor-inertia parameters (``friction=True``, ``armature=True``) are free. The loss::
 
         L = mean(((Y pi - tau) / sigma)^2) + prior_weight * sum_i d(J_i, J_prior_i)
 
@@ -767,12 +785,13 @@ def physically_consistent(
 
     Args:
         model: the nominal model (e.g. from CAD): its bodies are the default start and prior.
-        y: the *standard* regressor (:func:`regressor`, with ``friction``) stacked over samples,
-            ``(N, n, p)`` or ``(rows, p)``, ``p = 10 nb`` (``+ 2 n`` with friction).
+        y: the *standard* regressor (:func:`regressor`, with ``friction`` and ``armature``)
+            stacked over samples, ``(N, n, p)`` or ``(rows, p)``, ``p = 10 nb`` (``+ 2 n`` with
+            friction, ``+ n`` with armature).
         tau: measured torques, ``(N, n)`` or ``(rows,)``.
-        friction: whether ``y`` has the friction columns (and the estimate friction parameters).
+        friction, armature: whether ``y`` has those columns (and the estimate those parameters).
         initial: starting point ``(p,)`` (realisable bodies); default the model's
-            :func:`standard_parameters`, and zero friction.
+            :func:`standard_parameters`, and zero friction and rotor inertias.
         sigma: torque standard deviations broadcastable to ``tau`` (e.g. per joint, from
             :func:`weighted_least_squares`); default 1.
         prior: parameters ``(p,)`` to regularise towards (default ``initial``); only the bodies
@@ -788,11 +807,11 @@ def physically_consistent(
     if not isinstance(model, Model):
         raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
     y, tau = _rows(y, tau)
-    nb, n = model.n_bodies, model.n_dof
-    p = 10 * nb + (2 * n if friction else 0)
+    nb = model.n_bodies
+    p = _size(model, friction, armature)
     if y.shape[-1] != p:
         raise ValueError(
-            f"the regressor has {y.shape[-1]} columns; this model with friction={friction} has {p} parameters"
+            f"the regressor has {y.shape[-1]} columns; this model with friction={friction}, armature={armature} has {p} parameters"
         )
     if initial is None:
         initial = jnp.concatenate([standard_parameters(model), jnp.zeros(p - 10 * nb)]).astype(y.dtype)
@@ -1024,13 +1043,14 @@ def condition_number(
     base: BaseParameters,
     *,
     friction: bool = False,
+    armature: bool = False,
 ) -> Float[Array, ""]:
     """Condition number ``s_max / s_min`` of the base regressor stacked over the samples of the
     trajectory at ``times`` (Gautier and Khalil 1992; Swevers et al. 1997): the criterion an
     excitation trajectory minimises. Jit-able and differentiable in the trajectory."""
     require_one_dof_joints(model, "condition_number")
     q, qd, qdd = trajectory(times)
-    w = base.regressor(regressor(model, q, qd, qdd, friction=friction)).reshape(-1, base.rank)
+    w = base.regressor(regressor(model, q, qd, qdd, friction=friction, armature=armature)).reshape(-1, base.rank)
     s = jnp.linalg.svd(w, compute_uv=False)
     return s[0] / s[-1]
 
@@ -1042,6 +1062,7 @@ def optimize_excitation(
     base: BaseParameters,
     *,
     friction: bool = False,
+    armature: bool = False,
     acceleration: Float[ArrayLike, " n"] | float | None = None,
     margin: float = 0.0,
     steps: int = 100,
@@ -1071,7 +1092,7 @@ def optimize_excitation(
     times = jnp.asarray(times, trajectory.sine.dtype)
     opt = _ADAM if optimizer is None else optimizer
     rate = jnp.asarray(learning_rate, times.dtype)
-    return _optimize_excitation(model, trajectory, times, base, friction, acceleration, margin, opt, rate, int(steps))
+    return _optimize_excitation(model, trajectory, times, base, (friction, armature), acceleration, margin, opt, rate, int(steps))
 
 
 # one Adam for every call (a new optax object would recompile); its learning rate is set per call
@@ -1086,9 +1107,10 @@ def _init_state(opt, params, rate):
 
 
 @eqx.filter_jit
-def _optimize_excitation(model, trajectory, times, base, friction, acceleration, margin, opt, rate, steps):
+def _optimize_excitation(model, trajectory, times, base, columns, acceleration, margin, opt, rate, steps):
+    friction, armature = columns
     project = lambda tr: _fit_to_limits(model, tr, acceleration, margin, 1000)  # noqa: E731
-    cost = lambda tr: jnp.log(condition_number(model, tr, times, base, friction=friction))  # noqa: E731
+    cost = lambda tr: jnp.log(condition_number(model, tr, times, base, friction=friction, armature=armature))  # noqa: E731
     start = project(trajectory)
     params, static = eqx.partition(start, eqx.is_inexact_array)
 

@@ -214,6 +214,36 @@ def test_friction_columns():
     )
 
 
+def test_joint_parameters_recovered_from_noise_free_torques():
+    """Torques of a model with rotor inertias, damping and Coulomb friction (Pinocchio's rnea with
+    ``model.armature``, plus ``fv qd + fc sign(qd)``): least squares on the base regressor with
+    friction and armature columns recovers the base parameters to 1e-8, among them joint 3's
+    armature on its own (joints 1 and 2's regroup with their links' inertias about the same axes,
+    ``link2.Izz + joint2.ia - ...``); ``Y`` times the true parameters is
+    ``inverse_dynamics(..., passive=True)``."""
+    rotors, fv, fc = np.array([0.2, 0.5, 0.1]), np.array([0.3, 0.2, 0.1]), np.array([0.5, 0.4, 0.2])
+    model = kj.chain.Model(**{**vars(_model("truc_elbow")), "armature": jnp.asarray(rotors), "damping": jnp.asarray(fv),
+                              "friction": jnp.asarray(fc)})
+    base = ki.base_parameters(model, friction=True, armature=True, seed=4, samples=40)
+    q, qd, qdd = _states(model, 40, seed=5)  # as many as base_parameters: one compiled regressor
+    pm = to_pinocchio(model)
+    data = pm.createData()
+    tau = np.stack([pin.rnea(pm, data, *s) for s in zip(q, qd, qdd)]) + fv * qd + fc * np.sign(qd)
+    y = np.asarray(ki.regressor(model, q, qd, qdd, friction=True, armature=True))
+    truth = np.concatenate([ki.standard_parameters(model), fv, fc, rotors])
+    assert relative_error(y @ truth, tau) <= 1e-12
+    passive = jax.jit(lambda *s: kj.inverse_dynamics(model, *s, passive=True))
+    assert relative_error([passive(*s) for s in zip(q[:3], qd[:3], qdd[:3])], tau[:3]) <= 1e-12
+    beta = np.asarray(ki.least_squares(base.regressor(y), tau))
+    expected = np.asarray(base.from_standard(truth))
+    assert np.max(np.abs(beta - expected)) <= 1e-8 * np.max(np.abs(expected))
+    names = ki.parameter_names(model, friction=True, armature=True)
+    assert names[-3:] == ("joint1.ia", "joint2.ia", "joint3.ia")
+    alone = [names[base.independent[k]] for k in range(base.rank) if np.count_nonzero(np.asarray(base.projection)[k]) == 1]
+    assert "joint3.ia" in alone and "joint2.ia" not in alone, alone
+    assert abs(beta[[names[i] for i in base.independent].index("joint3.ia")] - rotors[2]) <= 1e-8
+
+
 def test_regressor_float32():
     """float32 in, float32 out: the regressor of the float32 model is within float32 rounding of
     the float64 one, and ``Y pi`` of Pinocchio's rnea."""
