@@ -161,7 +161,7 @@ def _warn_unmodelled(mujoco, m, what: str) -> None:
         )
 
 
-def load_mjcf(source, *, gravity=None) -> Model:
+def load_mjcf(source, *, gravity=None, sites: bool = False) -> Model:
     """A kronjax :class:`~kronjax.chain.Model` from an MJCF file, MJCF text or a ``mujoco.MjModel``.
 
     Args:
@@ -169,6 +169,12 @@ def load_mjcf(source, *, gravity=None) -> Model:
             ``mujoco.MjModel``.
         gravity: gravitational acceleration in the world frame (default: the model's
             ``opt.gravity``).
+        sites: add each MuJoCo site as a massless body on a fixed joint (named after the site,
+            ``<site>.site`` where a body has its name; joint ``<name>_site``), after the bodies: a
+            frame usable in every kinematics function, whose pose is MuJoCo's ``site_xpos`` /
+            ``site_xmat``. Off by default: each site is then a body of every recursion, which
+            costs run time and compile time in the dynamics (the 4 sites of
+            ``tests/data/mjcf_tree.xml`` double the compile time of its dynamics).
 
     Returns:
         A :class:`~kronjax.chain.Tree` model with one body per MuJoCo body but the world, in
@@ -274,13 +280,23 @@ def load_mjcf(source, *, gravity=None) -> Model:
             )
         )
         last[b] = len(joints) - 1
+    if sites:
+        taken = {j.body_name for j in joints}
+        for k in range(m.nsite):
+            name = _name(mujoco, m, mujoco.mjtObj.mjOBJ_SITE, k, "site")
+            name = f"{name}.site" if name in taken else name
+            joints.append(
+                Joint(kind="F", parent=last[int(m.site_bodyid[k])], rotation=_rotation(mujoco, m.site_quat[k]),
+                      translation=np.asarray(m.site_pos[k], float), name=f"{name}_site", body_name=name)
+            )
+            inertials.append(Inertial(mass=0.0))
+            posts.append(np.zeros(3))
     try:
         model = from_joints(joints, inertials, gravity=m.opt.gravity if gravity is None else gravity)
     except ValueError as err:  # a NaN or inf that MuJoCo compiled (it accepts them in positions and axes)
         raise MJCFError(f"{what}: {err}") from None
     post = jnp.asarray(np.stack(posts), model.kinematics.post_translation.dtype)
     return eqx.tree_at(lambda model: model.kinematics.post_translation, model, post)
-
 
 
 def to_mujoco(

@@ -55,7 +55,7 @@ def _mujoco_everything(m, q, qd, qdd, tau):
     """The same quantities from MuJoCo, state by state (``q`` is ``qpos``, ``qd`` is ``qvel``, ``tau``
     is ``qfrc_applied``)."""
     d = mujoco.MjData(m)
-    out = {key: [] for key in ("M", "bias", "tau", "qdd", "passive", "xmat", "xpos")}
+    out = {key: [] for key in ("M", "bias", "tau", "qdd", "passive", "xmat", "xpos", "site_xmat", "site_xpos")}
     flags = m.opt.disableflags
     for k in range(len(q)):
         m.opt.disableflags = flags
@@ -68,6 +68,8 @@ def _mujoco_everything(m, q, qd, qdd, tau):
         out["passive"].append(d.qfrc_passive.copy())
         out["xmat"].append(d.xmat[1:].reshape(-1, 3, 3).copy())
         out["xpos"].append(d.xpos[1:].copy())
+        out["site_xmat"].append(d.site_xmat.reshape(-1, 3, 3).copy())
+        out["site_xpos"].append(d.site_xpos.copy())
         d.qacc[:] = qdd[k]
         rne = np.zeros(m.nv)
         mujoco.mj_rne(m, d, 1, rne)
@@ -114,6 +116,14 @@ def test_dynamics_and_poses_match_mujoco(file):
     bodies = [model.body_index(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b)) for b in range(1, m.nbody)]
     _close("body rotations vs xmat", np.asarray(rotations)[:, bodies], mj["xmat"])
     _close("body origins vs xpos", np.asarray(origins)[:, bodies], mj["xpos"])
+    if m.nsite:  # sites: massless bodies after the others, named after the site or <site>.site
+        framed = load_mjcf(path, sites=True)
+        names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_SITE, k) for k in range(m.nsite)]
+        sites = [framed.body_index(f"{name}.site" if name in model.body_names else name) for name in names]
+        kinematics = jit_once(lambda qpos: kj.forward_kinematics(framed, from_mujoco(framed, qpos)[0]))
+        poses = [kinematics(state) for state in q]
+        _close("site rotations vs site_xmat", np.stack([p[0] for p in poses])[:, sites], mj["site_xmat"])
+        _close("site origins vs site_xpos", np.stack([p[1] for p in poses])[:, sites], mj["site_xpos"])
 
 
 def test_mjcf_model_source_and_structure():
@@ -132,6 +142,12 @@ def test_mjcf_model_source_and_structure():
     # motor j1: gear 50 x ctrlrange 2; j3: gear 10 x forcerange 30
     np.testing.assert_array_equal(model.limits.effort, [100, inf, inf, 300, inf])
     np.testing.assert_array_equal(load_mjcf(m, gravity=(0, 0, -1)).gravity, [0, 0, -1])
+    # sites: massless fixed bodies after the others, in MuJoCo's order ("left" is also a body's name)
+    tree = load_mjcf(DATA / "mjcf_tree.xml", sites=True)
+    assert tree.body_names[-4:] == ("marker", "imu", "left.site", "fingertip")
+    assert tree.joint_names[-4:] == ("marker_site", "imu_site", "left.site_site", "fingertip_site")
+    assert tree.kinematics.parents[-4:] == (-1, 0, 0, tree.body_index("left_hand"))
+    assert load_mjcf(DATA / "mjcf_tree.xml").body_names == tree.body_names[:-4]
 
 
 def test_mjcf_errors(tmp_path, monkeypatch):
