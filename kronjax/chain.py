@@ -719,8 +719,8 @@ def _per_coordinate(values, n: int, names: Sequence[str], what: str) -> Array:
     if values.shape != (n,):
         raise ValueError(f"{what} must be a scalar or have shape ({n},) (coordinates of {list(names)}), got {values.shape}")
     if _is_concrete(values) and np.any(values < 0):
-        bad = [names[i] for i in np.flatnonzero(values < 0)]
-        raise ValueError(f"{what} must be nonnegative, got {values} (joints {bad})")
+        bad = [names[i] if i < len(names) else f"coordinate {i}" for i in np.flatnonzero(values < 0)]
+        raise ValueError(f"{what} must be nonnegative, got {values} ({bad})")
     return jnp.asarray(values)
 
 

@@ -699,7 +699,7 @@ def _checked_aba(model: Model, q: Array, qd: Array, tau: Array) -> Array:
 
 def _mass_inputs(model: Model, q: Array) -> tuple:
     """What ``M(q)`` of a Tree model is computed from."""
-    return q, model.kinematics, model.inertials
+    return q, model.kinematics, model.inertials, model.armature
 
 
 # --------------------------------------------------------------------------------------------
@@ -709,6 +709,13 @@ def _mass_inputs(model: Model, q: Array) -> tuple:
 
 def _is_zero(tangent) -> bool:
     return all(isinstance(t, SymbolicZero) for t in jax.tree.leaves(tangent))
+
+
+def _moves_dynamics(model_tangent: Model) -> bool:
+    """Whether a model tangent moves what Newton-Euler and the articulated-body algorithm read
+    (not the limits, damping or friction)."""
+    t = model_tangent
+    return not _is_zero((t.kinematics, t.inertials, t.gravity, t.armature))
 
 
 def _filled(tangent):
@@ -726,7 +733,7 @@ def _tau_change(model: Model, state: tuple, model_tangent: Model, linear: list) 
     derivatives times state tangents) plus, when the model moves, the forward-mode derivative of
     Newton-Euler with respect to the model."""
     change = _linear_change(linear, state[1])  # shaped like qd: (nv,)
-    if not _is_zero(model_tangent):
+    if _moves_dynamics(model_tangent):
         change = change + jax.jvp(lambda m: _rnea.rnea(m, *state), (model,), (_filled(model_tangent),))[1]
     return change
 
@@ -764,7 +771,7 @@ def _tree_aba_jvp(primals, tangents):
     # M(q) qdd + b(q, qd) = tau differentiated: M dqdd = dtau - dtau/dq dq - dtau/dqd dqd - dtau/dmodel
     model, q, qd, tau = primals
     t_model, tq, tqd, ttau = tangents
-    if not _is_zero(t_model):
+    if _moves_dynamics(t_model):
         # the model moves (identification, calibration): the articulated-body algorithm's own
         # derivative, which reads the inertias' upper entries only, as its value does
         tangents = tuple(_filled(t) for t in tangents)

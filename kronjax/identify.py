@@ -189,10 +189,13 @@ def with_standard_parameters(model: Model, pi: Float[ArrayLike, " p"], *, check:
     """The model with its bodies' inertials replaced by the standard parameters ``pi`` (10 nb,).
 
     The inverse of :func:`standard_parameters`: ``c = h / m``, ``I_G = I_O - m (c^T c E - c c^T)``.
-    Kinematics, gravity, names and limits are kept. Works on kinematics-only models too.
+    Kinematics, gravity, names, limits and the joint-space parameters (``armature``, ``damping``,
+    ``friction``) are kept: set identified ``fv``, ``fc``, ``ia`` with ``equinox.tree_at``. Works
+    on kinematics-only models too.
 
     Args:
-        pi: ``(10 nb,)`` in :data:`BODY_PARAMETERS` order per body (friction columns excluded).
+        pi: ``(10 nb,)`` in :data:`BODY_PARAMETERS` order per body (friction and armature columns
+            excluded).
         check: when ``pi`` is concrete (not traced), raise unless every body is physically
             realisable: pseudo-inertia (:func:`pseudo_inertia`) positive semi-definite, mass > 0.
             ``check=False`` lets a non-physical estimate (e.g. from least squares) be turned into a

@@ -337,7 +337,12 @@ def rollout(
             with ``False`` failures show in :attr:`Rollout.success` instead.
         passive: apply the joints' damping and Coulomb friction (the model's ``damping`` and
             ``friction``; :func:`kronjax.passive.passive_forces`, the exact sign); default on.
-            The torque laws do not compensate them.
+            :func:`feedforward` and :func:`computed_torque` overcome them, :func:`pd` does not;
+            ``kronjax.constrained.simulate`` does not apply them. Coulomb friction's sign is
+            discontinuous where a joint stops: an adaptive solver then shrinks its steps there
+            (a joint that sticks may exhaust ``max_steps``); use fixed steps (``dt``) or a smooth
+            friction torque of your own (``passive_forces(..., smoothing=s)``) with
+            ``passive=False``.
 
     A NaN or inf in ``q0``, ``qd0``, the torques or the model propagates (:mod:`kronjax._finite`):
     fixed steps give NaN states; the adaptive controller rejects every step until ``max_steps``
@@ -459,7 +464,7 @@ class FeedForward(eqx.Module):
 
     def __call__(self, t, q, qd):
         q_r, qd_r, qdd_r = _reference(self.reference, t, q.shape[0])
-        return inverse_dynamics(self.model, q_r, qd_r, qdd_r, method=self.method)
+        return inverse_dynamics(self.model, q_r, qd_r, qdd_r, method=self.method, passive=True)
 
 
 class ComputedTorque(eqx.Module):
@@ -474,7 +479,7 @@ class ComputedTorque(eqx.Module):
     def __call__(self, t, q, qd):
         q_r, qd_r, qdd_r = _reference(self.reference, t, q.shape[0])
         command = qdd_r + self.kd * (qd_r - qd) + self.kp * (q_r - q)
-        return inverse_dynamics(self.model, q, qd, command, method=self.method)
+        return inverse_dynamics(self.model, q, qd, command, method=self.method, passive=True)
 
 
 class PD(eqx.Module):
@@ -517,8 +522,10 @@ def feedforward(model: Model, reference: Reference, *, method: str = "rnea") -> 
         tau(t) = M(q_r) qdd_r + C(q_r, qd_r) qd_r + g(q_r)
 
     with ``(q_r, qd_r, qdd_r) = reference(t)``: the inverse dynamics along the reference, open
-    loop (the state is not used). With a perfect model and matching initial state the plant
-    follows the reference exactly; simulating it is Truc's validation of the model (sec. 5).
+    loop (the state is not used), plus the torque that overcomes the model's joint damping and
+    friction (:mod:`kronjax.passive`, which :func:`rollout` applies by default). With a perfect
+    model and matching initial state the plant follows the reference exactly; simulating it is
+    Truc's validation of the model (sec. 5).
 
     Args:
         method: inverse-dynamics method (:func:`kronjax.inverse_dynamics`): ``"rnea"`` (fast,
@@ -538,7 +545,9 @@ def computed_torque(
         tau = M(q) (qdd_r + Kd (qd_r - qd) + Kp (q_r - q)) + C(q, qd) qd + g(q)
 
     evaluated as one :func:`kronjax.inverse_dynamics` call at the measured state with the
-    commanded acceleration. With the plant equal to ``model``, the error ``e = q_r - q`` obeys
+    commanded acceleration, which also overcomes the model's joint damping and friction
+    (``passive=True``, as :func:`rollout` applies them by default). With the plant equal to
+    ``model``, the error ``e = q_r - q`` obeys
     ``edd + Kd ed + Kp e = 0``. ``kp``, ``kd``: scalars or ``(n,)`` diagonal gains (pytree
     leaves: differentiable). ``model`` is the controller's model, which may differ from the plant.
     """

@@ -554,9 +554,10 @@ def load_urdf(
         each such joint and what was dropped. With ``strict_limits=True`` they are kept: a
         single-point range locks the joint, a zero velocity keeps it still, a zero effort makes it
         passive (see :class:`~kronjax.chain.JointLimits`), and ``lower > upper`` is an error.
-        ``<dynamics damping friction>`` of a moving joint (not a mimic) become ``model.damping``
-        and ``model.friction`` (viscous and Coulomb; :mod:`kronjax.passive`), as Pinocchio reads
-        them. ``inertials`` is ``None`` when no link has an ``<inertial>``.
+        ``<dynamics damping friction>`` of a revolute, continuous or prismatic joint (not a
+        mimic) become ``model.damping`` and ``model.friction`` (viscous and Coulomb;
+        :mod:`kronjax.passive`), as Pinocchio reads them (it ignores them on floating and
+        planar joints). ``inertials`` is ``None`` when no link has an ``<inertial>``.
 
     Raises:
         URDFError: (a ``ValueError``) for malformed input, naming the element: XML syntax, an
@@ -623,7 +624,7 @@ def load_urdf(
                     )
                 limits = {key: joint.limits[key] for key in ("velocity", "effort")}
             coupled = joint.mimic if mimic == "coupled" else None
-            if joint.kind != "fixed":  # a fixed joint's <dynamics> damps nothing; a mimic's, nothing of its own
+            if joint.kind in _MOVING:  # as Pinocchio: not fixed, floating or planar joints' <dynamics>
                 limits = limits | joint.passive
             if coupled is not None:
                 limits = {}
@@ -692,8 +693,8 @@ def _joint_values(model: Model, arrays: dict | None, i: int, kind: str, k: int, 
         values = array[k : k + JOINT_NV[kind]]
         if np.unique(values).size > 1:
             raise ValueError(
-                f"to_urdf: {kind} joint {model.joint_names[i]!r} has {key} {values} on its "
-                f"{values.size} velocity coordinates; a URDF {element} holds one value per joint"
+                f"to_urdf: {kind} joint {model.joint_names[i]!r} has {key}{' limits' if element == '<limit>' else ''} "
+                f"{values} on its {values.size} velocity coordinates; a URDF {element} holds one value per joint"
             )
         out[key] = float(values[0])
     return out

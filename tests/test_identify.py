@@ -28,7 +28,7 @@ from oracles import random_arm, relative_error, to_pinocchio  # noqa: E402
 DATA = Path(__file__).resolve().parent / "data"
 
 MODELS = {
-    "puma560": kj.models.puma560,
+    "puma560": lambda: kj.models.puma560(motors=False),  # the rigid links: Y pi is their rnea
     "panda": kj.models.panda,
     "ur5": kj.models.ur5,
     "truc_elbow": kj.models.truc_elbow,
@@ -280,8 +280,8 @@ def test_regressor_float32():
 # 3 + 3 = 6. These counts are for rigid links only. The literature's PUMA/RX-90 counts with the
 # rotor (armature) inertias Ia_j as parameters are larger: Ia_1 and Ia_2 regroup with ZZR_1 and
 # ZZR_2 (axis 2 perpendicular to axis 1 makes ZZ_2 act on joint 2 only) but Ia_3..Ia_6 do not, so
-# 36 + 4 = 40. kronjax's puma560 has no motor inertias (its docstring), so 36 applies; the test
-# also checks the 40 by appending the columns of Ia_j (tau_j = Ia_j qdd_j).
+# 36 + 4 = 40. The regressor tests use puma560(motors=False), so 36 applies; the test below
+# checks the 40 with the columns of Ia_j appended (tau_j = Ia_j qdd_j, regressor(armature=True)).
 HAND_COUNTS = {"truc_elbow": 15, "puma560": 36, "double_pendulum": 6}
 
 
