@@ -27,8 +27,9 @@ ARMS = {
 }
 N_STATES = 20
 # random7 is tree7 without the branch (same generator: random axes, placements, full inertias, a
-# prismatic joint), and test_dynamics_principles.py checks it against first principles: slow tier
-SLOW = ("random7",)
+# prismatic joint), and test_dynamics_principles.py checks it against first principles; the PUMA's
+# M, C qd, g and rnea against Pinocchio and rtb are in test_real_arms.py (fast tier): slow tier
+SLOW = ("random7", "puma560")
 
 
 @pytest.fixture(scope="module", params=[pytest.param(a, marks=pytest.mark.slow) if a in SLOW else a for a in ARMS])
