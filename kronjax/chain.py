@@ -513,7 +513,7 @@ class Model(eqx.Module):
             from the builders; ``None`` (no rotor inertia) for a Model constructed directly.
         damping, friction: ``(nv,)`` viscous damping ``d`` and Coulomb friction ``f`` of each
             velocity coordinate: the passive joint forces ``-d v - f sign(v)``
-            (:func:`kronjax.dynamics.passive_forces`), which ``kronjax.simulate`` applies and
+            (:func:`kronjax.passive.passive_forces`), which ``kronjax.simulate`` applies and
             ``forward_dynamics(..., passive=True)`` adds. Zeros from the builders, ``None`` (none)
             for a Model constructed directly.
     """
@@ -743,7 +743,6 @@ def _model(kinematics, inertials, gravity, body_names, joint_names, limits, join
         limits=_joint_limits(limits, kinematics.n_dof, moving),
         **{what: _per_coordinate((joint_space or {}).get(what), kinematics.n_dof, moving, what) for what in JOINT_SPACE},
     )
-
 
 
 def armature_force(model: Model, qdd: Array) -> Array | float:
@@ -992,11 +991,14 @@ def from_joints(joints: Sequence[Joint], inertials=None, *, gravity=None) -> Mod
     moving = [(i, j, kind) for i, (j, kind) in enumerate(zip(joints, tree._own_kinds)) if kind != "F"]
     joint_space = {}
     for what in JOINT_SPACE:
-        for i, j in enumerate(joints):
-            value = _float_array(getattr(j, what), f"joint {i} ({j.name or f'joint{i + 1}'}) {what}", ())
-            if tree._own_kinds[i] == "F" and (not _is_concrete(value) or value != 0):
-                raise ValueError(f"joint {i} ({j.name or f'joint{i + 1}'}): a fixed or mimic joint has no coordinate to take {what}")
-        values = [_float_array(getattr(j, what), what, ()) for _, j, kind in moving for _ in range(JOINT_NV[kind])]
+        values = []  # one per velocity coordinate
+        for i, (j, kind) in enumerate(zip(joints, tree._own_kinds)):
+            joint = f"joint {i} ({j.name or f'joint{i + 1}'})"
+            value = _float_array(getattr(j, what), f"{joint} {what}", ())
+            if kind != "F":
+                values += [value] * JOINT_NV[kind]
+            elif not _is_concrete(value) or value != 0:
+                raise ValueError(f"{joint}: a fixed or mimic joint has no coordinate to take {what}")
         joint_space[what] = _stack(values) if values else None
     limits = None
     if moving:

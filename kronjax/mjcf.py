@@ -326,33 +326,29 @@ def from_mujoco(
 
 def _convert(model: Model, q, v, a, f, *, to: bool) -> tuple:
     names = ("q", "v", "a", "tau") if to else ("qpos", "qvel", "qacc", "qfrc")
-    given = {}
-    for name, x, size in zip(names, (q, v, a, f), (model.nq, model.nv, model.nv, model.nv)):
-        if x is not None:
-            given[name] = x = jnp.asarray(x)
-            if x.shape != (size,):
-                raise ValueError(f"{name} must have shape ({size},), got {x.shape}")
+    arrays = [None if x is None else jnp.asarray(x) for x in (q, v, a, f)]
+    for name, x, size in zip(names, arrays, (model.nq, model.nv, model.nv, model.nv)):
+        if x is not None and x.shape != (size,):
+            raise ValueError(f"{name} must have shape ({size},), got {x.shape}")
     if a is not None and v is None:
         raise ValueError(f"{names[2]} needs {names[1]}: a free joint's acceleration depends on its velocity")
     parts = [[] for _ in names]
     for kind, qs, vs in _joints(model):
         if kind == "planar":
             raise ValueError("MuJoCo has no planar joint: this model has no MuJoCo state")
-        qj = given[names[0]][qs]
-        rates = [None if x is None else jnp.asarray(x)[vs] for x in (v, a, f)]
+        qj = arrays[0][qs]
+        rates = [None if x is None else x[vs] for x in arrays[1:]]
         if kind in ("free", "spherical"):  # quaternion w last in kronjax, first in MuJoCo
-            quat = qj[-4:] if to else jnp.roll(qj[-4:], -1)
-            qj = jnp.concatenate([qj[:-4], jnp.roll(quat, 1) if to else quat])
+            quat = qj[-4:] if to else jnp.roll(qj[-4:], -1)  # kronjax's order
+            qj = qj.at[-4:].set(jnp.roll(quat, 1) if to else quat)
         if kind == "free":
-            rotation = _lie.quat_to_rotation(quat)
-            rates = _free_rates(rotation, *rates, to=to)
+            rates = _free_rates(_lie.quat_to_rotation(quat), *rates, to=to)
         for part, x in zip(parts, (qj, *rates)):
             if x is not None:
                 part.append(x)
-    dtype = given[names[0]].dtype
     return tuple(
-        None if x is None else (jnp.concatenate(part) if part else jnp.zeros(0, dtype))
-        for x, part in zip((q, v, a, f), parts)
+        None if x is None else (jnp.concatenate(part) if part else jnp.zeros(0, x.dtype))
+        for x, part in zip(arrays, parts)
     )
 
 

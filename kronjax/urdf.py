@@ -611,8 +611,9 @@ def load_urdf(
                     merged[parent_body].append(joint.child)
                 continue
             limits = {}
-            if joint.kind in _MOVING:
+            if joint.kind in _MOVING:  # <dynamics> too, as Pinocchio (not on fixed, floating, planar joints)
                 limits, dropped = _settled_limits(joint, strict_limits)
+                limits |= joint.passive
                 if dropped:
                     degenerate.append(f"{joint.name!r} ({', '.join(dropped)})")
             if joint.kind in _MULTI_DOF:
@@ -624,8 +625,6 @@ def load_urdf(
                     )
                 limits = {key: joint.limits[key] for key in ("velocity", "effort")}
             coupled = joint.mimic if mimic == "coupled" else None
-            if joint.kind in _MOVING:  # as Pinocchio: not fixed, floating or planar joints' <dynamics>
-                limits = limits | joint.passive
             if coupled is not None:
                 limits = {}
             joints.append(
@@ -682,19 +681,18 @@ def _origin_element(parent: ET.Element, tag: str, rotation: np.ndarray, translat
     ET.SubElement(parent, tag, xyz=_fmt(translation), rpy=_fmt(to_rpy(rotation)))
 
 
-def _joint_values(model: Model, arrays: dict | None, i: int, kind: str, k: int, element: str) -> dict:
-    """One value per key of ``arrays`` (``(nv,)`` each) for joint ``i`` (first velocity coordinate
-    ``k``; ``k < 0``: no coordinate of its own, ``inf``); a multi-DoF joint's must be one value for
-    all its coordinates, as a URDF ``element`` holds one value per joint."""
-    if arrays is None or k < 0:
-        return {key: np.inf for key in arrays or ("effort", "velocity")}
+def _joint_values(model: Model, arrays: dict, i: int, kind: str, k: int, element: str) -> dict:
+    """One value per key of ``arrays`` (``(nv,)`` each) for joint ``i``, whose first velocity
+    coordinate is ``k``; a multi-DoF joint's must be one value for all its coordinates, as a URDF
+    ``element`` holds one value per joint."""
     out = {}
     for key, array in arrays.items():
         values = array[k : k + JOINT_NV[kind]]
         if np.unique(values).size > 1:
+            label = f"{key} limits" if element == "<limit>" else key
             raise ValueError(
-                f"to_urdf: {kind} joint {model.joint_names[i]!r} has {key}{' limits' if element == '<limit>' else ''} "
-                f"{values} on its {values.size} velocity coordinates; a URDF {element} holds one value per joint"
+                f"to_urdf: {kind} joint {model.joint_names[i]!r} has {label} {values} on its "
+                f"{values.size} velocity coordinates; a URDF {element} holds one value per joint"
             )
         out[key] = float(values[0])
     return out
@@ -753,6 +751,7 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
     limits = None
     if model.limits is not None:
         limits = {key: as_np(getattr(model.limits, key)) for key in ("lower", "upper", "effort", "velocity")}
+    passive = {key: as_np(getattr(model, key)) for key in ("damping", "friction") if getattr(model, key) is not None}
     if model.inertials is not None:
         masses, coms, inertias = (as_np(x) for x in (model.inertials.mass, model.inertials.com, model.inertials.inertia))
     for i, (parent, kind, k) in enumerate(zip(tree.parents, tree.kinds, tree.v_index)):
@@ -792,11 +791,13 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
         if entry is not None:  # no coordinate, so no limits of its own
             primary, multiplier, offset = entry
             ET.SubElement(joint, "mimic", joint=model.joint_names[primary], multiplier=_fmt(multiplier), offset=_fmt(offset))
-        passive = {key: as_np(getattr(model, key)) for key in ("damping", "friction") if getattr(model, key) is not None}
-        passive = _joint_values(model, passive, i, kind, k, "<dynamics>") if passive and k >= 0 else {}
-        if any(passive.values()):
-            ET.SubElement(joint, "dynamics", **{key: _fmt(value) for key, value in passive.items()})
-        rates = _joint_values(model, None if limits is None else {key: limits[key] for key in ("effort", "velocity")}, i, kind, k, "<limit>")
+        own = k >= 0  # a coordinate of its own (not a mimic)
+        dynamics = _joint_values(model, passive, i, kind, k, "<dynamics>") if own else {}
+        if any(dynamics.values()):
+            ET.SubElement(joint, "dynamics", **{key: _fmt(value) for key, value in dynamics.items()})
+        rates = {"effort": np.inf, "velocity": np.inf}
+        if own and limits is not None:
+            rates = _joint_values(model, {key: limits[key] for key in rates}, i, kind, k, "<limit>")
         unbounded = urdf_kind in ("continuous", *_URDF_MULTI_DOF.values())  # no position limits to write
         if unbounded and not any(np.isfinite(list(rates.values()))):
             continue  # no <limit> at all: unlimited to urdfdom too (which requires one for the others)
