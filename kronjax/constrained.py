@@ -74,6 +74,7 @@ import jax.scipy.linalg as jsl
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
+from . import _lie
 from .calculus import khang_jacobian
 from .chain import Model, PosesFunction, Tree
 from .configuration import _chart, _chart_rate, _integrate, _moving_joints
@@ -104,6 +105,7 @@ LOOP_CLOSURE_KINDS: dict[str, int] = {
     "cylindrical": 4,
     "prismatic": 5,
     "planar_point": 2,
+    "weld": 6,
 }
 """Loop-closure joints of :func:`loop_closure` and their numbers of equations (Huang secs. 5-8)."""
 
@@ -228,6 +230,7 @@ class _LoopClosure(eqx.Module):
     axis_b: Float[Array, "3"]
     normals_a: Float[Array, "2 3"]
     normals_b: Float[Array, "2 3"]
+    rotation: Float[Array, "3 3"]
 
     def __call__(self, q: Float[Array, " nq"]) -> Float[Array, " m"]:
         rotations, origins = self.kinematics.poses(q)
@@ -244,6 +247,8 @@ class _LoopClosure(eqx.Module):
             return d
         if self.kind == "planar_point":
             return self.normals_a @ d
+        if self.kind == "weld":
+            return jnp.concatenate([d, _lie.log3(rb.T @ ra @ self.rotation)])
         ha = self.normals_a @ ra.T  # rows: the two directions normal to the axis, in the base frame
         aligned = ha @ (rb @ self.axis_b)
         if self.kind == "revolute":
@@ -281,6 +286,18 @@ def _unit(x, what: str) -> np.ndarray:
     return v / norm
 
 
+def _rotation_matrix(x) -> np.ndarray:
+    try:
+        r = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"rotation must be a 3x3 rotation matrix, got {x!r}") from err
+    if r.shape != (3, 3) or not np.all(np.isfinite(r)):
+        raise ValueError(f"rotation must be a finite 3x3 rotation matrix, got shape {r.shape}")
+    if np.max(np.abs(r.T @ r - np.eye(3))) > 1e-6 or np.linalg.det(r) < 0:
+        raise ValueError("rotation must be a rotation matrix (orthonormal, determinant +1)")
+    return r
+
+
 def _body(model: Model, body) -> int:
     """Index of a body, ``-1`` for the base (``None``, ``"base"``, ``"world"`` or ``-1``)."""
     if body is None or (isinstance(body, str) and body in ("base", "world") and body not in model.body_names):
@@ -300,6 +317,7 @@ def loop_closure(
     axis: ArrayLike | None = None,
     *,
     axis_b: ArrayLike | None = None,
+    rotation: ArrayLike | None = None,
 ) -> Constraint:
     """A joint that closes a kinematic loop between two bodies of a tree model (Huang secs. 5-8).
 
@@ -324,11 +342,16 @@ def loop_closure(
               (given in the base frame, default ``z``), along ``e1, e2`` with
               ``e1 x e2 = axis`` (the base ``x`` and ``y`` for the default axis): a pin joint of
               a planar mechanism.
+            * ``"weld"`` (6): ``d = 0`` and the two bodies keep their relative orientation,
+              ``log(R_b^T R_a W) = 0`` (the rotation vector of the error, in radians; ``R_a``,
+              ``R_b`` the bodies' rotations, ``W`` = ``rotation``): MuJoCo's ``weld``.
 
         axis: the joint axis in the frame of ``body_a`` (required for revolute, cylindrical and
             prismatic); for ``"planar_point"`` the normal of the plane, in the base frame.
         axis_b: the same axis in the frame of ``body_b`` (default: the same components as
             ``axis``, i.e. the two body frames are aligned when the joint is assembled).
+        rotation: for ``"weld"``, the orientation ``W = R_a^T R_b`` of body b's frame in body a's
+            frame when welded, a rotation matrix (default: the identity).
 
     Returns:
         A holonomic :class:`Constraint` of ``LOOP_CLOSURE_KINDS[kind]`` equations.
@@ -349,6 +372,9 @@ def loop_closure(
     ub = ua if axis_b is None else _unit(axis_b, "axis_b")
     if kind == "planar_point" and axis_b is not None:
         raise ValueError("axis_b has no meaning for a planar_point closure (the plane is fixed in the base frame)")
+    if rotation is not None and kind != "weld":
+        raise ValueError(f"rotation applies to a weld closure, not to a {kind} one")
+    weld_rotation = np.eye(3) if rotation is None else _rotation_matrix(rotation)
     dtype = model.gravity.dtype
     normals_a = _normals(ua)
     if kind == "planar_point":
@@ -359,7 +385,7 @@ def loop_closure(
         a,
         b,
         kind,
-        *(jnp.asarray(x, dtype) for x in (pa, pb, ua, ub, normals_a, _normals(ub))),
+        *(jnp.asarray(x, dtype) for x in (pa, pb, ua, ub, normals_a, _normals(ub), weld_rotation)),
     )
     names = ["base" if i < 0 else model.body_names[i] for i in (a, b)]
     return Constraint(

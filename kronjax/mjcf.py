@@ -24,6 +24,7 @@ For models with hinges and slides only, ``qpos``, ``qvel``, ``qacc`` and ``qfrc`
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from pathlib import Path
@@ -37,6 +38,7 @@ from jaxtyping import Array, ArrayLike, Float
 from . import _lie
 from .chain import Inertial, Joint, Model, from_joints
 from .configuration import _joints
+from .constrained import Constraints, Mechanism, holonomic, loop_closure, project
 
 __all__ = ["MJCFError", "load_mjcf", "to_mujoco", "from_mujoco"]
 
@@ -146,12 +148,26 @@ def _warn_unmodelled(mujoco, m, what: str) -> None:
         warnings.warn(f"{what}: joint springs (stiffness) of joints {names(joint, stiff, 'joint')} ignored", stacklevel=3)
     for count, kind, prefix, label in (
         ("ntendon", mujoco.mjtObj.mjOBJ_TENDON, "tendon", "tendons"),
-        ("neq", mujoco.mjtObj.mjOBJ_EQUALITY, "equality", "equality constraints"),
         ("nflex", mujoco.mjtObj.mjOBJ_FLEX, "flex", "flexes"),
     ):
         n = getattr(m, count)
         if n:
             warnings.warn(f"{what}: {label} {names(kind, range(n), prefix)} not modelled by kronjax; ignored", stacklevel=3)
+    equality = mujoco.mjtObj.mjOBJ_EQUALITY
+    other = [i for i in range(m.neq) if int(m.eq_type[i]) not in _EQUALITY_KINDS(mujoco)]
+    if other:
+        warnings.warn(
+            f"{what}: equality constraints {names(equality, other, 'equality')} (tendon or flex) not modelled by "
+            "kronjax; ignored",
+            stacklevel=3,
+        )
+    inactive = [i for i in range(m.neq) if not m.eq_active0[i] and i not in other]
+    if inactive:
+        warnings.warn(
+            f"{what}: equality constraints {names(equality, inactive, 'equality')} are inactive (active=\"false\"); "
+            "left out of the mechanism",
+            stacklevel=3,
+        )
     dynamic = np.flatnonzero(m.actuator_dyntype != int(mujoco.mjtDyn.mjDYN_NONE))
     if dynamic.size:
         warnings.warn(
@@ -161,8 +177,75 @@ def _warn_unmodelled(mujoco, m, what: str) -> None:
         )
 
 
-def load_mjcf(source, *, gravity=None, sites: bool = False) -> Model:
-    """A kronjax :class:`~kronjax.chain.Model` from an MJCF file, MJCF text or a ``mujoco.MjModel``.
+def _EQUALITY_KINDS(mujoco) -> dict[int, str]:
+    """The MuJoCo equality constraints that kronjax models, by ``eq_type``."""
+    return {int(mujoco.mjtEq.mjEQ_CONNECT): "connect", int(mujoco.mjtEq.mjEQ_WELD): "weld",
+            int(mujoco.mjtEq.mjEQ_JOINT): "joint"}
+
+
+class _JointCoupling(eqx.Module):
+    """MuJoCo's ``joint`` equality: ``q1 - ref1 = c0 + c1 d + c2 d^2 + c3 d^3 + c4 d^4`` with
+    ``d = q2 - ref2`` (``c1..c4`` absent without a second joint)."""
+
+    first: int = eqx.field(static=True)
+    second: int | None = eqx.field(static=True)
+    refs: Float[Array, "2"]
+    coefficients: Float[Array, "5"]
+
+    def __call__(self, q: Float[Array, " nq"]) -> Float[Array, "1"]:
+        lhs = q[self.first] - self.refs[0] - self.coefficients[0]
+        if self.second is None:
+            return lhs[None]
+        d = q[self.second] - self.refs[1]
+        return (lhs - d * (self.coefficients[1] + d * (self.coefficients[2] + d * (self.coefficients[3] + d * self.coefficients[4]))))[None]
+
+
+def _equalities(mujoco, m, model: Model, frame: dict[int, int], what: str) -> list:
+    """The active ``connect``, ``weld`` and ``joint`` equality constraints of ``m`` as kronjax
+    constraints on ``model`` (``frame``: MuJoCo body id -> the kronjax body carrying its frame).
+
+    A ``connect`` is a spherical :func:`~kronjax.constrained.loop_closure`, a ``weld`` a weld closure
+    (a spherical one where ``torquescale`` is 0: MuJoCo then leaves the orientation free), both with
+    MuJoCo's points (``eq_data``, or the sites' positions); a ``joint`` the polynomial coupling of
+    :class:`_JointCoupling`. ``torquescale`` otherwise only weighs MuJoCo's soft constraint: the
+    ideal constraint has the same solutions whatever its value."""
+    kinds = _EQUALITY_KINDS(mujoco)
+    site = int(mujoco.mjtObj.mjOBJ_SITE)
+    parts = []
+    for i in range(m.neq):
+        kind = kinds.get(int(m.eq_type[i]))
+        if kind is None or not m.eq_active0[i]:
+            continue
+        name = _name(mujoco, m, mujoco.mjtObj.mjOBJ_EQUALITY, i, "equality")
+        ids, data = (int(m.eq_obj1id[i]), int(m.eq_obj2id[i])), np.asarray(m.eq_data[i], float)
+        if kind == "joint":
+            adr = [None if j < 0 else int(m.jnt_qposadr[j]) for j in ids]
+            coupling = _JointCoupling(
+                adr[0], adr[1], jnp.asarray([m.qpos0[a] if a is not None else 0.0 for a in adr]), jnp.asarray(data[:5])
+            )
+            part = holonomic(coupling, model, description=f"MJCF joint equality {name}")
+        else:
+            if int(m.eq_objtype[i]) == site:  # the sites' frames: W = S_a S_b^T
+                bodies = [int(m.site_bodyid[k]) for k in ids]
+                points = [np.asarray(m.site_pos[k], float) for k in ids]
+                welded = _rotation(mujoco, m.site_quat[ids[0]]) @ _rotation(mujoco, m.site_quat[ids[1]]).T
+            else:  # connect: eq_data = (point on body 1, point on body 2); weld: (point on 2, on 1, relquat)
+                bodies = list(ids)
+                points = [data[0:3], data[3:6]] if kind == "connect" else [data[3:6], data[0:3]]
+                welded = _rotation(mujoco, data[6:10]) if kind == "weld" else None
+            weld = kind == "weld" and data[10] != 0
+            part = loop_closure(
+                model, frame[bodies[0]], points[0], frame[bodies[1]], points[1],
+                "weld" if weld else "spherical", rotation=welded if weld else None,
+            )
+            part = dataclasses.replace(part, description=f"MJCF {kind} {name} ({part.description})")
+        parts.append(part)
+    return parts
+
+
+def load_mjcf(source, *, gravity=None, sites: bool = False) -> Model | Mechanism:
+    """A kronjax :class:`~kronjax.chain.Model` from an MJCF file, MJCF text or a ``mujoco.MjModel``,
+    or a :class:`~kronjax.constrained.Mechanism` when the file has equality constraints.
 
     Args:
         source: a path to an MJCF (``.xml``) file, the MJCF text itself, or a compiled
@@ -190,9 +273,18 @@ def load_mjcf(source, *, gravity=None, sites: bool = False) -> Model:
         effort limit (see :func:`_effort_limits`); ``armature``, ``damping`` and
         ``frictionloss`` are the model's ``armature``, ``damping`` and ``friction``
         (:class:`~kronjax.chain.Model`; frictionloss with a warning: kronjax's Coulomb friction is
-        a force, MuJoCo's a constraint). Springs, tendons, equality constraints, flexes, actuator
-        dynamics and the cones of limited balls are not in a kronjax model: each kind present is
-        named in one ``UserWarning``.
+        a force, MuJoCo's a constraint). Springs, tendons, flexes, actuator dynamics, the cones
+        of limited balls and equality constraints on tendons and flexes are not in a kronjax
+        model: each kind present is named in one ``UserWarning``.
+
+        With active ``connect``, ``weld`` or ``joint`` equality constraints, a
+        :class:`~kronjax.constrained.Mechanism` of that tree: its constraints are, in the file's
+        order, spherical and weld :func:`~kronjax.constrained.loop_closure` s at MuJoCo's anchors
+        (body or site semantics) and the polynomial joint couplings (each described as ``MJCF
+        <kind> <name>``), and its ``q0`` is ``qpos0`` (projected onto the constraints where it
+        does not satisfy them). MuJoCo's equality constraints are soft (``solref``, ``solimp``),
+        kronjax's ideal: the two agree in the limit of stiff constraints. Inactive ones
+        (``active="false"``) are left out, with a warning.
 
     Raises:
         ImportError: ``mujoco`` is not installed.
@@ -296,7 +388,28 @@ def load_mjcf(source, *, gravity=None, sites: bool = False) -> Model:
     except ValueError as err:  # a NaN or inf that MuJoCo compiled (it accepts them in positions and axes)
         raise MJCFError(f"{what}: {err}") from None
     post = jnp.asarray(np.stack(posts), model.kinematics.post_translation.dtype)
-    return eqx.tree_at(lambda model: model.kinematics.post_translation, model, post)
+    model = eqx.tree_at(lambda model: model.kinematics.post_translation, model, post)
+    parts = _equalities(mujoco, m, model, last, what)
+    return model if not parts else _mechanism(model, parts, m.qpos0, what)
+
+
+def _mechanism(model: Model, parts: list, qpos0, what: str):
+    """A :class:`~kronjax.constrained.Mechanism` assembled at MuJoCo's ``qpos0`` (where the compiler
+    put the anchors of ``connect`` and ``weld`` without ``relpose``), projected onto the constraints
+    where ``qpos0`` does not satisfy them (a ``relpose`` or a ``polycoef`` offset of the file's)."""
+    constraints = Constraints(tuple(parts))
+    q0 = from_mujoco(model, jnp.asarray(qpos0, model.gravity.dtype))[0]
+    tol = float(np.sqrt(np.finfo(q0.dtype).eps))
+    if float(jnp.max(jnp.abs(constraints.residual(q0)))) > tol:
+        q0 = project(model, constraints, q0)[0]
+        residual = float(jnp.max(jnp.abs(constraints.residual(q0))))
+        if not residual <= tol:
+            warnings.warn(
+                f"{what}: qpos0 does not satisfy the equality constraints, and projecting it onto them left a "
+                f"residual of {residual:.1e}: the mechanism's q0 is not assembled",
+                stacklevel=3,
+            )
+    return Mechanism(model, constraints, q0)
 
 
 def to_mujoco(

@@ -742,6 +742,12 @@ def test_bad_input(spatial, four_bar):
         kc.loop_closure(model, "b3", p, "b6", p, "revolute", (0.0, 0.0, 0.0))
     with pytest.raises(ValueError, match="axis_b must be non-zero"):
         kc.loop_closure(model, "b3", p, "b6", p, "revolute", (0.0, 0.0, 1.0), axis_b=(0, 0, 0))
+    with pytest.raises(ValueError, match="rotation applies to a weld closure"):
+        kc.loop_closure(model, "b3", p, "b6", p, rotation=np.eye(3))
+    with pytest.raises(ValueError, match="determinant"):
+        kc.loop_closure(model, "b3", p, "b6", p, "weld", rotation=-np.eye(3))
+    with pytest.raises(ValueError, match="3x3 rotation matrix"):
+        kc.loop_closure(model, "b3", p, "b6", p, "weld", rotation=np.eye(2))
     with pytest.raises(ValueError, match="point_a must be a finite 3-vector"):
         kc.loop_closure(model, "b3", (0.0, 0.0), "b6", p)
     with pytest.raises(ValueError, match="point_b must be a finite 3-vector"):

@@ -216,3 +216,107 @@ def test_mjcf_joint_parameters_and_unmodelled_features():
     np.testing.assert_array_equal(model.friction, [0] * 7 + [0.2] + [0] * 3)
     # a position servo without forcerange and an actuator with dynamics give no effort limit
     np.testing.assert_array_equal(model.limits.effort, [np.inf] * 11)
+
+
+
+def _rotation_vector(u, sign):
+    """The rotation vector (angle in ``[0, pi]``) of the unit quaternion ``(w, u)`` with
+    ``sign(w) = sign``, as a function of ``u`` alone: kronjax's weld rows, where MuJoCo's are ``u``
+    of the error quaternion."""
+    u = u * sign
+    s = jnp.linalg.norm(u)
+    return 2 * jnp.arcsin(s) * u / s
+
+
+def test_equality_constraints_match_mujoco():
+    """Each equality constraint of mjcf_closed.xml against MuJoCo's own rows (``efc_pos``, ``efc_J``)
+    at 20 random states: connect, joint and weld-position rows equal MuJoCo's; MuJoCo's weld rotation
+    rows are ``u`` of the error quaternion ``conj(q_b S_b) q_a S_a = (w, u)``, kronjax's its
+    rotation vector ``f(u)``, so kronjax's Jacobian rows must be ``f'(u)`` times MuJoCo's (chain
+    rule). ``q0`` is assembled: MuJoCo's rows vanish there."""
+    path = DATA / "mjcf_closed.xml"
+    m = mujoco.MjModel.from_xml_path(str(path))
+    m.opt.jacobian = mujoco.mjtJacobian.mjJAC_DENSE
+    with pytest.warns(UserWarning, match="equality constraints spare are inactive"):
+        mechanism = load_mjcf(path)
+    model, constraints = mechanism.model, mechanism.constraints
+    assert isinstance(mechanism, kj.constrained.Mechanism) and mechanism.n_dof == 4
+    assert [p.description.split(" (")[0] for p in constraints.parts] == [
+        "MJCF weld grasp", "MJCF weld dock", "MJCF connect tie", "MJCF joint equality mesh"
+    ]
+
+    def rows(q):  # kronjax's rows, and T = d qvel / d v to carry MuJoCo's Jacobian to kronjax's v
+        velocity_map = jax.jacfwd(lambda v: to_mujoco(model, q, v)[1])(jnp.zeros(model.nv, q.dtype))
+        return constraints.residual(q), constraints.jacobian(q), velocity_map
+
+    rows = jit_once(rows)
+    d = mujoco.MjData(m)
+    body = lambda name: mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name)  # noqa: E731
+
+    def mujoco_rows(qpos):
+        d.qpos[:] = qpos
+        mujoco.mj_forward(m, d)
+        mine = d.efc_type == int(mujoco.mjtConstraint.mjCNSTR_EQUALITY)
+        return d.efc_pos[mine].copy(), d.efc_J.reshape(d.nefc, m.nv)[mine].copy()
+
+    # the weld rows' first index, bodies and frames S (the sites' for grasp, relpose for dock)
+    welds = ((0, "arm2", "box", m.site_quat[0], m.site_quat[1]), (6, "buoy", "box", m.eq_data[1, 6:10], (1, 0, 0, 0)))
+    for k in range(STATES):
+        q = kj.random_configuration(model, jax.random.PRNGKey(k))
+        residual, jacobian, velocity_map = (np.asarray(x) for x in rows(q))
+        pos, jac = mujoco_rows(np.asarray(to_mujoco(model, q)[0]))
+        jac = jac @ velocity_map
+        expected, expected_jac = pos.copy(), jac.copy()
+        for start, body_a, body_b, frame_a, frame_b in welds:
+            qa, qb, error = np.empty(4), np.empty(4), np.empty(4)
+            mujoco.mju_mulQuat(qa, d.xquat[body(body_a)], np.asarray(frame_a, float))
+            mujoco.mju_mulQuat(qb, d.xquat[body(body_b)], np.asarray(frame_b, float))
+            mujoco.mju_negQuat(qb, qb)
+            mujoco.mju_mulQuat(error, qb, qa)
+            rot = slice(start + 3, start + 6)
+            np.testing.assert_allclose(pos[rot], error[1:], rtol=0, atol=1e-12)  # MuJoCo's rows, as read
+            expected[rot] = _rotation_vector(error[1:], np.sign(error[0]))
+            expected_jac[rot] = jax.jacfwd(_rotation_vector)(error[1:], np.sign(error[0])) @ jac[rot]
+        _close("constraint residual vs efc_pos", residual, expected, 1e-12)
+        _close("constraint Jacobian vs efc_J", jacobian, expected_jac)
+    # q0: qpos0 where it satisfies the constraints (the welds' and connect's), the gears moved onto
+    # their coupling (its offset 0.1 is not satisfied at qpos0)
+    qpos = np.asarray(to_mujoco(model, mechanism.q0)[0])
+    assert np.max(np.abs(mujoco_rows(qpos)[0])) < 1e-12
+    gears = {int(m.jnt_qposadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, j)]) for j in ("gear_a", "gear_b")}
+    assert set(np.flatnonzero(np.abs(qpos - m.qpos0) > 1e-12)) == gears
+
+
+def test_equality_variants():
+    """A weld with torquescale 0 is a connect at the weld's points (MuJoCo leaves the orientation
+    free), sites give a connect's points, a joint equality without joint2 locks its joint at ref, a tendon equality is named in a warning; the rows equal MuJoCo's ``efc_pos`` at a random
+    state (op by op: nothing to compile)."""
+    xml = """<mujoco><worldbody>
+      <body name="a" pos="0 0 1"><joint name="ja" type="ball"/><geom size="0.1" pos="0.2 0 0"/><site name="sa" pos="0.3 0 0.1"/>
+        <body name="b" pos="0.3 0 0"><joint name="jb" axis="0 1 0" ref="0.2"/><geom size="0.05"/></body></body>
+      <body name="c" pos="0.3 0 1"><joint name="jx" type="slide" axis="1 0 0"/><joint name="jy" type="slide" axis="0 1 0"/>
+        <joint name="jz" type="slide" axis="0 0 1"/><geom size="0.1"/><site name="sc" pos="0 0 0.1"/></body>
+    </worldbody>
+    <tendon><fixed name="tie"><joint joint="jx" coef="1"/></fixed></tendon>
+    <equality><weld name="loose" body1="b" body2="c" anchor="0.05 0 0" torquescale="0"/>
+      <connect name="pins" site1="sa" site2="sc"/><joint name="lock" joint1="jb" polycoef="0 0 0 0 0"/>
+      <tendon name="rope" tendon1="tie"/></equality></mujoco>"""
+    with pytest.warns(UserWarning, match="equality constraints rope .tendon or flex. not modelled"):
+        mechanism = load_mjcf(xml)
+    parts = mechanism.constraints.parts
+    assert [p.n_equations for p in parts] == [3, 3, 1]
+    assert [p.description for p in parts] == [
+        "MJCF weld loose (spherical loop closure b-c)",
+        "MJCF connect pins (spherical loop closure a-c)",
+        "MJCF joint equality lock",
+    ]
+    m = mujoco.MjModel.from_xml_string(xml)
+    q = kj.random_configuration(mechanism.model, jax.random.PRNGKey(1))
+    d = mujoco.MjData(m)
+    d.qpos[:] = np.asarray(to_mujoco(mechanism.model, q)[0])
+    mujoco.mj_forward(m, d)
+    pos = d.efc_pos[d.efc_type == int(mujoco.mjtConstraint.mjCNSTR_EQUALITY)]
+    # MuJoCo's rows: the weld's 6 (its rotation rows times torquescale 0), the connect's 3, the joint's
+    assert pos.shape == (11,) and not np.any(pos[3:6])
+    _close("residual vs efc_pos", mechanism.constraints.residual(q), np.r_[pos[:3], pos[6:10]], 1e-12)
+    np.testing.assert_array_equal(to_mujoco(mechanism.model, mechanism.q0)[0], m.qpos0)  # assembled there
