@@ -320,6 +320,29 @@ def mjx_functions(urdf: str):
     return inverse, forward, names
 
 
+def mjx_timed(batched: Callable, arrays: list, spec: dict) -> dict:
+    """MJX's batched function timed at ``spec["batch"]`` (or at ``spec["probe"]`` where a call at
+    the batch would take more than ``spec["max_call_s"]``): record fields, ``compile_s``,
+    ``batch``, ``note`` and the leading ``spec["check"]`` outputs as they come (``head``)."""
+    import jax
+    import jax.numpy as jnp
+
+    batch, note = spec["batch"], ""
+    probe = min(spec["probe"], batch)
+    if probe < batch:  # XLA:CPU's default fusion emitters can make MJX very slow: look first
+        small = tuple(jnp.asarray(x[:probe]) for x in arrays)
+        compiled, _ = compile_jit(batched, *small)
+        jax.block_until_ready(compiled(*small))
+        start = time.perf_counter()
+        jax.block_until_ready(compiled(*small))
+        estimate = (time.perf_counter() - start) / probe * batch
+        if estimate > spec["max_call_s"]:
+            note = f"batch {probe}, not {batch}: one call at {batch} would take ~{estimate:.0f} s"
+            batch = probe
+    fields, compile_s, out = time_compiled(batched, tuple(jnp.asarray(x[:batch]) for x in arrays), spec["timing"])
+    return {**fields, "compile_s": compile_s, "batch": batch, "note": note, "head": np.asarray(out[: spec["check"]]).tolist()}
+
+
 def mjx_main(spec_path: str) -> None:
     """``python -m bench.floating SPEC.json``: MJX timed in this process (its XLA flags are read
     when JAX starts). SPEC: ``urdf``, ``samples`` (``.npz``: kronjax-layout ``q``, ``v``, ``a``,
@@ -330,7 +353,6 @@ def mjx_main(spec_path: str) -> None:
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    import jax.numpy as jnp
 
     inverse, forward, names = mjx_functions(Path(spec["urdf"]).read_text())
     position = {n: i for i, n in enumerate(spec["joint_names"])}
@@ -340,21 +362,8 @@ def mjx_main(spec_path: str) -> None:
     result = {}
     for operation, fn, args, kind in (("floating_inverse_dynamics", inverse, ("q", "v", "a"), "tau"),
                                       ("floating_forward_dynamics", forward, ("q", "v", "tau"), "a")):
-        batched, batch, note = jax.vmap(fn), spec["batch"], ""
-        probe = min(spec["probe"], batch)
-        if probe < batch:  # XLA:CPU's default fusion emitters can make MJX very slow: look first
-            small = tuple(jnp.asarray(mj[k][:probe]) for k in args)
-            compiled, _ = compile_jit(batched, *small)
-            jax.block_until_ready(compiled(*small))
-            start = time.perf_counter()
-            jax.block_until_ready(compiled(*small))
-            estimate = (time.perf_counter() - start) / probe * batch
-            if estimate > spec["max_call_s"]:
-                note = f"batch {probe}, not {batch}: one call at {batch} would take ~{estimate:.0f} s"
-                batch = probe
-        fields, compile_s, out = time_compiled(batched, tuple(jnp.asarray(mj[k][:batch]) for k in args), spec["timing"])
-        head = from_mujoco(kind, np.asarray(out[: spec["check"]]), s["q"], s["v"], index)
-        result[operation] = {**fields, "compile_s": compile_s, "batch": batch, "note": note, "head": head.tolist()}
+        r = mjx_timed(jax.vmap(fn), [mj[k] for k in args], spec)
+        result[operation] = {**r, "head": from_mujoco(kind, np.asarray(r["head"]), s["q"], s["v"], index).tolist()}
     result["xla_flags"] = os.environ.get("XLA_FLAGS", "")
     Path(spec["out"]).write_text(json.dumps(result))
 

@@ -273,6 +273,35 @@ def _floating_table(records: list[Record], threads: int) -> list[str]:
     return lines + [""]
 
 
+def _mjcf_table(records: list[Record]) -> list[str]:
+    """Section ``mjcf``: kronjax and MJX on the same MJCF file; the ratio to MJX's faster row."""
+    rows = [r for r in records if r.operation.startswith("mjcf_")]
+    if not rows:
+        return []
+    lines = [
+        "The same MJCF file for kronjax (`kj.load_mjcf`) and MJX (`mjx.put_model`): the Panda (fixed base) and Romeo on "
+        "a free joint, written by MuJoCo from `tests/data/*.urdf` with armature 0.1 on every hinge and slide "
+        "(`bench/mjcf.py`); float64, random states in MuJoCo's layout. Errors against MuJoCo's C library (`mj_inverse`, "
+        "`mj_forward`'s `qacc`) on the leading samples. \"x MJX\": this row's samples/s over MJX's faster row at the "
+        "same model and operation (> 1: faster).",
+        "",
+        "| model | operation | library | method | batch | us/sample | samples/s [min, max] | compile s | rel. err vs MuJoCo | x MJX | note |",
+        "| --- | --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | --- |",
+    ]
+    for r in rows:
+        peers = [p for p in rows if p.library == "mjx" and p.model == r.model and p.operation == r.operation and p.seconds_per_call]
+        ref = max(peers, key=lambda p: p.samples_per_s, default=None)
+        spread = r.extra.get("seconds_per_call_range")
+        rate = _num(r.samples_per_s, ",.0f")
+        if spread and r.seconds_per_call is not None:
+            rate += f" [{r.batch / spread[1]:,.0f}, {r.batch / spread[0]:,.0f}]"
+        lines.append(
+            f"| {r.model} | {r.operation.removeprefix('mjcf_')} | {r.library} | {r.method} | {r.batch} | {_us(r)} | {rate} | "
+            f"{_num(r.compile_s, '.2f')} | {_num(r.rel_err, '.1e')} | {_ratio(ref, r)} | {r.note} |"
+        )
+    return lines + [""]
+
+
 def markdown(records: list[Record], meta: dict, peers: dict, config, goal_rows, exps, plot_name) -> str:
     threads = config.threads
     lines = [
@@ -314,6 +343,9 @@ def markdown(records: list[Record], meta: dict, peers: dict, config, goal_rows, 
     table = _floating_table(records, threads)
     if table:
         lines += ["", "## Floating base: inverse and forward dynamics of a humanoid (issue 15)", ""] + table
+    table = _mjcf_table(records)
+    if table:
+        lines += ["", "## The same MJCF in kronjax and MJX, armature included (issue 17)", ""] + table
     if exps:
         ns = sorted({n for e in exps for n in e["n"]})
         lines += ["", "## Scaling with the number of joints (random serial D-H arms, float64)", "",

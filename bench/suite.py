@@ -26,11 +26,11 @@ import numpy as np
 
 import kronjax as kj
 
-from . import floating, models
+from . import floating, mjcf, models
 from ._timing import Record, best_time, time_jax
 from .peers import Pinocchio, adam_inverse_dynamics, frax_functions, jaxsim_functions, xla_env
 
-SECTIONS = ("inverse", "forward", "coriolis", "scaling", "compile", "kinematics", "derivatives", "kinematics_scaling", "floating")
+SECTIONS = ("inverse", "forward", "coriolis", "scaling", "compile", "kinematics", "derivatives", "kinematics_scaling", "floating", "mjcf")
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -463,3 +463,7 @@ class Suite:
     def section_floating(self):
         """Inverse and forward dynamics of the floating-base humanoid (issue 15): :mod:`bench.floating`."""
         floating.section(self)
+
+    def section_mjcf(self):
+        """kronjax and MJX on the same MJCF files, armature included (issue 17): :mod:`bench.mjcf`."""
+        mjcf.section(self)

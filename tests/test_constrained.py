@@ -252,6 +252,7 @@ def test_loop_closure(spatial, closures, kind):
             "cylindrical": [np.cross(u, rel_rot @ u), np.cross(u, gap_a)],
             "prismatic": [np.cross(u, gap_a), rel_rot - np.eye(3)],
             "planar_point": [np.cross(s["plane_normal"], gap)],
+            "weld": [gap_a, rel_rot - np.eye(3)],
         }[kind]
         errors["position"] = max(errors["position"], max(float(np.max(np.abs(x))) for x in position))
 
@@ -267,6 +268,8 @@ def test_loop_closure(spatial, closures, kind):
             locked, free = [np.cross(u, omega.T).T, np.cross(u, vel.T).T], np.stack([u @ omega, u @ vel])
         elif kind == "prismatic":
             locked, free = [omega, np.cross(u, vel.T).T], u @ vel  # translation along u only
+        elif kind == "weld":
+            locked, free = [omega, vel], np.zeros((1, omega.shape[1]))  # no relative motion: rank 0
         else:
             nw = s["plane_normal"]  # the in-plane gap is held; rotations and the normal gap free
             locked, free = [np.cross(nw, gap_rate.T).T], np.vstack([omega, nw @ gap_rate])

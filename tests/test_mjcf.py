@@ -320,3 +320,27 @@ def test_equality_variants():
     assert pos.shape == (11,) and not np.any(pos[3:6])
     _close("residual vs efc_pos", mechanism.constraints.residual(q), np.r_[pos[:3], pos[6:10]], 1e-12)
     np.testing.assert_array_equal(to_mujoco(mechanism.model, mechanism.q0)[0], m.qpos0)  # assembled there
+
+
+def test_the_same_robot_from_urdf_and_from_mjcf():
+    """The Panda of tests/data/panda.urdf read by ``load_urdf`` and, compiled by MuJoCo's URDF
+    importer, by ``load_mjcf`` (MuJoCo fuses the fixed links into their parents, kronjax's URDF
+    loader merges them too): the same joints, dampers, mass matrix and inverse dynamics."""
+    urdf = (DATA / "panda.urdf").read_text()
+    start = urdf.index(">", urdf.index("<robot")) + 1
+    mjcf = urdf[:start] + '<mujoco><compiler discardvisual="true" balanceinertia="false" fusestatic="true"/></mujoco>' + urdf[start:]
+    from_mjcf = load_mjcf(mujoco.MjModel.from_xml_string(mjcf))
+    from_urdf = kj.load_urdf(DATA / "panda.urdf")
+    assert from_mjcf.joint_names == tuple(n for n, k in zip(from_urdf.joint_names, from_urdf.kinematics.kinds) if k != "F")
+    np.testing.assert_array_equal(from_mjcf.damping, from_urdf.damping)
+    np.testing.assert_array_equal(from_mjcf.friction, from_urdf.friction)
+
+    @jit_once
+    def dynamics(q, v, a):
+        return [(kj.mass_matrix(m, q), kj.inverse_dynamics(m, q, v, a)) for m in (from_urdf, from_mjcf)]
+
+    rng = np.random.default_rng(2)
+    for q, v, a in rng.uniform(-1.5, 1.5, (3, 3, from_urdf.nv)):
+        (m_urdf, tau_urdf), (m_mjcf, tau_mjcf) = dynamics(q, v, a)
+        _close("M from MJCF vs URDF", m_mjcf, m_urdf)
+        _close("inverse dynamics from MJCF vs URDF", tau_mjcf, tau_urdf)
