@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test test-slow bench bench-gpu clean
+.PHONY: demo test test-slow test-extended bench bench-gpu clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,17 +32,22 @@ demo: $(VENV)/.installed
 
 # Tests in parallel (pytest-xdist), a test file per worker so that its module-level compiled
 # functions and fixtures are built once, slowest files first (tests/conftest.py); at most 4
-# workers (each holds 1-4 GB). `make test`: everything not marked slow; `make test-slow`: the
-# slow tier (the notebooks, the benchmark's smoke run, extended oracle runs); CI runs both.
+# workers (each holds 1-4 GB). `make test`: everything marked neither slow nor extended; `make
+# test-slow`: the slow tier (the notebooks, the benchmark's smoke run, oracle runs on larger
+# models); CI runs both. `make test-extended`: the extended tier (tests/conftest.py's TIERS).
 PYTEST := $(PY) -m pytest -q -n logical --maxprocesses 4 --dist loadfile --no-loadscope-reorder --durations=25
 
 # The fast tier is compile-bound: XLA backend optimisation level 0 (tests/conftest.py) takes
 # a sixth off its wall time (475 s vs 569 s on 2 cores); the slow tier holds the run-bound tests.
 test: $(VENV)/.installed-test
-	KRONJAX_TEST_XLA_OPT=0 $(PYTEST) -m "not slow"
+	KRONJAX_TEST_XLA_OPT=0 $(PYTEST) -m "not slow and not extended"
 
 test-slow: $(VENV)/.installed-test
-	$(PYTEST) -m slow
+	$(PYTEST) -m "slow and not extended"
+
+# Not in CI (its 30 minutes): second instances of checks CI runs elsewhere, and the soak run.
+test-extended: $(VENV)/.installed-test
+	$(PYTEST) -m extended
 
 bench: $(VENV)/.installed-bench
 	$(PY) -m bench

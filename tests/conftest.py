@@ -21,6 +21,7 @@ if os.environ.get("KRONJAX_TEST_XLA_OPT") == "0" and "xla_backend_optimization_l
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
 
 import jax  # noqa: E402
+import pytest  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -61,7 +62,53 @@ SLOW_FIRST = (
 )
 
 
+# Tiers of single tests and parametrized instances (the rest carry their marks in their files), so
+# that CI stays under 30 minutes on 2 cores. `extended` (``make test-extended``, not in CI): second
+# instances of checks that CI runs on another model, precision or size (the instance CI keeps is
+# named), and the soak run. `slow`: run-bound or paper-specific checks moved out of ``make test``.
+TIERS = {
+    # make test -> extended
+    "test_composite.py::test_composite_mass_matrix_derivative_equals_autodiff_of_mass_matrix[branched tree-True]": "extended",  # [branched tree-False]
+    "test_composite.py::test_composite_equals_the_papers_assembly[puma560]": "extended",  # the other models
+    "test_pinocchio_dynamics.py::test_against_pinocchio[tree7]": "extended",  # [panda]
+    "test_pinocchio_kinematics.py::test_against_pinocchio[R-tree]": "extended",  # [R-chain] and the other variants
+    "test_dynamics_derivatives.py::test_against_finite_differences[fixed_joints]": "extended",  # vs Pinocchio
+    "test_jacobians.py::test_analytic_equals_autodiff": "extended",  # vs Pinocchio (test_pinocchio_kinematics)
+    "test_kinematics.py::test_accelerations_match_second_time_derivative[tree]": "extended",  # [chain], [dh], [stacker]
+    "test_real_arms.py::test_dynamics_against_rtb[panda]": "extended",  # [puma560], [ur5]
+    "test_identify.py::test_regressor_times_parameters_is_inverse_dynamics[tree7]": "extended",  # the other models
+    # make test -> slow
+    "test_trajopt.py::test_two_link_matches_scipy_and_respects_limits": "slow",
+    "test_trajopt.py::test_rotor_torque_effort_with_free_end_accelerations": "slow",
+    "test_constrained.py::test_huang_double_pendulum_dfdq": "slow",
+    "test_kinematics.py::test_float32_matches_float64": "slow",
+    "test_dynamics_principles.py::test_gradients_wrt_inertials_and_gravity_chain": "slow",
+    "test_dynamics_principles.py::test_wrenches_in_inverse_and_forward_dynamics": "slow",
+    "test_batching.py::test_batches_sharded_over_four_cpu_devices": "slow",
+    "test_relative_motion.py::test_compose_pose_and_jacobians[branched-4-5-reference]": "slow",
+    "test_simulate.py::test_truc_feedforward_validation": "slow",
+    # slow -> extended
+    "test_floating_base.py::test_floating_base_robots_against_pinocchio[quadruped]": "extended",  # [humanoid]
+    "test_floating_base.py::test_free_floating_robot_conserves_momentum_and_balances_power[quadruped]": "extended",  # the humanoid's, test_simulate_floating
+    "test_floating_base.py::test_float32_and_a_batch_of_ten_thousand_states": "extended",  # float32: test_kinematics, test_dynamics_derivatives
+    "test_floating_base.py::test_identification_regressor_of_a_floating_base_robot": "extended",  # regressors: test_identify
+    "test_centroidal.py::test_against_pinocchio[quadruped]": "extended",  # [humanoid]
+    "test_constrained_floating.py::test_free_and_euler_platforms_agree_at_matching_states": "extended",  # test_formulations_agree
+    "test_dynamics_principles.py::test_float32_matches_float64": "extended",  # float32: test_dynamics_derivatives
+    "test_dynamics_derivatives.py::test_hessian_of_inverse_dynamics_against_finite_differences": "extended",  # first derivatives vs Pinocchio
+    "test_relative_motion_floating.py::test_compose_holds_along_the_tangent_space": "extended",  # test_against_pinocchio
+    "test_mimic.py::test_coupled_dynamics_and_kinematics_against_pinocchio[mimic_hand]": "extended",  # [mimic_gripper]
+    "test_composite.py::test_composite_equals_the_papers_assembly[branched tree]": "extended",  # the other models
+}
+_TIERED = {"test_soak.py": "extended"}  # whole files
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's -m deselection
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        tier = TIERS.get(f"{item.path.name}::{item.name}") or _TIERED.get(item.path.name)
+        if tier:
+            item.add_marker(getattr(pytest.mark, tier))
     rank = {name: i for i, name in enumerate(SLOW_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
