@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -58,9 +57,9 @@ import numpy as np
 
 from . import models
 from ._timing import Record, compile_jit, rounds
+from .peers import ROOT
 from .report import FLOATING
 
-ROOT = Path(__file__).resolve().parents[1]
 HUMANOID = ROOT / "tests" / "data" / "humanoid.urdf"
 OPERATIONS = FLOATING  # operation: Pinocchio's function
 MODEL = "humanoid"
@@ -494,41 +493,41 @@ def pinocchio_rows(suite, robot: Humanoid, arrays: dict, common: dict) -> None:
             suite.failed(exc, **fields, method=method)
 
 
-def mjx_rows(suite, robot: Humanoid, common: dict) -> None:
-    """MJX in subprocesses (:func:`mjx_main`): XLA's default flags and no CPU fusion emitters."""
-    from .peers import xla_env
+def mjx_results(suite, module: str, spec: dict, operations: dict[str, str], common: dict):
+    """MJX run by ``python -m module`` (its ``mjx_main``) in a subprocess per XLA variant (XLA's
+    default flags, and no CPU fusion emitters), ``spec`` without its ``out``: yields ``(operation,
+    method, result, xla_flags)``; a failed run is a failed row of each operation."""
+    from .peers import run_module
 
-    c = suite.config
     with tempfile.TemporaryDirectory(prefix="kronjax-bench-") as tmp:
-        samples = Path(tmp, "samples.npz")
-        np.savez(samples, q=robot.q, v=robot.v, a=robot.a, tau=robot.tau)
         for label, no_fusion in (("default XLA flags", False), ("no fusion emitters", True)):
-            spec = {"urdf": str(robot.path), "samples": str(samples), "joint_names": list(robot.joint_names),
-                    "batch": common["batch"], "probe": c.mjx_probe, "max_call_s": c.mjx_max_call_s,
-                    "timing": suite.timing, "check": c.check, "out": str(Path(tmp, "result.json"))}
-            spec_path = Path(tmp, "spec.json")
-            spec_path.write_text(json.dumps(spec))
-            env = xla_env(no_fusion)
-            env["PYTHONPATH"] = str(ROOT) + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-            methods = {"floating_inverse_dynamics": f"inverse ({label})", "floating_forward_dynamics": f"forward ({label})"}
+            methods = {operation: f"{name} ({label})" for operation, name in operations.items()}
             try:
-                proc = subprocess.run([sys.executable, "-m", "bench.floating", str(spec_path)], env=env, cwd=ROOT,
-                                      capture_output=True, text=True, timeout=900)
-                if proc.returncode != 0:
-                    tail = [line for line in proc.stderr.strip().splitlines() if line.strip()][-1:] or ["?"]
-                    raise RuntimeError(f"subprocess exited {proc.returncode}: {tail[0]}")
-                result = json.loads(Path(spec["out"]).read_text())
+                result = run_module(module, {**spec, "out": str(Path(tmp, "result.json"))}, no_fusion, tmp)
             except Exception as exc:
                 for operation, method in methods.items():
                     suite.failed(exc, operation=operation, library="mjx", method=method, **common)
                 continue
             for operation, method in methods.items():
-                r = result[operation]
-                note = "; ".join(x for x in (r["note"], "MuJoCo balances an inertia (see bench.floating): values differ from Pinocchio's") if x)
-                suite.add(Record(operation=operation, library="mjx", method=method, batch=r["batch"], precision="float64",
-                                 model=MODEL, n_dof=robot.nv, seconds_per_call=r["seconds_per_call"],
-                                 compile_s=r["compile_s"], rel_err=robot.error(operation)(np.asarray(r["head"])), note=note,
-                                 extra={**r["extra"], "xla_flags": result["xla_flags"]}))
+                yield operation, method, result[operation], result["xla_flags"]
+
+
+def mjx_rows(suite, robot: Humanoid, common: dict) -> None:
+    """MJX on the humanoid (:func:`mjx_main`, through :func:`mjx_results`)."""
+    c = suite.config
+    with tempfile.TemporaryDirectory(prefix="kronjax-bench-") as tmp:
+        samples = Path(tmp, "samples.npz")
+        np.savez(samples, q=robot.q, v=robot.v, a=robot.a, tau=robot.tau)
+        spec = {"urdf": str(robot.path), "samples": str(samples), "joint_names": list(robot.joint_names),
+                "batch": common["batch"], "probe": c.mjx_probe, "max_call_s": c.mjx_max_call_s,
+                "timing": suite.timing, "check": c.check}
+        operations = {"floating_inverse_dynamics": "inverse", "floating_forward_dynamics": "forward"}
+        for operation, method, r, flags in mjx_results(suite, "bench.floating", spec, operations, common):
+            note = "; ".join(x for x in (r["note"], "MuJoCo balances an inertia (see bench.floating): values differ from Pinocchio's") if x)
+            suite.add(Record(operation=operation, library="mjx", method=method, batch=r["batch"], precision="float64",
+                             model=MODEL, n_dof=robot.nv, seconds_per_call=r["seconds_per_call"],
+                             compile_s=r["compile_s"], rel_err=robot.error(operation)(np.asarray(r["head"])), note=note,
+                             extra={**r["extra"], "xla_flags": flags}))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -31,7 +30,8 @@ import numpy as np
 
 from . import models
 from ._timing import Record
-from .floating import CHUNK, ROOT, mjx_timed, time_compiled
+from .floating import CHUNK, mjx_results, mjx_timed, time_compiled
+from .peers import ROOT
 
 ARMATURE = 0.1
 ROBOTS = {  # model name: (URDF, free joint on the root)
@@ -178,41 +178,20 @@ def section(suite) -> None:
 
 
 def mjx_rows(suite, path: str, s: dict, reference: dict, common: dict) -> None:
-    """MJX on the same file in subprocesses (:func:`mjx_main`): default XLA flags, and no fusion
-    emitters."""
-    from .peers import xla_env
-
+    """MJX on the same file (:func:`mjx_main`, through :func:`bench.floating.mjx_results`)."""
     c = suite.config
     with tempfile.TemporaryDirectory(prefix="kronjax-bench-") as tmp:
         samples = Path(tmp, "samples.npz")
         np.savez(samples, **s)
-        for label, no_fusion in (("default XLA flags", False), ("no fusion emitters", True)):
-            spec = {"mjcf": path, "samples": str(samples), "batch": common["batch"], "probe": c.mjx_probe,
-                    "max_call_s": c.mjx_max_call_s, "timing": suite.timing, "check": c.check,
-                    "out": str(Path(tmp, "result.json"))}
-            spec_path = Path(tmp, "spec.json")
-            spec_path.write_text(json.dumps(spec))
-            env = xla_env(no_fusion)
-            env["PYTHONPATH"] = str(ROOT) + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-            methods = {"mjcf_inverse_dynamics": f"inverse ({label})", "mjcf_forward_dynamics": f"forward ({label})"}
-            try:
-                proc = subprocess.run([sys.executable, "-m", "bench.mjcf", str(spec_path)], env=env, cwd=ROOT,
-                                      capture_output=True, text=True, timeout=900)
-                if proc.returncode != 0:
-                    tail = [line for line in proc.stderr.strip().splitlines() if line.strip()][-1:] or ["?"]
-                    raise RuntimeError(f"subprocess exited {proc.returncode}: {tail[0]}")
-                result = json.loads(Path(spec["out"]).read_text())
-            except Exception as exc:
-                for operation, method in methods.items():
-                    suite.failed(exc, operation=operation, library="mjx", method=method, **common)
-                continue
-            for operation, method in methods.items():
-                r = result[operation]
-                head = np.asarray(r["head"])
-                suite.add(Record(**{**common, "batch": r["batch"]}, operation=operation, library="mjx", method=method,
-                                 seconds_per_call=r["seconds_per_call"], compile_s=r["compile_s"],
-                                 rel_err=models.relative_error(head, reference[operation][: len(head)]), note=r["note"],
-                                 extra={**r["extra"], "xla_flags": result["xla_flags"]}))
+        spec = {"mjcf": path, "samples": str(samples), "batch": common["batch"], "probe": c.mjx_probe,
+                "max_call_s": c.mjx_max_call_s, "timing": suite.timing, "check": c.check}
+        operations = {"mjcf_inverse_dynamics": "inverse", "mjcf_forward_dynamics": "forward"}
+        for operation, method, r, flags in mjx_results(suite, "bench.mjcf", spec, operations, common):
+            head = np.asarray(r["head"])
+            suite.add(Record(**{**common, "batch": r["batch"]}, operation=operation, library="mjx", method=method,
+                             seconds_per_call=r["seconds_per_call"], compile_s=r["compile_s"],
+                             rel_err=models.relative_error(head, reference[operation][: len(head)]), note=r["note"],
+                             extra={**r["extra"], "xla_flags": flags}))
 
 
 if __name__ == "__main__":

@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import json
 import os
+import subprocess
+import sys
 import tempfile
 import warnings
+from pathlib import Path
 
 import numpy as np
 
 from .models import GRAVITY, mjcf_from_urdf, sdf_from_urdf, urdf_with_root_inertial
+
+ROOT = Path(__file__).resolve().parents[1]
 
 # name: (module to import, distributions to report, how to install)
 PEERS = {
@@ -325,6 +331,23 @@ def mjx_inverse_dynamics(urdf: str):
         return mjx.inverse(model, data).qfrc_inverse
 
     return inverse_dynamics, mj_model
+
+
+def run_module(module: str, spec: dict, no_fusion: bool, tmp: str | Path) -> dict:
+    """``python -m module SPEC.json`` in a process of its own with :func:`xla_env` (its XLA flags are
+    read when JAX starts there); ``spec`` is written to ``tmp``/spec.json and must name its result
+    file ``out``. Returns the result; a ``RuntimeError`` with the last line of stderr where the
+    process fails."""
+    spec_path = Path(tmp, "spec.json")
+    spec_path.write_text(json.dumps(spec))
+    env = xla_env(no_fusion)
+    env["PYTHONPATH"] = str(ROOT) + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    proc = subprocess.run([sys.executable, "-m", module, str(spec_path)], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        tail = [line for line in proc.stderr.strip().splitlines() if line.strip()][-1:] or ["?"]
+        raise RuntimeError(f"subprocess exited {proc.returncode}: {tail[0]}")
+    return json.loads(Path(spec["out"]).read_text())
 
 
 def xla_env(no_fusion: bool) -> dict:

@@ -243,6 +243,15 @@ def _operation_table(records: list[Record], operation: str, per_call: str | None
     return lines + [""]
 
 
+def _rate_with_range(r: Record) -> str:
+    """Samples per second, and their range over the timing rounds where recorded."""
+    spread = r.extra.get("seconds_per_call_range")
+    rate = _num(r.samples_per_s, ",.0f")
+    if spread and r.seconds_per_call is not None:
+        rate += f" [{r.batch / spread[1]:,.0f}, {r.batch / spread[0]:,.0f}]"
+    return rate
+
+
 def _floating_table(records: list[Record], threads: int) -> list[str]:
     """Section ``floating``: median time per sample, samples per second (median and range over the
     timing rounds), and the ratio to Pinocchio's ``*InParallel`` at the same batch."""
@@ -262,10 +271,7 @@ def _floating_table(records: list[Record], threads: int) -> list[str]:
     for r in rows:
         name = FLOATING[r.operation]
         ref = find(records, operation=r.operation, library="pinocchio", method=f"{name}InParallel({threads})", batch=r.batch)
-        spread = r.extra.get("seconds_per_call_range")
-        rate = _num(r.samples_per_s, ",.0f")
-        if spread and r.seconds_per_call is not None:
-            rate += f" [{r.batch / spread[1]:,.0f}, {r.batch / spread[0]:,.0f}]"
+        rate = _rate_with_range(r)
         lines.append(
             f"| {r.operation.removeprefix('floating_')} | {r.library} | {r.method} | {r.batch} | {_us(r)} | {rate} | "
             f"{_num(r.compile_s, '.2f')} | {_num(r.rel_err, '.1e')} | {_ratio(ref, r)} | {r.note} |"
@@ -291,10 +297,7 @@ def _mjcf_table(records: list[Record]) -> list[str]:
     for r in rows:
         peers = [p for p in rows if p.library == "mjx" and p.model == r.model and p.operation == r.operation and p.seconds_per_call]
         ref = max(peers, key=lambda p: p.samples_per_s, default=None)
-        spread = r.extra.get("seconds_per_call_range")
-        rate = _num(r.samples_per_s, ",.0f")
-        if spread and r.seconds_per_call is not None:
-            rate += f" [{r.batch / spread[1]:,.0f}, {r.batch / spread[0]:,.0f}]"
+        rate = _rate_with_range(r)
         lines.append(
             f"| {r.model} | {r.operation.removeprefix('mjcf_')} | {r.library} | {r.method} | {r.batch} | {_us(r)} | {rate} | "
             f"{_num(r.compile_s, '.2f')} | {_num(r.rel_err, '.1e')} | {_ratio(ref, r)} | {r.note} |"

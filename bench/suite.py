@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
-import subprocess
-import sys
 import tempfile
 import time
 import traceback
@@ -28,10 +25,9 @@ import kronjax as kj
 
 from . import floating, mjcf, models
 from ._timing import Record, best_time, time_jax
-from .peers import Pinocchio, adam_inverse_dynamics, frax_functions, jaxsim_functions, xla_env
+from .peers import Pinocchio, adam_inverse_dynamics, frax_functions, jaxsim_functions, run_module
 
 SECTIONS = ("inverse", "forward", "coriolis", "scaling", "compile", "kinematics", "derivatives", "kinematics_scaling", "floating", "mjcf")
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclasses.dataclass
@@ -265,18 +261,9 @@ class Suite:
                 spec = {"urdf": str(urdf), "samples": str(samples), "batch": c.big, "probe": c.mjx_probe,
                         "max_call_s": c.mjx_max_call_s, "precision": precision, "timing": self.timing,
                         "check": c.check, "out": str(Path(tmp, "result.json"))}
-                spec_path = Path(tmp, "spec.json")
-                spec_path.write_text(json.dumps(spec))
-                env = xla_env(no_fusion)
-                env["PYTHONPATH"] = str(ROOT) + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
                 fields = dict(operation="inverse_dynamics", library="mjx", method=method, batch=c.big, precision=precision)
                 try:
-                    proc = subprocess.run([sys.executable, "-m", "bench._mjx", str(spec_path)], env=env, cwd=ROOT,
-                                          capture_output=True, text=True, timeout=900)
-                    if proc.returncode != 0:
-                        tail = [line for line in proc.stderr.strip().splitlines() if line.strip()][-1:] or ["?"]
-                        raise RuntimeError(f"subprocess exited {proc.returncode}: {tail[0]}")
-                    result = json.loads(Path(spec["out"]).read_text())
+                    result = run_module("bench._mjx", spec, no_fusion, tmp)
                 except Exception as exc:
                     self.failed(exc, **fields)
                     continue

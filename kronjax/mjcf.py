@@ -154,7 +154,7 @@ def _warn_unmodelled(mujoco, m, what: str) -> None:
         if n:
             warnings.warn(f"{what}: {label} {names(kind, range(n), prefix)} not modelled by kronjax; ignored", stacklevel=3)
     equality = mujoco.mjtObj.mjOBJ_EQUALITY
-    other = [i for i in range(m.neq) if int(m.eq_type[i]) not in _EQUALITY_KINDS(mujoco)]
+    other = [i for i in range(m.neq) if int(m.eq_type[i]) not in _equality_kinds(mujoco)]
     if other:
         warnings.warn(
             f"{what}: equality constraints {names(equality, other, 'equality')} (tendon or flex) not modelled by "
@@ -177,7 +177,7 @@ def _warn_unmodelled(mujoco, m, what: str) -> None:
         )
 
 
-def _EQUALITY_KINDS(mujoco) -> dict[int, str]:
+def _equality_kinds(mujoco) -> dict[int, str]:
     """The MuJoCo equality constraints that kronjax models, by ``eq_type``."""
     return {int(mujoco.mjtEq.mjEQ_CONNECT): "connect", int(mujoco.mjtEq.mjEQ_WELD): "weld",
             int(mujoco.mjtEq.mjEQ_JOINT): "joint"}
@@ -197,10 +197,13 @@ class _JointCoupling(eqx.Module):
         if self.second is None:
             return lhs[None]
         d = q[self.second] - self.refs[1]
-        return (lhs - d * (self.coefficients[1] + d * (self.coefficients[2] + d * (self.coefficients[3] + d * self.coefficients[4]))))[None]
+        polynomial = self.coefficients[4]
+        for c in self.coefficients[3:0:-1]:  # Horner: c1 d + c2 d^2 + c3 d^3 + c4 d^4
+            polynomial = c + d * polynomial
+        return (lhs - d * polynomial)[None]
 
 
-def _equalities(mujoco, m, model: Model, frame: dict[int, int], what: str) -> list:
+def _equalities(mujoco, m, model: Model, frame: dict[int, int]) -> list:
     """The active ``connect``, ``weld`` and ``joint`` equality constraints of ``m`` as kronjax
     constraints on ``model`` (``frame``: MuJoCo body id -> the kronjax body carrying its frame).
 
@@ -209,7 +212,7 @@ def _equalities(mujoco, m, model: Model, frame: dict[int, int], what: str) -> li
     MuJoCo's points (``eq_data``, or the sites' positions); a ``joint`` the polynomial coupling of
     :class:`_JointCoupling`. ``torquescale`` otherwise only weighs MuJoCo's soft constraint: the
     ideal constraint has the same solutions whatever its value."""
-    kinds = _EQUALITY_KINDS(mujoco)
+    kinds = _equality_kinds(mujoco)
     site = int(mujoco.mjtObj.mjOBJ_SITE)
     parts = []
     for i in range(m.neq):
@@ -389,7 +392,7 @@ def load_mjcf(source, *, gravity=None, sites: bool = False) -> Model | Mechanism
         raise MJCFError(f"{what}: {err}") from None
     post = jnp.asarray(np.stack(posts), model.kinematics.post_translation.dtype)
     model = eqx.tree_at(lambda model: model.kinematics.post_translation, model, post)
-    parts = _equalities(mujoco, m, model, last, what)
+    parts = _equalities(mujoco, m, model, last)
     return model if not parts else _mechanism(model, parts, m.qpos0, what)
 
 
