@@ -3,11 +3,15 @@
 Speed (nearly all of the suite's time is XLA compilation of programs that then run once or a few
 times; none of this changes what a test computes or checks):
 
+* XLA:CPU's fusion emitters are off in every run (``--xla_cpu_use_fusion_emitters=false``): they
+  cost a third of the compile time (test_composite took 45.6 instead of 65.7 CPU seconds; the
+  Panda's batched rnea, aba and C* compile in half the time) and the code runs as fast without
+  them (rnea, aba and C* at batch 10^4 within the machine's noise).
 * ``KRONJAX_TEST_XLA_OPT=0`` sets XLA's backend (LLVM) optimisation level 0 for every compilation
-  (about a quarter off the compile time of compile-bound files). ``make test`` sets it (the fast
-  tier: 475 s instead of 569 s on 2 cores); ``make test-slow`` does not: the code it emits ran
-  2-3x slower (rnea at batch 10^4), which the run-bound tests of the slow tier (notebooks, soak,
-  long simulations) would pay back and more.
+  as well (about a quarter off the compile time of compile-bound files: the fast tier took 475 s
+  instead of 569 s on 2 cores). ``make test`` sets it; ``make test-slow`` does not: the code it
+  emits ran 2-3x slower (rnea at batch 10^4), which the run-bound tests of the slow tier
+  (notebooks, soak, long simulations) would pay back and more.
 * JAX's persistent compilation cache in a temporary directory for the duration of one run, shared
   by the pytest-xdist workers: an identical program compiled by another test (or worker) is
   loaded instead of compiled again. ``KRONJAX_TEST_JAX_CACHE=off`` turns it off.
@@ -17,8 +21,12 @@ import os
 import shutil
 import tempfile
 
-if os.environ.get("KRONJAX_TEST_XLA_OPT") == "0" and "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+_FLAGS = ["--xla_cpu_use_fusion_emitters=false"]
+if os.environ.get("KRONJAX_TEST_XLA_OPT") == "0":
+    _FLAGS.append("--xla_backend_optimization_level=0")
+for _flag in _FLAGS:  # a flag the caller's XLA_FLAGS set already is left as set
+    if _flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _flag).strip()
 
 import jax  # noqa: E402
 import pytest  # noqa: E402
@@ -64,19 +72,11 @@ SLOW_FIRST = (
 
 # Tiers of single tests and parametrized instances (the rest carry their marks in their files), so
 # that CI stays under 30 minutes on 2 cores. `extended` (``make test-extended``, not in CI): second
-# instances of checks that CI runs on another model, precision or size (the instance CI keeps is
-# named), and the soak run. `slow`: run-bound or paper-specific checks moved out of ``make test``.
+# instances of slow checks that CI runs on another model, precision or size (the instance CI keeps
+# is named), and the soak run. `slow`: run-bound or paper-specific checks moved out of ``make
+# test``. (Moving one parametrized instance saves nothing where its siblings share its compiled
+# functions: the next sibling compiles them instead.)
 TIERS = {
-    # make test -> extended
-    "test_composite.py::test_composite_mass_matrix_derivative_equals_autodiff_of_mass_matrix[branched tree-True]": "extended",  # [branched tree-False]
-    "test_composite.py::test_composite_equals_the_papers_assembly[puma560]": "extended",  # the other models
-    "test_pinocchio_dynamics.py::test_against_pinocchio[tree7]": "extended",  # [panda]
-    "test_pinocchio_kinematics.py::test_against_pinocchio[R-tree]": "extended",  # [R-chain] and the other variants
-    "test_dynamics_derivatives.py::test_against_finite_differences[fixed_joints]": "extended",  # vs Pinocchio
-    "test_jacobians.py::test_analytic_equals_autodiff": "extended",  # vs Pinocchio (test_pinocchio_kinematics)
-    "test_kinematics.py::test_accelerations_match_second_time_derivative[tree]": "extended",  # [chain], [dh], [stacker]
-    "test_real_arms.py::test_dynamics_against_rtb[panda]": "extended",  # [puma560], [ur5]
-    "test_identify.py::test_regressor_times_parameters_is_inverse_dynamics[tree7]": "extended",  # the other models
     # make test -> slow
     "test_trajopt.py::test_two_link_matches_scipy_and_respects_limits": "slow",
     "test_trajopt.py::test_rotor_torque_effort_with_free_end_accelerations": "slow",

@@ -7,10 +7,11 @@ import numpy as np
 
 import kronjax as kj
 
-# XLA's backend (LLVM) optimisation level 0 for programs that a test runs a few times: they compile
-# 1.2-3x faster, and the slower code they emit costs nothing at a few calls (not for simulations
-# or solvers, whose loops run the code thousands of times)
-FAST_COMPILE = {"xla_backend_optimization_level": 0}
+# XLA's backend (LLVM) optimisation level 0 and no XLA:CPU fusion emitters for programs that a test
+# runs a few times: they compile 1.2-3x faster (the fusion emitters alone cost a third of
+# test_composite's CPU time), and the slower code they emit costs nothing at a few calls (not for
+# simulations or solvers, whose loops run the code thousands of times)
+FAST_COMPILE = {"xla_backend_optimization_level": 0, "xla_cpu_use_fusion_emitters": False}
 
 
 def jit_once(fn, **kwargs):
