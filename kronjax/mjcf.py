@@ -1,6 +1,6 @@
 """MJCF in: :func:`load_mjcf` reads a MuJoCo model through MuJoCo's own compiler.
 
-The ``mujoco`` package (``pip install mujoco``) compiles the file (defaults, ``childclass``,
+The ``mujoco`` package (``pip install 'kronjax[mujoco]'``) compiles the file (defaults, ``childclass``,
 ``fromto``, ``inertiafromgeom``, angle units and Euler conventions are all resolved by it), and
 kronjax reads the compiled ``MjModel``'s arrays: the body tree, body and inertial frames, masses
 and principal inertias, joints with their anchors, axes, ranges and rotor inertias
@@ -297,7 +297,7 @@ def load_mjcf(source, *, gravity=None, sites: bool = False) -> Model | Mechanism
     try:
         import mujoco
     except ImportError as err:
-        raise ImportError("kronjax.load_mjcf compiles MJCF with MuJoCo: pip install mujoco") from err
+        raise ImportError("kronjax.load_mjcf compiles MJCF with MuJoCo: pip install 'kronjax[mujoco]' (or mujoco)") from err
     m, what = _compile(source, mujoco)
     body_obj, joint_obj = mujoco.mjtObj.mjOBJ_BODY, mujoco.mjtObj.mjOBJ_JOINT
     if m.nbody < 2:
