@@ -346,7 +346,7 @@ def loop_closure(
               ``log(R_b^T R_a W) = 0`` (the rotation vector of the error, in radians; ``R_a``,
               ``R_b`` the bodies' rotations, ``W`` = ``rotation``): MuJoCo's ``weld``. The
               rotation vector's angle is in ``[0, pi]``: the rows are smooth wherever the error
-              is less than a half turn (Newton steps of :func:`project` start closer than that).
+              is less than a half turn.
 
         axis: the joint axis in the frame of ``body_a`` (required for revolute, cylindrical and
             prismatic); for ``"planar_point"`` the normal of the plane, in the base frame.
