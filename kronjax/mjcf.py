@@ -154,7 +154,8 @@ def _warn_unmodelled(mujoco, m, what: str) -> None:
         if n:
             warnings.warn(f"{what}: {label} {names(kind, range(n), prefix)} not modelled by kronjax; ignored", stacklevel=3)
     equality = mujoco.mjtObj.mjOBJ_EQUALITY
-    other = [i for i in range(m.neq) if int(m.eq_type[i]) not in _equality_kinds(mujoco)]
+    modelled = _equality_kinds(mujoco)
+    other = [i for i in range(m.neq) if int(m.eq_type[i]) not in modelled]
     if other:
         warnings.warn(
             f"{what}: equality constraints {names(equality, other, 'equality')} (tendon or flex) not modelled by "
@@ -228,18 +229,18 @@ def _equalities(mujoco, m, model: Model, frame: dict[int, int]) -> list:
             )
             part = holonomic(coupling, model, description=f"MJCF joint equality {name}")
         else:
+            weld = kind == "weld" and data[10] != 0
             if int(m.eq_objtype[i]) == site:  # the sites' frames: W = S_a S_b^T
                 bodies = [int(m.site_bodyid[k]) for k in ids]
                 points = [np.asarray(m.site_pos[k], float) for k in ids]
-                welded = _rotation(mujoco, m.site_quat[ids[0]]) @ _rotation(mujoco, m.site_quat[ids[1]]).T
+                welded = _rotation(mujoco, m.site_quat[ids[0]]) @ _rotation(mujoco, m.site_quat[ids[1]]).T if weld else None
             else:  # connect: eq_data = (point on body 1, point on body 2); weld: (point on 2, on 1, relquat)
                 bodies = list(ids)
                 points = [data[0:3], data[3:6]] if kind == "connect" else [data[3:6], data[0:3]]
-                welded = _rotation(mujoco, data[6:10]) if kind == "weld" else None
-            weld = kind == "weld" and data[10] != 0
+                welded = _rotation(mujoco, data[6:10]) if weld else None
             part = loop_closure(
-                model, frame[bodies[0]], points[0], frame[bodies[1]], points[1],
-                "weld" if weld else "spherical", rotation=welded if weld else None,
+                model, frame[bodies[0]], points[0], frame[bodies[1]], points[1], "weld" if weld else "spherical",
+                rotation=welded,
             )
             part = dataclasses.replace(part, description=f"MJCF {kind} {name} ({part.description})")
         parts.append(part)
