@@ -1,14 +1,16 @@
 """Trajectory optimisation of the Panda (7 joints) with 64 initial guesses at once (``jax.vmap``):
-time per optimiser iteration, and per evaluation of the augmented Lagrangian and its gradient,
+time per L-BFGS iteration of the augmented Lagrangian, per evaluation of the cost and its gradient,
+and of a solve to convergence by the interior-point method (the default solver; 8 guesses),
 with the inverse dynamics in the cost by the fast method (``method="rnea"``) and by the papers'
 ``M qdd + C* (qd ⊗ qd) + g`` (``method="kron"``), in one run:
 
-    python -m bench.trajopt [--guesses 64] [--iterations 50]
+    python -m bench.trajopt [--guesses 64] [--iterations 50] [--ip-guesses 8]
 
 The problem is the notebook's (notebooks/trajectory_optimization.ipynb): rest to rest in 1 s,
 torque effort, Franka's limits with the torques derated to 50 %, 10 control points per joint.
-An iteration is one L-BFGS step of every guess (its line search included); compile times are
-reported apart. Prints a table; asserts nothing (the targets live in issue 7).
+An L-BFGS iteration is one step of every guess (its line search included); a Newton step of the
+interior-point method costs a Hessian of the Lagrangian per guess. Compile times are reported
+apart. Prints a table; asserts nothing (the targets live in issues 7 and 16).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ def main(argv=None) -> dict:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--guesses", type=int, default=64, help="initial guesses solved at once (vmap)")
     parser.add_argument("--iterations", type=int, default=50, help="L-BFGS iterations timed")
+    parser.add_argument("--ip-guesses", type=int, default=8, help="guesses the interior-point method solves")
     parser.add_argument("--methods", nargs="+", default=["rnea", "kron"], choices=["rnea", "kron", "lagrangian"])
     args = parser.parse_args(argv)
 
@@ -57,21 +60,36 @@ def main(argv=None) -> dict:
         compile_eval = time.perf_counter() - start
         per_eval = best_time(lambda: jax.block_until_ready(value_and_grad(guesses)))
 
-        # optimiser iterations: one outer iteration of `iterations` L-BFGS steps (gtol = 0: no early
-        # stop); the first call compiles, the second is timed
+        # L-BFGS iterations of the augmented Lagrangian: one outer iteration of `iterations` steps
+        # (gtol = 0: no early stop); the first call compiles, the second is timed
         def run():
+            solver = trajopt.AugmentedLagrangian(max_inner_iterations=args.iterations, max_outer_iterations=1, gtol=0.0)
             return trajopt.optimize(model, boundary, trajopt.TorqueEffort(), num_control_points=10, method=method,
-                                    init=guesses, max_inner_iterations=args.iterations, max_outer_iterations=1, gtol=0.0)
+                                    init=guesses, solver=solver)
 
         first = run()
         second = run()
         iterations = int(first.report.iterations.max())
         per_iteration = second.report.wall_time / max(int(second.report.iterations.max()), 1)
-        compile_s = first.report.compile_time - second.report.wall_time
+        compile_s = first.report.compile_time
+        # the interior-point method (the default solver) to convergence, on the first
+        # `ip_guesses` guesses: a Newton step costs a Hessian per guess
+        ip_guesses = guesses[: args.ip_guesses]
+        solve = lambda: trajopt.optimize(model, boundary, trajopt.TorqueEffort(), num_control_points=10,  # noqa: E731
+                                         method=method, init=ip_guesses)
+        ip_first = solve()
+        ip_times = [solve().report.wall_time for _ in range(3)]
+        ip_iterations = int(ip_first.report.iterations.max())
         results[method] = dict(per_eval=per_eval, per_iteration=per_iteration, compile=compile_s + compile_eval,
-                               iterations=iterations, samples=int(problem.s.shape[0]))
+                               iterations=iterations, samples=int(problem.s.shape[0]),
+                               ip_solve=min(ip_times), ip_iterations=ip_iterations, ip_compile=ip_first.report.compile_time,
+                               ip_cost=float(ip_first.report.cost.min()), ip_guesses=int(ip_guesses.shape[0]))
         print(f"  {method:<10} {problem.s.shape[0]:>7} {per_eval * 1e3:>10.2f}ms {per_iteration * 1e3:>10.2f}ms "
               f"{compile_s:>8.1f}s {float(second.report.cost.min()):>12.6g}")
+        print(f"  {'':<10} interior point, {ip_guesses.shape[0]} guesses to convergence: {min(ip_times):.2f} s "
+              f"(median of 3: {sorted(ip_times)[1]:.2f} s), {ip_iterations} iterations, "
+              f"{min(ip_times) / ip_iterations * 1e3:.1f} ms per iteration, compile {ip_first.report.compile_time:.1f} s, "
+              f"cost {float(ip_first.report.cost.min()):.8g}")
     if "rnea" in results and "kron" in results:
         print(f"  kron / rnea: {results['kron']['per_eval'] / results['rnea']['per_eval']:.2f}x per evaluation, "
               f"{results['kron']['per_iteration'] / results['rnea']['per_iteration']:.2f}x per iteration")

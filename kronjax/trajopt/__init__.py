@@ -1,0 +1,92 @@
+"""Trajectory optimisation: B-spline joint trajectories, costs, joint limits, second-order solver.
+
+The transcription (a direct method, "differentiate the inverse dynamics"):
+
+* **Trajectory.** Each joint coordinate is a clamped uniform B-spline of degree ``p`` (default 5)
+  with ``m`` control points in normalised time ``s = t / T`` on ``[0, 1]`` (:class:`BSpline`)::
+
+      q(t) = sum_i N_{i,p}(t / T) c_i,        q^(j)(t) = T^-j d^j/ds^j q
+
+  where ``N_{i,p}`` are the Cox-de Boor basis functions. Derivatives are splines of lower
+  degree with differenced control points (de Boor), so ``q``, ``qd``, ``qdd``, ``qddd`` are exact.
+* **Boundary conditions.** ``q``, ``qd`` and ``qdd`` at ``t = 0`` and ``t = T``
+  (:class:`BoundaryConditions`). At a clamped end the ``j``-th derivative depends only on the
+  ``j + 1`` control points nearest that end, with a non-zero coefficient on the ``j``-th: the
+  conditions fix those control points by substitution, and the remaining ones are the free
+  decision variables ``z``. Every trajectory the optimiser can produce meets the boundary
+  conditions exactly (``q`` to the last bit, derivatives to round-off); they are not constraints.
+* **Dynamics.** ``tau(t_k) = M qdd + C* (qd ⊗ qd) + g`` (Tuan 100) at ``K`` sample times by
+  :func:`kronjax.inverse_dynamics` (default ``method="rnea"``, the fast method: no ``n x n^2``
+  tensor); gradients flow through it.
+* **Costs** (:class:`TorqueEffort`, :class:`Energy`, :class:`Smoothness`, :class:`TimeWeighted`,
+  :class:`TaskTarget`, and sums ``w1 * a + w2 * b``): integrals by Gauss-Lobatto quadrature on
+  every knot span (``r`` nodes per span, the span's ends included, exact for polynomials of degree
+  ``2 r - 3``: with the default ``r = 6``, exact for the squared jerk or acceleration of a quintic
+  spline).
+* **Constraints** from the model's :class:`~kronjax.chain.JointLimits` (URDF ``<limit>``) at the
+  samples (the quadrature nodes and further equally spaced points), relative to the limit:
+  ``(q - upper) / range``, ``(lower - q) / range``, ``(|qd| - velocity) / velocity``,
+  ``(|tau| - effort) / effort``, all ``<= 0`` (unlimited entries are dropped). Between the samples
+  a limit that is active over an interval can be exceeded by a fraction of a percent: ``margin``
+  imposes the limits that much inside.
+* **Solvers.** :class:`InteriorPoint` (the default): a primal-dual interior-point method with
+  exact Hessians of the Lagrangian by forward-over-reverse differentiation, a dense Newton step,
+  and a merit-function line search (Nocedal and Wright, *Numerical Optimization*, ch. 19): tens
+  of iterations. :class:`AugmentedLagrangian`: the Powell-Hestenes-Rockafellar augmented
+  Lagrangian (N&W sec. 17.4) with L-BFGS or any optax optimiser: thousands of cheaper ones. Both
+  run many initial guesses at once (the best feasible one is returned), in one compiled
+  function per problem structure, and warm-start from an earlier :class:`Result`.
+
+Modules: ``_spline`` (B-splines), ``_costs``, ``_transcription`` (boundary conditions,
+:class:`Problem`, :func:`transcribe`), ``_interior_point``, ``_augmented_lagrangian``,
+``_optimize`` (:func:`optimize`).
+
+Entry points: :func:`optimize` (model, boundary conditions, cost -> :class:`Result` with the
+optimised trajectory and a :class:`SolverReport`), and :func:`transcribe` (the :class:`Problem`:
+objective and constraints as functions of ``z``, for other solvers).
+"""
+
+from __future__ import annotations
+
+from ._augmented_lagrangian import AugmentedLagrangian, AugmentedLagrangianState
+from ._costs import (
+    AbstractCost,
+    AbstractRunningCost,
+    CostSum,
+    Energy,
+    Samples,
+    Smoothness,
+    TaskTarget,
+    TimeWeighted,
+    TorqueEffort,
+)
+from ._interior_point import InteriorPoint, InteriorPointState
+from ._optimize import Result, SolverReport, optimize, print_progress
+from ._solver import Progress
+from ._spline import BSpline
+from ._transcription import BoundaryConditions, Problem, transcribe
+
+__all__ = [
+    "BSpline",
+    "BoundaryConditions",
+    "Samples",
+    "AbstractCost",
+    "AbstractRunningCost",
+    "TorqueEffort",
+    "Energy",
+    "Smoothness",
+    "TimeWeighted",
+    "TaskTarget",
+    "CostSum",
+    "Problem",
+    "transcribe",
+    "InteriorPoint",
+    "InteriorPointState",
+    "AugmentedLagrangian",
+    "AugmentedLagrangianState",
+    "Progress",
+    "SolverReport",
+    "Result",
+    "optimize",
+    "print_progress",
+]

@@ -1,0 +1,183 @@
+"""The entry point :func:`optimize`: transcribe, solve for many initial guesses at once, report."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float
+
+from ..chain import Model, require_one_dof_joints
+from ._augmented_lagrangian import AugmentedLagrangian
+from ._costs import AbstractCost
+from ._interior_point import InteriorPoint
+from ._solver import Progress
+from ._spline import BSpline
+from ._transcription import BoundaryConditions, Problem, transcribe
+
+
+class SolverReport(NamedTuple):
+    """How :func:`optimize` went.
+
+    Attributes:
+        best: index of the returned guess (the lowest cost among the feasible ones, else the
+            least violation).
+        cost, violation: ``(G,)`` final cost and largest relative constraint violation per guess.
+        converged: ``(G,)`` whether each guess met the solver's stopping test (interior point: KKT
+            error ``<= tol`` and violation ``<= violation_tol``; augmented Lagrangian: violation
+            ``<= violation_tol`` and relative cost change over the last outer iteration
+            ``<= cost_tol``).
+        iterations: ``(G,)`` iterations done per guess (Newton steps, or optimiser iterations).
+        outer_iterations: iterations of the batch (interior point: of the slowest guess) or
+            multiplier updates (augmented Lagrangian).
+        history_cost, history_violation: ``(I, G)``: cost and violation after every iteration
+            (for plots of the convergence; a guess that has converged repeats its last value).
+        wall_time: seconds, compilation included; ``compile_time``: of which tracing and compiling
+            (0 when the compiled solver was reused).
+    """
+
+    best: int
+    cost: np.ndarray
+    violation: np.ndarray
+    converged: np.ndarray
+    iterations: np.ndarray
+    outer_iterations: int
+    history_cost: np.ndarray
+    history_violation: np.ndarray
+    wall_time: float
+    compile_time: float
+
+
+class Result(NamedTuple):
+    """The result of :func:`optimize`.
+
+    Attributes:
+        trajectory: the optimised :class:`BSpline` (the best guess).
+        report: the :class:`SolverReport`.
+        trajectories: all guesses' results (a :class:`BSpline` with a leading batch axis ``G``).
+        problem: the transcribed :class:`Problem` (for ``problem.samples(z)`` and friends).
+        z: ``(G, m_free, n)`` the free control points of every guess.
+        state: the solver's multipliers and scales per guess (:class:`InteriorPointState` or
+            :class:`AugmentedLagrangianState`), for a warm start: ``optimize(..., init=result)``.
+    """
+
+    trajectory: BSpline
+    report: SolverReport
+    trajectories: BSpline
+    problem: Problem
+    z: Array
+    state: Any
+
+
+@eqx.filter_jit
+def _trajectories(problem: Problem, z):
+    return jax.vmap(problem.trajectory)(z)
+
+
+def print_progress(progress: Progress) -> None:
+    """A progress display for :func:`optimize` (``callback=print_progress``): one line per report
+    with the best guess's cost and violation."""
+    feasible = progress.violation <= 1e-6
+    pool = np.where(feasible, progress.cost, np.inf) if feasible.any() else progress.violation
+    k = int(np.argmin(pool))
+    if progress.step == 1:
+        print(f"  {'iter':>5} {'cost':>14} {'violation':>10} {'mu/rho':>8} {'time':>7}")
+    print(
+        f"  {progress.iterations[k]:5d} {progress.cost[k]:14.6g} {progress.violation[k]:10.2e} "
+        f"{progress.parameter[k]:8.1e} {progress.elapsed:6.1f}s"
+    )
+
+
+def optimize(
+    model: Model,
+    boundary: BoundaryConditions,
+    cost: AbstractCost,
+    *,
+    solver: InteriorPoint | AugmentedLagrangian | None = None,
+    init: Float[ArrayLike, "*G m_free n"] | Result | None = None,
+    num_guesses: int = 1,
+    key: Array | None = None,
+    guess_scale: float = 0.1,
+    callback: Callable[[Progress], None] | None = None,
+    **transcription,
+) -> Result:
+    """Optimise a point-to-point motion of ``model``: the entry point of :mod:`kronjax.trajopt`.
+
+    Transcribes the problem (:func:`transcribe`: B-spline, boundary conditions built in,
+    inverse dynamics at the samples, limits from ``model.limits``) and solves it, for one or many
+    initial guesses at once, by ``solver``: :class:`InteriorPoint` (default; exact Hessians, tens
+    of iterations) or :class:`AugmentedLagrangian` (L-BFGS or any optax optimiser).
+
+    The compiled solver depends only on the shapes and the static choices (the model's structure,
+    which boundary values are fixed, the cost's form, the transcription's sizes, the solver's
+    settings, the number of guesses): a new start or goal, duration, target, limit or initial
+    guess reuses it.
+
+    Args:
+        model, boundary, cost: the robot, the :class:`BoundaryConditions`, the cost (e.g.
+            ``TorqueEffort()``).
+        solver: default ``InteriorPoint()``.
+        init: initial free control points, ``(m_free, n)`` or a batch ``(G, m_free, n)``;
+            or an earlier :class:`Result` of the same solver and problem sizes, to warm-start from
+            its solutions and multipliers (model-predictive control: re-plan after a small change
+            of the goal). Default :meth:`Problem.initial_guess` (minimum-jerk fit).
+        num_guesses, key, guess_scale: without ``init``, ``num_guesses`` guesses, the first the
+            minimum-jerk fit and the others perturbed randomly (``key``, default ``PRNGKey(0)``).
+        callback: called with a :class:`Progress` after each iteration (interior point) or
+            multiplier update (augmented Lagrangian), e.g. :func:`print_progress`.
+        **transcription: the keyword arguments of :func:`transcribe` (``num_control_points``,
+            ``degree``, ``nodes_per_span``, ``checks_per_span``, ``method``, ``limits``, ``margin``).
+
+    Returns:
+        A :class:`Result`: ``result.trajectory`` (a :class:`BSpline`, also a reference for
+        :mod:`kronjax.simulate`) and ``result.report`` (:class:`SolverReport`).
+    """
+    require_one_dof_joints(model, "optimize")
+    start = time.perf_counter()
+    solver = InteriorPoint() if solver is None else solver
+    if not isinstance(solver, (InteriorPoint, AugmentedLagrangian)):
+        raise TypeError(f"solver must be trajopt.InteriorPoint() or trajopt.AugmentedLagrangian(), got {solver!r}")
+    problem = transcribe(model, boundary, cost, **transcription)
+    dtype = boundary.q_start.dtype
+    warm = None
+    if isinstance(init, Result):
+        previous = init
+        init = previous.z
+        expected = (InteriorPoint if type(solver) is InteriorPoint else AugmentedLagrangian).__name__
+        if previous.state is None or type(previous.state).__name__ != expected + "State":
+            raise ValueError(f"init is a Result of another solver; a warm start of {expected} needs one of its own")
+        warm = previous.state
+    if init is None:
+        if num_guesses > 1:
+            z0 = problem.initial_guess(jax.random.PRNGKey(0) if key is None else key, num_guesses, guess_scale)
+        else:
+            z0 = problem.initial_guess()[None]
+    else:
+        z0 = jnp.asarray(init, dtype)
+        if z0.shape == problem.shape:
+            z0 = z0[None]
+        if z0.ndim != 3 or z0.shape[1:] != problem.shape:
+            raise ValueError(f"init must have shape {problem.shape} or (G, *{problem.shape}), got {z0.shape}")
+    solution = solver.solve(problem, z0, warm, callback)
+    feasible = solution.violation <= solver.violation_tol
+    pool = np.where(feasible, solution.cost, np.inf) if feasible.any() else solution.violation
+    best = int(np.argmin(pool))
+    trajectories = _trajectories(problem, solution.z)
+    report = SolverReport(
+        best=best,
+        cost=solution.cost,
+        violation=solution.violation,
+        converged=solution.converged,
+        iterations=solution.iterations,
+        outer_iterations=solution.outer_iterations,
+        history_cost=solution.history_cost,
+        history_violation=solution.history_violation,
+        wall_time=time.perf_counter() - start,
+        compile_time=solution.compile_time,
+    )
+    return Result(jax.tree.map(lambda x: x[best], trajectories), report, trajectories, problem, solution.z, solution.state)

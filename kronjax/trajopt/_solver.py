@@ -1,0 +1,81 @@
+"""What the solvers of :mod:`kronjax.trajopt` share: the progress record handed to a callback,
+the solution they return to :func:`~kronjax.trajopt.optimize`, and the compile-time clock."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+from jaxtyping import Array
+
+
+class Progress(NamedTuple):
+    """What a progress callback of :func:`~kronjax.trajopt.optimize` receives: after every
+    iteration of :class:`~kronjax.trajopt.InteriorPoint`, after every multiplier update of
+    :class:`~kronjax.trajopt.AugmentedLagrangian`.
+
+    Attributes:
+        step: reports so far, this one included (iterations of the interior-point method,
+            multiplier updates of the augmented Lagrangian).
+        iterations: ``(G,)`` iterations done per initial guess.
+        cost, violation: ``(G,)`` cost ``f(z)`` and largest constraint violation relative to the
+            limit.
+        parameter: ``(G,)`` the barrier parameter ``mu`` (interior point) or the penalty ``rho``
+            (augmented Lagrangian).
+        elapsed: seconds since the start (compilation included).
+    """
+
+    step: int
+    iterations: np.ndarray
+    cost: np.ndarray
+    violation: np.ndarray
+    parameter: np.ndarray
+    elapsed: float
+
+
+class Solution(NamedTuple):
+    """A solver's answer for ``G`` initial guesses (the fields of
+    :class:`~kronjax.trajopt.SolverReport`, less ``best`` and the wall time)."""
+
+    z: Array
+    cost: np.ndarray
+    violation: np.ndarray
+    converged: np.ndarray
+    iterations: np.ndarray
+    outer_iterations: int
+    history_cost: np.ndarray
+    history_violation: np.ndarray
+    compile_time: float
+    state: Any
+
+
+# lowering and XLA's compilation; tracing is left out (its events nest, a jit inside a jit counted
+# twice, and it is a small part)
+_COMPILE_EVENTS = ("/jax/core/compile/jaxpr_to_mlir_module_duration", "/jax/core/compile/backend_compile_duration")
+_clock = threading.local()
+_listening = False
+
+
+def _listen(event: str, duration: float, **_) -> None:
+    if event in _COMPILE_EVENTS and getattr(_clock, "seconds", None) is not None:
+        _clock.seconds += duration
+
+
+@contextlib.contextmanager
+def compile_clock():
+    """Seconds spent lowering and compiling in this thread inside the block (JAX's
+    monitoring events): ``with compile_clock() as seconds: ...; seconds()``. A call that finds its
+    program in the cache adds nothing."""
+    global _listening
+    if not _listening:
+        jax.monitoring.register_event_duration_secs_listener(_listen)
+        _listening = True
+    _clock.seconds = 0.0
+    total = [0.0]
+    try:
+        yield lambda: total[0] if _clock.seconds is None else _clock.seconds
+    finally:
+        total[0], _clock.seconds = _clock.seconds, None
