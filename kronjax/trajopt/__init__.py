@@ -61,8 +61,8 @@ from ._costs import (
     TorqueEffort,
 )
 from ._interior_point import InteriorPoint, InteriorPointState
-from ._optimize import Result, SolverReport, optimize, print_progress
-from ._solver import Progress
+from ._optimize import Result, optimize, print_progress
+from ._solver import Progress, SolverReport
 from ._spline import BSpline
 from ._transcription import BoundaryConditions, Problem, transcribe
 

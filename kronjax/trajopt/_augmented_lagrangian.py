@@ -13,7 +13,7 @@ import numpy as np
 import optax
 from jaxtyping import Array
 
-from ._solver import Progress, Solution, compile_clock
+from ._solver import Progress, Solution, SolverReport, compile_clock
 from ._transcription import Problem
 
 class _State(NamedTuple):
@@ -269,8 +269,8 @@ class AugmentedLagrangian(eqx.Module):
                 callback(Progress(outer, iterations.copy(), cost_now, viol_now, np.asarray(state.rho), time.perf_counter() - start))
             if converged.all():
                 break
-        return Solution(
-            z=state.z,
+        report = SolverReport(
+            best=-1,
             cost=np.asarray(state.cost),
             violation=np.asarray(state.violation),
             converged=converged,
@@ -279,5 +279,6 @@ class AugmentedLagrangian(eqx.Module):
             history_cost=np.concatenate(costs, axis=0),
             history_violation=np.concatenate(violations, axis=0),
             compile_time=compile_time,
-            state=AugmentedLagrangianState(state.lam, state.rho, state.scale),
+            wall_time=0.0,
         )
+        return Solution(state.z, AugmentedLagrangianState(state.lam, state.rho, state.scale), report)

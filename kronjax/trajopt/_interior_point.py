@@ -52,7 +52,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
-from ._solver import Progress, Solution, compile_clock
+from ._solver import Progress, Solution, SolverReport, compile_clock
 from ._transcription import Problem
 
 _KAPPA_SIGMA = 1e10  # Wächter and Biegler's bound on how far lam may drift from mu / s
@@ -110,8 +110,8 @@ class InteriorPoint(eqx.Module):
             _progress.callback = None
         k = int(k)
         state = InteriorPointState(guesses.s, guesses.lam, guesses.scale)
-        return Solution(
-            z=z,
+        report = SolverReport(
+            best=-1,
             cost=np.asarray(guesses.f * guesses.scale),
             violation=np.asarray(guesses.violation),
             converged=np.asarray(guesses.done),
@@ -120,8 +120,9 @@ class InteriorPoint(eqx.Module):
             history_cost=np.asarray(history_cost)[: max(k, 1)],
             history_violation=np.asarray(history_violation)[: max(k, 1)],
             compile_time=compile_seconds(),
-            state=state,
+            wall_time=0.0,
         )
+        return Solution(z, state, report)
 
 
 class InteriorPointState(NamedTuple):

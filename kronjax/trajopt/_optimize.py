@@ -16,41 +16,9 @@ from ..chain import Model, require_one_dof_joints
 from ._augmented_lagrangian import AugmentedLagrangian
 from ._costs import AbstractCost
 from ._interior_point import InteriorPoint
-from ._solver import Progress
+from ._solver import Progress, SolverReport
 from ._spline import BSpline
 from ._transcription import BoundaryConditions, Problem, transcribe
-
-
-class SolverReport(NamedTuple):
-    """How :func:`optimize` went.
-
-    Attributes:
-        best: index of the returned guess (the lowest cost among the feasible ones, else the
-            least violation).
-        cost, violation: ``(G,)`` final cost and largest relative constraint violation per guess.
-        converged: ``(G,)`` whether each guess met the solver's stopping test (interior point: KKT
-            error ``<= tol`` and violation ``<= violation_tol``; augmented Lagrangian: violation
-            ``<= violation_tol`` and relative cost change over the last outer iteration
-            ``<= cost_tol``).
-        iterations: ``(G,)`` iterations done per guess (Newton steps, or optimiser iterations).
-        outer_iterations: iterations of the batch (interior point: of the slowest guess) or
-            multiplier updates (augmented Lagrangian).
-        history_cost, history_violation: ``(I, G)``: cost and violation after every iteration
-            (for plots of the convergence; a guess that has converged repeats its last value).
-        wall_time: seconds, compilation included; ``compile_time``: of which tracing and compiling
-            (0 when the compiled solver was reused).
-    """
-
-    best: int
-    cost: np.ndarray
-    violation: np.ndarray
-    converged: np.ndarray
-    iterations: np.ndarray
-    outer_iterations: int
-    history_cost: np.ndarray
-    history_violation: np.ndarray
-    wall_time: float
-    compile_time: float
 
 
 class Result(NamedTuple):
@@ -164,20 +132,10 @@ def optimize(
         if z0.ndim != 3 or z0.shape[1:] != problem.shape:
             raise ValueError(f"init must have shape {problem.shape} or (G, *{problem.shape}), got {z0.shape}")
     solution = solver.solve(problem, z0, warm, callback)
-    feasible = solution.violation <= solver.violation_tol
-    pool = np.where(feasible, solution.cost, np.inf) if feasible.any() else solution.violation
+    report = solution.report
+    feasible = report.violation <= solver.violation_tol
+    pool = np.where(feasible, report.cost, np.inf) if feasible.any() else report.violation
     best = int(np.argmin(pool))
     trajectories = _trajectories(problem, solution.z)
-    report = SolverReport(
-        best=best,
-        cost=solution.cost,
-        violation=solution.violation,
-        converged=solution.converged,
-        iterations=solution.iterations,
-        outer_iterations=solution.outer_iterations,
-        history_cost=solution.history_cost,
-        history_violation=solution.history_violation,
-        wall_time=time.perf_counter() - start,
-        compile_time=solution.compile_time,
-    )
+    report = report._replace(best=best, wall_time=time.perf_counter() - start)
     return Result(jax.tree.map(lambda x: x[best], trajectories), report, trajectories, problem, solution.z, solution.state)

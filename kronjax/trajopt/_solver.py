@@ -1,5 +1,5 @@
 """What the solvers of :mod:`kronjax.trajopt` share: the progress record handed to a callback,
-the solution they return to :func:`~kronjax.trajopt.optimize`, and the compile-time clock."""
+the report and solution they return to :func:`~kronjax.trajopt.optimize`, and the compile-time clock."""
 
 from __future__ import annotations
 
@@ -36,11 +36,27 @@ class Progress(NamedTuple):
     elapsed: float
 
 
-class Solution(NamedTuple):
-    """A solver's answer for ``G`` initial guesses (the fields of
-    :class:`~kronjax.trajopt.SolverReport`, less ``best`` and the wall time)."""
+class SolverReport(NamedTuple):
+    """How :func:`optimize` went.
 
-    z: Array
+    Attributes:
+        best: index of the returned guess (the lowest cost among the feasible ones, else the
+            least violation).
+        cost, violation: ``(G,)`` final cost and largest relative constraint violation per guess.
+        converged: ``(G,)`` whether each guess met the solver's stopping test (interior point: KKT
+            error ``<= tol`` and violation ``<= violation_tol``; augmented Lagrangian: violation
+            ``<= violation_tol`` and relative cost change over the last outer iteration
+            ``<= cost_tol``).
+        iterations: ``(G,)`` iterations done per guess (Newton steps, or optimiser iterations).
+        outer_iterations: iterations of the batch (interior point: of the slowest guess) or
+            multiplier updates (augmented Lagrangian).
+        history_cost, history_violation: ``(I, G)``: cost and violation after every iteration
+            (for plots of the convergence; a guess that has converged repeats its last value).
+        wall_time: seconds, compilation included; ``compile_time``: of which tracing and compiling
+            (0 when the compiled solver was reused).
+    """
+
+    best: int
     cost: np.ndarray
     violation: np.ndarray
     converged: np.ndarray
@@ -48,8 +64,18 @@ class Solution(NamedTuple):
     outer_iterations: int
     history_cost: np.ndarray
     history_violation: np.ndarray
+    wall_time: float
     compile_time: float
+
+
+class Solution(NamedTuple):
+    """A solver's answer for ``G`` initial guesses: the free control points ``z``
+    (``(G, m_free, n)``), the solver's state for a warm start, and the report (``best`` and
+    ``wall_time`` filled in by :func:`~kronjax.trajopt.optimize`)."""
+
+    z: Array
     state: Any
+    report: SolverReport
 
 
 # lowering and XLA's compilation; tracing is left out (its events nest, a jit inside a jit counted
