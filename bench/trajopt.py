@@ -11,13 +11,58 @@ torque effort, Franka's limits with the torques derated to 50 %, 10 control poin
 An L-BFGS iteration is one step of every guess (its line search included); a Newton step of the
 interior-point method costs a Hessian of the Lagrangian per guess. Compile times are reported
 apart. Prints a table; asserts nothing (the targets live in issues 7 and 16).
+
+With ``--peers`` (the default when CasADi is installed; issue 16, item 6) the Panda problem and a
+UR5 one (rest to rest from 0 to ``UR5_GOAL`` in 1.1 s, the model's limits) are solved from one
+guess, the minimum-jerk fit, by (a) kronjax's ``trajopt.optimize`` (the interior-point method),
+(b) scipy's SLSQP on kronjax's transcription (JAX-jitted cost, constraints and derivatives) and
+(c) IPOPT through CasADi with CasADi's exact Hessian, on the same program written again in CasADi
+(bench/_casadi_dynamics.py; checked first against kronjax and Pinocchio to 1e-12, or the run stops).
+Per solver: iterations, the time to a solution (the timed call, where its result is within
+``violation <= 1e-6`` and ``1e-4`` of the best cost of the three; every result is judged by
+kronjax's own ``objective`` and ``violation``), the first call (compilation or CasADi's
+construction of the expressions and derivatives included), the second call (median and range of
+3), the cost.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import platform
+import statistics
 import time
+
+import numpy as np
+
+UR5_GOAL = (1.5, -1.0, 1.2, 0.5, -0.8, 1.0)
+VIOLATION_TOL, COST_RTOL = 1e-6, 1e-4  # what counts as a solution in the peers' table
+CHECK_RTOL = 1e-12  # the CasADi program against kronjax and Pinocchio
+
+
+def panda_problem():
+    """The notebook's Panda motion: ``(model, boundary)``, torques derated to 50 %."""
+    import equinox as eqx
+    import jax.numpy as jnp
+
+    import kronjax as kj
+    from kronjax import trajopt
+
+    panda = kj.models.panda()
+    model = eqx.tree_at(lambda m: m.limits, panda, eqx.tree_at(lambda l: l.effort, panda.limits, 0.5 * panda.limits.effort))
+    q_start = jnp.array([0.0, -jnp.pi / 4, 0.0, -3 * jnp.pi / 4, 0.0, jnp.pi / 2, jnp.pi / 4])
+    q_goal = jnp.array([1.6, 0.4, -0.5, -1.2, 0.8, 2.4, -0.3])
+    return model, trajopt.BoundaryConditions(q_start, q_goal, 1.0)
+
+
+def ur5_problem():
+    """The UR5 from rest at zero to rest at ``UR5_GOAL`` in 1.1 s, the model's limits."""
+    import jax.numpy as jnp
+
+    import kronjax as kj
+    from kronjax import trajopt
+
+    return kj.models.ur5(), trajopt.BoundaryConditions(jnp.zeros(6), jnp.array(UR5_GOAL), 1.1)
 
 
 def main(argv=None) -> dict:
@@ -27,24 +72,23 @@ def main(argv=None) -> dict:
     parser.add_argument("--iterations", type=int, default=50, help="L-BFGS iterations timed")
     parser.add_argument("--ip-guesses", type=int, default=8, help="guesses the interior-point method solves")
     parser.add_argument("--methods", nargs="+", default=["rnea", "kron"], choices=["rnea", "kron", "lagrangian"])
+    parser.add_argument("--peers", action=argparse.BooleanOptionalAction, default=None,
+                        help="also solve the Panda and UR5 problems by SLSQP and IPOPT (default: when casadi and pinocchio are installed)")
     args = parser.parse_args(argv)
+    installed = all(importlib.util.find_spec(module) for module in ("casadi", "pinocchio"))
+    if args.peers and not installed:
+        parser.error("--peers needs CasADi (IPOPT) and Pinocchio (the check): pip install casadi pin, or pip install -e .[bench]")
+    peers = installed if args.peers is None else args.peers
 
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    import equinox as eqx
-    import jax.numpy as jnp
 
-    import kronjax as kj
     from kronjax import trajopt
 
     from ._timing import best_time
 
-    panda = kj.models.panda()
-    model = eqx.tree_at(lambda m: m.limits, panda, eqx.tree_at(lambda l: l.effort, panda.limits, 0.5 * panda.limits.effort))
-    q_start = jnp.array([0.0, -jnp.pi / 4, 0.0, -3 * jnp.pi / 4, 0.0, jnp.pi / 2, jnp.pi / 4])
-    q_goal = jnp.array([1.6, 0.4, -0.5, -1.2, 0.8, 2.4, -0.3])
-    boundary = trajopt.BoundaryConditions(q_start, q_goal, 1.0)
+    model, boundary = panda_problem()
     print(f"trajectory optimisation of the Panda, {args.guesses} guesses at once, on {platform.node()} "
           f"({platform.processor() or platform.machine()}), jax {jax.__version__}, {jax.devices()[0].platform}")
     print(f"  {'method':<10} {'samples':>7} {'eval+grad':>12} {'iteration':>12} {'compile':>9} {'cost (best)':>12}")
@@ -93,7 +137,167 @@ def main(argv=None) -> dict:
     if "rnea" in results and "kron" in results:
         print(f"  kron / rnea: {results['kron']['per_eval'] / results['rnea']['per_eval']:.2f}x per evaluation, "
               f"{results['kron']['per_iteration'] / results['rnea']['per_iteration']:.2f}x per iteration")
+    if peers:
+        results["peers"] = {name: compare_solvers(name, *make()) for name, make in (("Panda", panda_problem), ("UR5", ur5_problem))}
     return results
+
+
+def _relative(got, expected) -> float:
+    got, expected = np.asarray(got, float), np.asarray(expected, float)
+    return float(np.max(np.abs(got - expected)) / np.max(np.abs(expected)))
+
+
+def check_casadi(problem, states: int = 20, guesses: int = 5, seed: int = 0) -> dict:
+    """Largest relative differences (``max |a - b| / max |b|``) of the CasADi program from
+    kronjax's, and of its inverse dynamics from Pinocchio's (the model written by ``kj.to_urdf``),
+    at ``states`` random states (``q``, ``qd`` within the limits, ``|qdd|`` up to about
+    10 rad/s^2) and ``guesses`` random ``z`` (the minimum-jerk fit perturbed by 0.2 of each joint's
+    travel): IPOPT's timings mean nothing unless it solves kronjax's program."""
+    import casadi as ca
+    import jax
+    import pinocchio as pin
+
+    import kronjax as kj
+
+    from ._casadi_dynamics import inverse_dynamics_function, transcription
+
+    model, n = problem.model, problem.n_dof
+    limits = problem.limits
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(np.asarray(limits.lower), np.asarray(limits.upper), (states, n))
+    qd = rng.uniform(-1, 1, (states, n)) * np.asarray(limits.velocity)
+    qdd = rng.normal(0.0, 5.0, (states, n))
+    ours = np.stack([np.asarray(inverse_dynamics_function(model)(*x)).ravel() for x in zip(q, qd, qdd)])
+    kronjax_tau = np.asarray(jax.vmap(lambda *x: kj.inverse_dynamics(model, *x))(q, qd, qdd))
+    pinocchio = pin.buildModelFromXML(kj.to_urdf(model))
+    pinocchio.gravity.linear = np.asarray(model.gravity, float)
+    data = pinocchio.createData()
+    pinocchio_tau = np.stack([pin.rnea(pinocchio, data, *x).copy() for x in zip(q, qd, qdd)])
+
+    z, f, g = transcription(problem)
+    program = ca.Function("program", [z], [f, g])
+    zs = np.asarray(problem.initial_guess(jax.random.PRNGKey(seed), guesses, 0.2))
+    values = [program(x.ravel()) for x in zs]
+    return {
+        "inverse_dynamics_vs_kronjax": _relative(ours, kronjax_tau),
+        "inverse_dynamics_vs_pinocchio": _relative(ours, pinocchio_tau),
+        "kronjax_vs_pinocchio": _relative(kronjax_tau, pinocchio_tau),
+        "objective": max(_relative(float(v[0]), problem.objective(x)) for v, x in zip(values, zs)),
+        "constraints": max(_relative(np.asarray(v[1]).ravel(), problem.constraints(x)) for v, x in zip(values, zs)),
+    }
+
+
+def _kronjax(problem, z0):
+    """kronjax's ``trajopt.optimize`` (the interior-point method), compiled at the first call."""
+    from kronjax import trajopt
+
+    def solve():
+        result = trajopt.optimize(problem.model, problem.boundary, problem.cost,
+                                  num_control_points=problem.num_control_points, init=z0)
+        return result.z[0], int(result.report.iterations[0])
+
+    return solve
+
+
+def _slsqp(problem, z0):
+    """scipy's SLSQP on kronjax's transcription: cost, constraints and their derivatives from one
+    jitted JAX call per new point (SLSQP asks for values and derivatives at the same points),
+    compiled at the first call. scipy's constraints are ``-g(z) >= 0``."""
+    import jax
+    import scipy.optimize
+
+    @jax.jit
+    def evaluate(x):
+        z = x.reshape(problem.shape)
+        f, grad = jax.value_and_grad(problem.objective)(z)
+        return f, grad.ravel(), -problem.constraints(z), -jax.jacfwd(problem.constraints)(z).reshape(-1, x.size)
+
+    last = {}
+
+    def at(x, i):
+        if x.tobytes() not in last:
+            last.clear()
+            last[x.tobytes()] = [np.asarray(v) for v in evaluate(x)]
+        return last[x.tobytes()][i]
+
+    def solve():
+        result = scipy.optimize.minimize(
+            lambda x: float(at(x, 0)), np.asarray(z0).ravel(), jac=lambda x: at(x, 1), method="SLSQP",
+            constraints=[{"type": "ineq", "fun": lambda x: at(x, 2), "jac": lambda x: at(x, 3)}],
+            options={"maxiter": 500, "ftol": 1e-12},
+        )
+        return result.x.reshape(problem.shape), int(result.nit)
+
+    return solve
+
+
+def _ipopt(problem, z0):
+    """IPOPT (CasADi's ``nlpsol``, its defaults: exact Hessian from CasADi, tol 1e-8, MUMPS) on
+    the program of bench/_casadi_dynamics.py; building the expressions, their derivatives and the
+    solver is the first call's "compilation"."""
+    import casadi as ca
+
+    from ._casadi_dynamics import transcription
+
+    z, f, g = transcription(problem)
+    solver = ca.nlpsol("ipopt", "ipopt", {"x": z, "f": f, "g": g},
+                       {"print_time": False, "ipopt.print_level": 0, "ipopt.sb": "yes"})
+
+    def solve():
+        solution = solver(x0=np.asarray(z0).ravel(), ubg=0.0)  # lbg = -inf: g(z) <= 0
+        return np.asarray(solution["x"]).reshape(problem.shape), int(solver.stats()["iter_count"])
+
+    return solve
+
+
+SOLVERS = {"kronjax InteriorPoint": _kronjax, "scipy SLSQP (JAX)": _slsqp, "IPOPT (CasADi)": _ipopt}
+
+
+def compare_solvers(name: str, model, boundary, repeats: int = 3) -> dict:
+    """The Panda's or UR5's problem by each of :data:`SOLVERS` from the minimum-jerk fit: checks,
+    then for each the first call (setup and compilation included) and ``repeats`` timed calls."""
+    import jax.numpy as jnp
+
+    from kronjax import trajopt
+
+    problem = trajopt.transcribe(model, boundary, trajopt.TorqueEffort(), num_control_points=10)
+    z0 = problem.initial_guess()
+    m_free, n = problem.shape
+    checks = check_casadi(problem)
+    print(f"\n{name}: {n} joints, {m_free * n} free control points, {problem.s.shape[0]} samples, "
+          f"{problem.constraints(z0).shape[0]} constraints, {float(boundary.duration):g} s, one guess (the minimum-jerk fit)")
+    print("  CasADi program, largest relative difference: inverse dynamics vs kronjax "
+          f"{checks['inverse_dynamics_vs_kronjax']:.1e}, vs Pinocchio {checks['inverse_dynamics_vs_pinocchio']:.1e} "
+          f"(kronjax vs Pinocchio {checks['kronjax_vs_pinocchio']:.1e}; 20 states); cost {checks['objective']:.1e}, "
+          f"constraints {checks['constraints']:.1e} (5 random z)")
+    if max(checks.values()) > CHECK_RTOL:
+        raise RuntimeError(f"the CasADi program differs from kronjax's or Pinocchio's by more than {CHECK_RTOL}: {checks}")
+    rows = {}
+    for label, setup in SOLVERS.items():
+        start = time.perf_counter()
+        solve = setup(problem, z0)
+        z, iterations = solve()
+        first = time.perf_counter() - start
+        seconds = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            z, iterations = solve()
+            seconds.append(time.perf_counter() - start)
+        z = jnp.asarray(z)
+        rows[label] = dict(iterations=iterations, first_call=first, second_call=statistics.median(seconds),
+                           second_range=(min(seconds), max(seconds)), cost=float(problem.objective(z)),
+                           violation=float(problem.violation(z)))
+    best = min((r["cost"] for r in rows.values() if r["violation"] <= VIOLATION_TOL), default=np.inf)
+    print(f"  {'solver':<22} {'iterations':>10} {'to solution':>12} {'first call':>11} "
+          f"{'second call, median [range] of ' + str(repeats):>36} {'cost':>16} {'violation':>10}")
+    for label, r in rows.items():
+        reached = r["violation"] <= VIOLATION_TOL and abs(r["cost"] - best) <= COST_RTOL * abs(best)
+        r["to_solution"] = r["second_call"] if reached else None
+        lo, hi = r["second_range"]
+        to_solution = f"{r['second_call']:.3f} s" if reached else "not reached"
+        print(f"  {label:<22} {r['iterations']:>10} {to_solution:>12} {r['first_call']:>9.2f} s "
+              f"{r['second_call']:>16.3f} s [{lo:.3f}, {hi:.3f}] {r['cost']:>16.10g} {r['violation']:>10.1e}")
+    return dict(checks=checks, solvers=rows, best_cost=best)
 
 
 if __name__ == "__main__":

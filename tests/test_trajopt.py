@@ -11,6 +11,9 @@
   transcription to 1e-6, the augmented Lagrangian's to 1e-4; limits hold; boundary conditions
   are exact. A new goal reuses the compiled solver; a warm start needs fewer iterations.
 * The Panda from several guesses: each converges in at most 100 iterations (slow tier).
+* Task-space target as an equality constraint (reached to round-off); a sphere on the optimal
+  path avoided at every sample; minimum time of a rotor with a torque limit above the
+  bang-bang bound 2 sqrt(I dq / tau_max) and closer to it with more control points (slow tier).
 * A task-space target reached, checked by the planar arm's closed-form forward kinematics.
 """
 
@@ -310,6 +313,73 @@ def test_task_space_target(two_link_problem):
     assert np.array_equal(result.trajectory(0.0)[0], bc.q_start)
 
 
+def _planar_tip(q):
+    """The two-link arm's tip (0.5 m along link 2), closed-form planar kinematics."""
+    q = np.asarray(q)
+    return 0.5 * np.stack([np.cos(q[..., 0]) + np.cos(q[..., 0] + q[..., 1]),
+                           np.sin(q[..., 0]) + np.sin(q[..., 0] + q[..., 1]), np.zeros(q.shape[:-1])], axis=-1)
+
+
+@pytest.mark.slow
+def test_task_constraint_reaches_the_target_exactly(two_link_problem):
+    """The equality form of the task-space target: the tip reaches it to round-off (closed-form
+    kinematics), where the cost form gets within millimetres."""
+    model, _ = two_link_problem
+    bc = to.BoundaryConditions([-np.pi / 2, 0.0], None, 1.0)
+    target = np.array([0.6, -0.6, 0.0])
+    reach = to.TaskConstraint("link2", target, point=(0.5, 0.0, 0.0))
+    result = to.optimize(model, bc, to.TorqueEffort(), num_control_points=10, constraints=(reach,))
+    distance = float(np.linalg.norm(_planar_tip(result.trajectory(1.0)[0]) - target))
+    print(f"\ntask constraint: {distance:.1e} m from the target, {result.report.iterations[0]} iterations")
+    assert result.report.converged[0] and distance < 1e-9
+
+
+@pytest.mark.slow
+def test_obstacle_blocking_the_optimal_path_is_avoided(two_link_problem, two_link_solution):
+    """A sphere centred on the tip's unconstrained optimal path at t = T / 2: the optimised motion
+    keeps the tip outside it at every sample, and nearly so between them."""
+    model, bc = two_link_problem
+    centre, radius = _planar_tip(two_link_solution.trajectory(0.5)[0]), 0.1
+    avoid = to.AvoidSpheres(("link2",), [[0.5, 0.0, 0.0]], [centre], [radius])
+    result = to.optimize(model, bc, to.TorqueEffort(), num_control_points=14, constraints=(avoid,))
+    assert result.report.converged[0]
+    samples = np.asarray(result.problem.samples(result.z[0]).q)
+    fine = np.asarray(result.trajectory.sample(jnp.linspace(0.0, 1.0, 2001))[0])
+    clearance = np.linalg.norm(_planar_tip(samples) - centre, axis=-1).min() / radius
+    between = np.linalg.norm(_planar_tip(fine) - centre, axis=-1).min() / radius
+    straight = np.linalg.norm(_planar_tip(np.asarray(two_link_solution.trajectory.sample(jnp.linspace(0, 1, 2001))[0]))
+                              - centre, axis=-1).min() / radius
+    print(f"\nobstacle: distance / radius {straight:.2g} without it, {clearance:.9f} at the samples and "
+          f"{between:.4f} between them with it; cost {two_link_solution.report.cost[0]:.6g} -> {result.report.cost[0]:.6g}")
+    assert straight < 1e-6  # the unconstrained optimum goes through the centre
+    assert clearance >= 1.0 - 1e-6 and between >= 0.99
+    assert result.report.cost[0] > two_link_solution.report.cost[0]
+
+
+@pytest.mark.slow
+def test_minimum_time_rotor_approaches_the_bang_bang_bound():
+    """A rotor (tau = I qdd, |tau| <= tau_max) from rest to rest through dq in least time: the
+    bang-bang optimum is T* = 2 sqrt(I dq / tau_max); a spline can only approach it from above, the
+    closer the more control points."""
+    inertia, dq, tau_max = ROTOR_INERTIA, 1.0, 1.0
+    model = kj.from_joints([kj.Joint("R", axis=(0, 0, 1), effort=tau_max, velocity=100.0, lower=-10.0, upper=10.0)],
+                           [kj.Inertial(mass=2.0, com=(0.1, 0, 0), inertia=(0.01, 0.01, 0.03))])
+    bound = 2 * np.sqrt(inertia * dq / tau_max)
+    bc = to.BoundaryConditions([0.0], [dq], 1.0, qdd_start=None, qdd_end=None)
+    durations = {}
+    for m in (10, 30):
+        result = to.optimize(model, bc, to.Duration(), num_control_points=m, free_time=to.FreeTime(0.05, 5.0))
+        assert result.report.converged[0] and result.report.violation[0] <= 1e-6
+        durations[m] = float(result.duration[0])
+        assert float(result.trajectory.duration) == durations[m] and float(result.report.cost[0]) == pytest.approx(durations[m])
+        ts = jnp.linspace(0.0, durations[m], 2001)
+        q, _, qdd = (np.asarray(x)[:, 0] for x in result.trajectory.sample(ts))
+        assert abs(q[-1] - dq) < 1e-12 and np.abs(inertia * qdd).max() <= tau_max * (1 + 1e-3)
+    gaps = {m: (d - bound) / bound for m, d in durations.items()}
+    print(f"\nminimum time: T* = {bound:.6f} s; {durations} -> gaps {gaps}")
+    assert 0 < gaps[30] < gaps[10] < 0.05
+
+
 def test_bad_inputs_raise_clear_errors():
     model = two_link()
     bc = to.BoundaryConditions([0.0, 0.0], [0.5, 0.5], 1.0)
@@ -340,3 +410,17 @@ def test_bad_inputs_raise_clear_errors():
         problem.objective(jnp.zeros((4, 3)))
     with pytest.raises(ValueError, match="init must have shape"):
         to.optimize(model, bc, to.TorqueEffort(), init=jnp.zeros((5, 2)))
+    with pytest.raises(ValueError, match="0 < lower < upper"):
+        to.FreeTime(1.0, 0.5)
+    with pytest.raises(ValueError, match="outside free_time's bounds"):
+        to.transcribe(model, bc, to.Duration(), free_time=to.FreeTime(2.0, 3.0))
+    with pytest.raises(NotImplementedError, match="needs the InteriorPoint solver"):
+        to.optimize(model, bc, to.Duration(), free_time=to.FreeTime(0.5, 3.0), solver=to.AugmentedLagrangian())
+    with pytest.raises(TypeError, match="constraints must be trajopt constraints"):
+        to.transcribe(model, bc, to.TorqueEffort(), constraints=(lambda *a: 0.0,))
+    with pytest.raises(ValueError, match=r"points must be \(1, 3\)"):
+        to.AvoidSpheres(("link2",), [[0.5, 0.0]], [[0.0, 0.0, 0.0]], [0.1])
+    with pytest.raises(ValueError, match="radii must be positive"):
+        to.AvoidSpheres(("link2",), [[0.5, 0.0, 0.0]], [[0.0, 0.0, 0.0]], [0.0])
+    with pytest.raises(TypeError, match="solver must be"):
+        to.optimize(model, bc, to.TorqueEffort(), solver="ipopt")

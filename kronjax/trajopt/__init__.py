@@ -29,6 +29,12 @@ The transcription (a direct method, "differentiate the inverse dynamics"):
   ``(|tau| - effort) / effort``, all ``<= 0`` (unlimited entries are dropped). Between the samples
   a limit that is active over an interval can be exceeded by a fraction of a percent: ``margin``
   imposes the limits that much inside.
+* **Further constraints** (``constraints=(...)``): :class:`AvoidSpheres` (body points outside
+  spheres at every sample), :class:`TaskConstraint` (a body point at a position, an equality), or
+  any :class:`AbstractConstraint`.
+* **Minimum time**: ``free_time=FreeTime(lower, upper)`` makes the duration a decision variable
+  (the boundary conditions' ``duration`` is its initial guess); the cost :class:`Duration` is
+  ``T``.
 * **Solvers.** :class:`InteriorPoint` (the default): a primal-dual interior-point method with
   exact Hessians of the Lagrangian by forward-over-reverse differentiation, a dense Newton step,
   and a merit-function line search (Nocedal and Wright, *Numerical Optimization*, ch. 19): tens
@@ -37,7 +43,7 @@ The transcription (a direct method, "differentiate the inverse dynamics"):
   run many initial guesses at once (the best feasible one is returned), in one compiled
   function per problem structure, and warm-start from an earlier :class:`Result`.
 
-Modules: ``_spline`` (B-splines), ``_costs``, ``_transcription`` (boundary conditions,
+Modules: ``_spline`` (B-splines), ``_costs``, ``_constraints``, ``_transcription`` (boundary conditions,
 :class:`Problem`, :func:`transcribe`), ``_interior_point``, ``_augmented_lagrangian``,
 ``_optimize`` (:func:`optimize`).
 
@@ -49,10 +55,12 @@ objective and constraints as functions of ``z``, for other solvers).
 from __future__ import annotations
 
 from ._augmented_lagrangian import AugmentedLagrangian, AugmentedLagrangianState
+from ._constraints import AbstractConstraint, AvoidSpheres, TaskConstraint
 from ._costs import (
     AbstractCost,
     AbstractRunningCost,
     CostSum,
+    Duration,
     Energy,
     Samples,
     Smoothness,
@@ -64,7 +72,7 @@ from ._interior_point import InteriorPoint, InteriorPointState
 from ._optimize import Result, optimize, print_progress
 from ._solver import Progress, SolverReport
 from ._spline import BSpline
-from ._transcription import BoundaryConditions, Problem, transcribe
+from ._transcription import BoundaryConditions, FreeTime, Problem, transcribe
 
 __all__ = [
     "BSpline",
@@ -77,7 +85,12 @@ __all__ = [
     "Smoothness",
     "TimeWeighted",
     "TaskTarget",
+    "Duration",
     "CostSum",
+    "AbstractConstraint",
+    "AvoidSpheres",
+    "TaskConstraint",
+    "FreeTime",
     "Problem",
     "transcribe",
     "InteriorPoint",

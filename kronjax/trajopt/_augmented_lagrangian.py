@@ -26,20 +26,23 @@ class _State(NamedTuple):
     previous_cost: Array
 
 
+def _cost_and_inequalities(problem: Problem, z):
+    """The cost and every constraint as an inequality ``g <= 0``: an equality ``h = 0`` as
+    ``h <= 0`` and ``-h <= 0`` (the augmented Lagrangian of the pair is that of ``h``)."""
+    f, g, h = problem.evaluate(z)
+    return f, jnp.concatenate([g, h, -h])
+
+
 def _augmented(problem: Problem, z, lam, rho, scale):
     """The augmented Lagrangian, with ``(f, violation, g)`` as auxiliary outputs (one evaluation
     of the samples serves the cost, the constraints and the progress record)."""
-    samples = problem.samples(z)
-    f = problem.cost(problem.model, problem.trajectory(z), samples)
-    g = problem._constraints_from(samples)
+    f, g = _cost_and_inequalities(problem, z)
     penalty = jnp.sum(jnp.maximum(lam + rho * g, 0.0) ** 2 - lam**2) / (2.0 * rho)
     return f / scale + penalty, (f, jnp.maximum(jnp.max(g), 0.0), g)
 
 
 def _init_state(problem: Problem, z, rho0):
-    samples = problem.samples(z)
-    f = problem.cost(problem.model, problem.trajectory(z), samples)
-    g = problem._constraints_from(samples)
+    f, g = _cost_and_inequalities(problem, z)
     scale = jax.lax.stop_gradient(jnp.where(jnp.abs(f) > 0, jnp.abs(f), 1.0))
     rho = jnp.asarray(rho0, z.dtype)
     return _State(z, jnp.zeros_like(g), rho, scale, f, jnp.maximum(jnp.max(g), 0.0), f)
@@ -238,9 +241,12 @@ class AugmentedLagrangian(eqx.Module):
         if self.max_inner_iterations < 1 or self.max_outer_iterations < 1:
             raise ValueError("max_inner_iterations and max_outer_iterations must be at least 1")
 
-    def solve(self, problem: Problem, z0: Array, warm: AugmentedLagrangianState | None, callback) -> Solution:
+    def solve(self, problem: Problem, z0: Array, duration0: Array, warm: AugmentedLagrangianState | None,
+              callback) -> Solution:
         """Solve ``problem`` from the guesses ``z0`` (``(G, m_free, n)``); ``warm`` is the
-        :class:`AugmentedLagrangianState` of an earlier solution."""
+        :class:`AugmentedLagrangianState` of an earlier solution. A free duration is refused."""
+        if problem.free_time is not None:
+            raise NotImplementedError("free_time (a free duration) needs the InteriorPoint solver")
         start = time.perf_counter()
         gtol = self.gtol if self.gtol is not None else (1e-9 if jnp.finfo(z0.dtype).bits >= 64 else 1e-5)
         optimizer = self.optimizer
@@ -281,4 +287,4 @@ class AugmentedLagrangian(eqx.Module):
             compile_time=compile_time,
             wall_time=0.0,
         )
-        return Solution(state.z, AugmentedLagrangianState(state.lam, state.rho, state.scale), report)
+        return Solution(state.z, duration0, AugmentedLagrangianState(state.lam, state.rho, state.scale), report)

@@ -38,6 +38,15 @@ class Samples(NamedTuple):
     duration: Float[Array, ""]
 
 
+def _points_in_base(model: Model, q, bodies: tuple[int, ...], points):
+    """Positions of ``points[i]`` (body frame of ``bodies[i]``) in the base frame at ``q`` (Tuan
+    22-27): ``(P, 3)``."""
+    rotations, origins = model.poses(q)
+    index = jnp.asarray(bodies)
+    return origins[index] + jnp.einsum("pij,pj->pi", rotations[index], points.astype(origins.dtype))
+
+
+
 class AbstractCost(eqx.Module):
     """A cost ``f(model, trajectory, samples) -> scalar``. Costs add and scale:
     ``TorqueEffort() + 0.01 * Smoothness()``."""
@@ -158,8 +167,14 @@ class TaskTarget(AbstractCost):
             raise ValueError(f"target and point must be 3-vectors, got {self.target.shape}, {self.point.shape}")
 
     def __call__(self, model, trajectory, samples):
-        b = model.body_index(self.body)
         t = samples.duration if self.time is None else self.time
-        rotations, origins = model.poses(trajectory.derivative(t, 0))
-        p = origins[b] + rotations[b] @ self.point.astype(origins.dtype)
+        p = _points_in_base(model, trajectory.derivative(t, 0), (model.body_index(self.body),), self.point[None])[0]
         return jnp.sum((p - self.target) ** 2)
+
+
+class Duration(AbstractCost):
+    """The duration ``T`` of the motion (s): with ``free_time`` (:func:`~kronjax.trajopt.transcribe`),
+    ``Duration()`` is the minimum-time problem, ``Duration() + w * TorqueEffort()`` a trade-off."""
+
+    def __call__(self, model, trajectory, samples):
+        return samples.duration

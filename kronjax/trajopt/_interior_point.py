@@ -95,21 +95,22 @@ class InteriorPoint(eqx.Module):
         if self.tol is not None and not self.tol > 0:
             raise ValueError(f"tol must be positive, got {self.tol!r}")
 
-    def solve(self, problem: Problem, z0: Array, warm: InteriorPointState | None, callback) -> Solution:
-        """Solve ``problem`` from the guesses ``z0`` (``(G, m_free, n)``); ``warm`` is the
-        :class:`InteriorPointState` of an earlier solution (slacks, multipliers, scale)."""
+    def solve(self, problem: Problem, z0: Array, duration0: Array, warm: InteriorPointState | None, callback) -> Solution:
+        """Solve ``problem`` from the guesses ``z0`` (``(G, m_free, n)``) and durations ``duration0``
+        (``(G,)``, used where the duration is free); ``warm`` is the :class:`InteriorPointState` of
+        an earlier solution (slacks, multipliers, scale)."""
         dtype = z0.dtype
         tol = self.tol if self.tol is not None else (1e-8 if jnp.finfo(dtype).bits >= 64 else 1e-5)
         _progress.callback, _progress.start = callback, time.perf_counter()
         try:
             with compile_clock() as compile_seconds:
-                z, guesses, k, history_cost, history_violation = jax.block_until_ready(
-                    _compiled(jax.default_backend())(problem, z0, warm, self, float(tol), callback is not None)
+                z, duration, guesses, k, history_cost, history_violation = jax.block_until_ready(
+                    _compiled(jax.default_backend())(problem, z0, duration0, warm, self, float(tol), callback is not None)
                 )
         finally:
             _progress.callback = None
         k = int(k)
-        state = InteriorPointState(guesses.s, guesses.lam, guesses.scale)
+        state = InteriorPointState(guesses.s, guesses.lam, guesses.y, guesses.scale)
         report = SolverReport(
             best=-1,
             cost=np.asarray(guesses.f * guesses.scale),
@@ -122,15 +123,17 @@ class InteriorPoint(eqx.Module):
             compile_time=compile_seconds(),
             wall_time=0.0,
         )
-        return Solution(z, state, report)
+        return Solution(z, duration, state, report)
 
 
 class InteriorPointState(NamedTuple):
     """What a warm start reuses (``Result.state`` of an :class:`InteriorPoint` solution), per guess:
-    slacks ``s`` and multipliers ``lam`` (``(G, c)``) and the cost's scale (``(G,)``)."""
+    slacks ``s`` and multipliers ``lam`` of the inequalities (``(G, c)``), multipliers ``y`` of the
+    equalities (``(G, e)``) and the cost's scale (``(G,)``)."""
 
     s: Array
     lam: Array
+    y: Array
     scale: Array
 
 
@@ -138,6 +141,7 @@ class _Guess(NamedTuple):
     x: Array
     s: Array
     lam: Array
+    y: Array
     mu: Array
     scale: Array
     f: Array  # scaled cost at x
@@ -162,72 +166,87 @@ _progress = _Reporting()
 
 
 def _report(k, steps, cost, violation, mu):
-    callback = getattr(_progress, "callback", None)
+    callback = _progress.callback
     if callback is not None:
         callback(Progress(int(k), np.asarray(steps), np.asarray(cost), np.asarray(violation), np.asarray(mu),
                           time.perf_counter() - _progress.start))
 
 
+def _variables(problem: Problem, x):
+    """``(z, duration)`` from the solver's variables ``x``: the preconditioned free control points,
+    flattened, and with ``free_time`` the duration relative to ``boundary.duration``."""
+    size = problem.shape[0] * problem.shape[1]
+    z = problem.preconditioner.astype(x.dtype) @ x[:size].reshape(problem.shape)
+    duration = None if problem.free_time is None else x[size] * problem.boundary.duration.astype(x.dtype)
+    return z, duration
+
+
 def _functions(problem: Problem, scale):
-    """``x -> (f(x) / scale, c(x))`` in the preconditioned, flattened variables."""
-    precondition = problem.preconditioner
+    """``x -> (f / scale, g, h)`` in the solver's variables."""
 
     def fun(x):
-        z = precondition.astype(x.dtype) @ x.reshape(problem.shape)
-        samples = problem.samples(z)
-        f = problem.cost(problem.model, problem.trajectory(z), samples)
-        return f / scale, problem._constraints_from(samples)
+        z, duration = _variables(problem, x)
+        f, g, h = (problem if duration is None else problem.at_duration(duration)).evaluate(z)
+        return f / scale, g, h
 
     return fun
+
+
+def _inf_norm(v):
+    return jnp.max(jnp.abs(v), initial=0.0)
 
 
 def _start(problem: Problem, x, warm: InteriorPointState | None, solver: InteriorPoint) -> _Guess:
     dtype = x.dtype
     if warm is None:
-        f, c = _functions(problem, 1.0)(x)
+        f, c, h = _functions(problem, 1.0)(x)
         scale = jax.lax.stop_gradient(jnp.where(jnp.abs(f) > 0, jnp.abs(f), 1.0))
         f = f / scale
         mu = jnp.asarray(solver.barrier_init, dtype)
         s = jnp.maximum(-c, 1e-2)
         lam = mu / s
+        y = jnp.zeros_like(h)
     else:
         scale = warm.scale.astype(dtype)
-        f, c = _functions(problem, scale)(x)
+        f, c, h = _functions(problem, scale)(x)
         mu = jnp.asarray(solver.warm_barrier, dtype)
         s = jnp.maximum(jnp.maximum(warm.s.astype(dtype), -c), mu)
         lam = jnp.clip(warm.lam.astype(dtype), mu / (_KAPPA_SIGMA * s), _KAPPA_SIGMA * mu / s)
-    theta = jnp.maximum(jnp.sum(jnp.abs(c + s)), 1.0)
+        y = warm.y.astype(dtype)
+    theta = jnp.maximum(jnp.sum(jnp.abs(c + s)) + jnp.sum(jnp.abs(h)), 1.0)
     empty = jnp.full(_FILTER_SIZE, jnp.inf, dtype)
-    return _Guess(x, s, lam, mu, scale, f, jnp.maximum(jnp.max(c), 0.0), jnp.asarray(False), jnp.asarray(0),
+    violation = jnp.maximum(jnp.maximum(jnp.max(c), _inf_norm(h)), 0.0)
+    return _Guess(x, s, lam, y, mu, scale, f, violation, jnp.asarray(False), jnp.asarray(0),
                   empty, empty, jnp.asarray(0), 1e-4 * theta, 1e4 * theta)
 
 
 def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoint) -> _Guess:
     """One Newton step of one guess (or none, where it has converged)."""
-    x, s, lam, mu = guess.x, guess.s, guess.lam, guess.mu
+    x, s, lam, y, mu = guess.x, guess.s, guess.lam, guess.y, guess.mu
     dtype = x.dtype
     fun = _functions(problem, guess.scale)
 
     def gradient_of_lagrangian(x):
-        (f, c), pullback = jax.vjp(fun, x)
-        grad_l = pullback((jnp.ones_like(f), lam))[0]
-        return (grad_l, c, f), (grad_l, c, f)
+        (f, c, h), pullback = jax.vjp(fun, x)
+        grad_l = pullback((jnp.ones_like(f), lam, y))[0]
+        return (grad_l, c, h, f), (grad_l, c, h, f)
 
-    (hessian, jac, grad_f), (grad_l, c, f) = jax.jacfwd(gradient_of_lagrangian, has_aux=True)(x)
+    (hessian, jac, jac_e, grad_f), (grad_l, c, h, f) = jax.jacfwd(gradient_of_lagrangian, has_aux=True)(x)
 
     # convergence of the original problem, then the barrier update (W&B eqs. 5 and 7)
-    m = s.shape[0]
-    scale_d = jnp.maximum(_SCALE_MAX, jnp.sum(jnp.abs(lam)) / m) / _SCALE_MAX
+    count = s.shape[0] + h.shape[0]
+    scale_d = jnp.maximum(_SCALE_MAX, (jnp.sum(jnp.abs(lam)) + jnp.sum(jnp.abs(y))) / count) / _SCALE_MAX
 
     def kkt_error(mu):
-        return jnp.maximum(jnp.maximum(jnp.max(jnp.abs(grad_l)) / scale_d, jnp.max(jnp.abs(c + s))),
-                           jnp.max(jnp.abs(s * lam - mu)) / scale_d)
+        return jnp.max(jnp.stack([_inf_norm(grad_l) / scale_d, _inf_norm(c + s), _inf_norm(h),
+                                  _inf_norm(s * lam - mu) / scale_d]))
 
-    violation = jnp.maximum(jnp.max(c), 0.0)
+    violation = jnp.maximum(jnp.maximum(jnp.max(c), _inf_norm(h)), 0.0)
     done = (kkt_error(0.0) <= tol) & (violation <= solver.violation_tol)
     mu = jnp.where(kkt_error(mu) <= 10.0 * mu, jnp.maximum(tol / 10.0, jnp.minimum(0.2 * mu, mu**1.5)), mu)
 
-    # the Newton step (N&W 19.12 condensed), regularised to a positive-definite matrix
+    # the Newton step (N&W 19.12 condensed), regularised to a positive-definite matrix; with
+    # equalities, their multipliers from the Schur complement J_E A^-1 J_E^T (N&W 16.5)
     sigma = lam / s
     matrix = hessian + jac.T @ (sigma[:, None] * jac)
     matrix = 0.5 * (matrix + matrix.T)
@@ -237,8 +256,19 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
     size = jnp.mean(jnp.abs(jnp.diag(hessian)))
     delta = jnp.where(eigenvalues[0] > 0.0, 0.0, 1e-4 * size - 2.0 * eigenvalues[0])
     shifted = eigenvalues + delta
+
+    def solve(b):
+        return vectors @ ((vectors.T @ b) / (shifted[:, None] if b.ndim == 2 else shifted))
+
     rhs = -(grad_f + jac.T @ (mu / s + sigma * (c + s)))
-    dx = vectors @ ((vectors.T @ rhs) / shifted)
+    dx = solve(rhs)
+    y_new = y
+    if h.shape[0]:
+        through = solve(jac_e.T)
+        schur = jac_e @ through
+        schur = schur + jnp.finfo(dtype).eps * jnp.trace(schur) * jnp.eye(h.shape[0], dtype=dtype)
+        y_new = jnp.linalg.solve(schur, jac_e @ dx + h)
+        dx = dx - through @ y_new
     ds = -(c + s) - jac @ dx
     dlam = mu / s - lam - sigma * ds
 
@@ -253,7 +283,7 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
         return jnp.minimum(1.0, jnp.min(jnp.where(dv < 0, -tau * v / jnp.where(dv < 0, dv, -1.0), jnp.inf)))
 
     alpha_primal, alpha_dual = longest(s, ds), longest(lam, dlam)
-    theta = jnp.sum(jnp.abs(c + s))
+    theta = jnp.sum(jnp.abs(c + s)) + jnp.sum(jnp.abs(h))
     phi = f - mu * jnp.sum(jnp.log(s))
     slope = grad_f @ dx - mu * jnp.sum(ds / s)
     rounding = 10.0 * jnp.finfo(dtype).eps * jnp.abs(phi)
@@ -270,19 +300,19 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
         _, count, alpha, _ = carry
         alpha = jnp.where(count == 0, alpha, 0.5 * alpha)
         x_t = x + alpha * dx
-        f_t, c_t = fun(x_t)
+        f_t, c_t, h_t = fun(x_t)
         s_t = jnp.maximum(s + alpha * ds, -c_t)
-        theta_t = jnp.sum(jnp.abs(c_t + s_t))
+        theta_t = jnp.sum(jnp.abs(c_t + s_t)) + jnp.sum(jnp.abs(h_t))
         phi_t = f_t - mu * jnp.sum(jnp.log(s_t))
         armijo = phi_t <= phi + _ETA * alpha * slope + rounding
         better = (theta_t <= (1.0 - _GAMMA_THETA) * theta) | (phi_t <= phi - _GAMMA_PHI * theta + rounding)
         dominated = jnp.any((theta_t >= filter_theta) & (phi_t >= filter_phi))
         ok = (jnp.isfinite(phi_t) & (theta_t <= guess.theta_max) & ~dominated
               & jnp.where(switching(alpha), armijo, better))
-        return ok, count + 1, alpha, (x_t, s_t, f_t, c_t)
+        return ok, count + 1, alpha, (x_t, s_t, f_t, c_t, h_t)
 
-    init_point = jax.tree.map(jnp.zeros_like, (x, s, f, c))
-    accepted, _, alpha, (x_new, s_new, f_new, c_new) = jax.lax.while_loop(
+    init_point = jax.tree.map(jnp.zeros_like, (x, s, f, c, h))
+    accepted, _, alpha, (x_new, s_new, f_new, c_new, h_new) = jax.lax.while_loop(
         search_cond, search_body, (jnp.asarray(False), jnp.asarray(0), alpha_primal, init_point)
     )
     # the filter grows where the step was not an Armijo step on phi; a failed search (no
@@ -294,24 +324,28 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
     filter_theta = jnp.where(accepted, filter_theta, jnp.inf)
     filter_phi = jnp.where(accepted, filter_phi, jnp.inf)
     lam_new = jnp.clip(lam + alpha_dual * dlam, mu / (_KAPPA_SIGMA * s_new), _KAPPA_SIGMA * mu / s_new)
-    stepped = guess._replace(x=x_new, s=s_new, lam=lam_new, mu=mu, f=f_new, violation=jnp.maximum(jnp.max(c_new), 0.0),
-                             filter_theta=filter_theta, filter_phi=filter_phi, filter_count=guess.filter_count + grow,
-                             steps=guess.steps + 1)
+    stepped = guess._replace(
+        x=x_new, s=s_new, lam=lam_new, y=y + alpha * (y_new - y), mu=mu, f=f_new,
+        violation=jnp.maximum(jnp.maximum(jnp.max(c_new), _inf_norm(h_new)), 0.0),
+        filter_theta=filter_theta, filter_phi=filter_phi, filter_count=guess.filter_count + grow, steps=guess.steps + 1,
+    )
     stay = guess._replace(done=jnp.asarray(True), f=f, violation=violation)
     return jax.tree.map(lambda a, b: jnp.where(done, a, b), stay, stepped)
 
 
-def _solve(problem: Problem, z0, warm, solver: InteriorPoint, tol: float, report: bool):
-    """The whole solve: ``(z, guesses, iterations, history_cost, history_violation)``."""
+def _solve(problem: Problem, z0, duration0, warm, solver: InteriorPoint, tol: float, report: bool):
+    """The whole solve: ``(z, duration, guesses, iterations, history_cost, history_violation)``."""
     dtype = z0.dtype
-    x0 = jnp.einsum("ij,gjn->gin", problem.preconditioner_inverse.astype(dtype), z0).reshape(z0.shape[0], -1)
+    count = z0.shape[0]
+    x0 = jnp.einsum("ij,gjn->gin", problem.preconditioner_inverse.astype(dtype), z0).reshape(count, -1)
+    if problem.free_time is not None:
+        x0 = jnp.concatenate([x0, (duration0 / problem.boundary.duration.astype(dtype))[:, None]], axis=1)
     guesses = jax.vmap(lambda x, w: _start(problem, x, w, solver))(x0, warm)
-    count = solver.max_iterations
-    history = jnp.zeros((count, x0.shape[0]), dtype)
+    history = jnp.zeros((solver.max_iterations, count), dtype)
 
     def cond(carry):
         guesses, k, _, _ = carry
-        return (k < count) & ~jnp.all(guesses.done)
+        return (k < solver.max_iterations) & ~jnp.all(guesses.done)
 
     def body(carry):
         guesses, k, history_cost, history_violation = carry
@@ -323,8 +357,9 @@ def _solve(problem: Problem, z0, warm, solver: InteriorPoint, tol: float, report
         return new, k + 1, history_cost.at[k].set(cost), history_violation.at[k].set(new.violation)
 
     guesses, k, history_cost, history_violation = jax.lax.while_loop(cond, body, (guesses, jnp.asarray(0), history, history))
-    z = jnp.einsum("ij,gjn->gin", problem.preconditioner.astype(dtype), guesses.x.reshape(z0.shape))
-    return z, guesses, k, history_cost, history_violation
+    z, duration = jax.vmap(lambda x: _variables(problem, x))(guesses.x)
+    duration = duration0 if duration is None else duration
+    return z, duration, guesses, k, history_cost, history_violation
 
 
 @functools.cache

@@ -30,6 +30,8 @@ class Result(NamedTuple):
         trajectories: all guesses' results (a :class:`BSpline` with a leading batch axis ``G``).
         problem: the transcribed :class:`Problem` (for ``problem.samples(z)`` and friends).
         z: ``(G, m_free, n)`` the free control points of every guess.
+        duration: ``(G,)`` the duration of every guess's motion (the boundary conditions' unless
+            it was free, ``transcribe(..., free_time=...)``).
         state: the solver's multipliers and scales per guess (:class:`InteriorPointState` or
             :class:`AugmentedLagrangianState`), for a warm start: ``optimize(..., init=result)``.
     """
@@ -39,12 +41,13 @@ class Result(NamedTuple):
     trajectories: BSpline
     problem: Problem
     z: Array
+    duration: Array
     state: Any
 
 
 @eqx.filter_jit
-def _trajectories(problem: Problem, z):
-    return jax.vmap(problem.trajectory)(z)
+def _trajectories(problem: Problem, z, duration):
+    return jax.vmap(lambda z, duration: problem.at_duration(duration).trajectory(z))(z, duration)
 
 
 def print_progress(progress: Progress) -> None:
@@ -113,9 +116,10 @@ def optimize(
     problem = transcribe(model, boundary, cost, **transcription)
     dtype = boundary.q_start.dtype
     warm = None
+    duration0 = None
     if isinstance(init, Result):
         previous = init
-        init = previous.z
+        init, duration0 = previous.z, previous.duration
         expected = (InteriorPoint if type(solver) is InteriorPoint else AugmentedLagrangian).__name__
         if previous.state is None or type(previous.state).__name__ != expected + "State":
             raise ValueError(f"init is a Result of another solver; a warm start of {expected} needs one of its own")
@@ -131,11 +135,14 @@ def optimize(
             z0 = z0[None]
         if z0.ndim != 3 or z0.shape[1:] != problem.shape:
             raise ValueError(f"init must have shape {problem.shape} or (G, *{problem.shape}), got {z0.shape}")
-    solution = solver.solve(problem, z0, warm, callback)
+    if duration0 is None or problem.free_time is None:
+        duration0 = jnp.broadcast_to(boundary.duration, z0.shape[:1])
+    solution = solver.solve(problem, z0, jnp.asarray(duration0, dtype), warm, callback)
     report = solution.report
     feasible = report.violation <= solver.violation_tol
     pool = np.where(feasible, report.cost, np.inf) if feasible.any() else report.violation
     best = int(np.argmin(pool))
-    trajectories = _trajectories(problem, solution.z)
+    trajectories = _trajectories(problem, solution.z, solution.duration)
     report = report._replace(best=best, wall_time=time.perf_counter() - start)
-    return Result(jax.tree.map(lambda x: x[best], trajectories), report, trajectories, problem, solution.z, solution.state)
+    return Result(jax.tree.map(lambda x: x[best], trajectories), report, trajectories, problem, solution.z,
+                  solution.duration, solution.state)

@@ -70,10 +70,11 @@ class SolverReport(NamedTuple):
 
 class Solution(NamedTuple):
     """A solver's answer for ``G`` initial guesses: the free control points ``z``
-    (``(G, m_free, n)``), the solver's state for a warm start, and the report (``best`` and
-    ``wall_time`` filled in by :func:`~kronjax.trajopt.optimize`)."""
+    (``(G, m_free, n)``), the durations (``(G,)``), the solver's state for a warm start, and the
+    report (``best`` and ``wall_time`` filled in by :func:`~kronjax.trajopt.optimize`)."""
 
     z: Array
+    duration: Array
     state: Any
     report: SolverReport
 

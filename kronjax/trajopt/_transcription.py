@@ -13,6 +13,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from ..chain import JointLimits, Model, require_one_dof_joints
 from ..dynamics import INVERSE_DYNAMICS_METHODS, inverse_dynamics
+from ._constraints import AbstractConstraint
 from ._costs import AbstractCost, Samples
 from ._spline import BSpline, _design
 
@@ -87,6 +88,19 @@ class BoundaryConditions(eqx.Module):
         return [(j, v) for j, v in enumerate(values) if v is not None]
 
 
+class FreeTime(eqx.Module):
+    """The duration as a decision variable, between ``lower`` and ``upper`` seconds
+    (``transcribe(..., free_time=FreeTime(0.1, 5.0))``); the boundary conditions' ``duration`` is
+    its initial guess. Pair it with the cost :class:`Duration` for minimum time."""
+
+    lower: float
+    upper: float
+
+    def __check_init__(self):
+        if not 0 < self.lower < self.upper:
+            raise ValueError(f"FreeTime needs 0 < lower < upper, got lower={self.lower}, upper={self.upper}")
+
+
 def _limit_scales(limits: JointLimits, margin: float, dtype):
     """Finite-safe limits and masks: ``(lower, upper, pos_scale, pos_mask, vel, vel_mask, eff,
     eff_mask)``, with the limits shrunk by ``margin`` (a fraction of each limit)."""
@@ -124,6 +138,10 @@ class Problem(eqx.Module):
             torque effort, ``M qdd + ...`` squared, becomes well conditioned.
         method: inverse-dynamics method.
         margin: limits shrunk by this fraction.
+        extra_constraints: the ``constraints`` given to :func:`transcribe` (:class:`AvoidSpheres`,
+            :class:`TaskConstraint`, ...).
+        free_time: a :class:`FreeTime` where the duration is a decision variable (then
+            ``boundary.duration`` is only its initial guess), else ``None``.
     """
 
     model: Model
@@ -141,6 +159,8 @@ class Problem(eqx.Module):
     free: tuple[int, ...] = eqx.field(static=True)
     method: str = eqx.field(static=True)
     margin: float = eqx.field(static=True)
+    extra_constraints: tuple[AbstractConstraint, ...] = ()
+    free_time: FreeTime | None = None
 
     @property
     def n_dof(self) -> int:
@@ -206,16 +226,45 @@ class Problem(eqx.Module):
         ]
         return jnp.concatenate([p.reshape(-1) for p in parts])
 
+    def at_duration(self, duration: Float[ArrayLike, ""]) -> Problem:
+        """The same problem with the duration ``duration`` (where it is a decision variable)."""
+        return eqx.tree_at(lambda p: p.boundary.duration, self, jnp.asarray(duration, self.boundary.duration.dtype))
+
     @eqx.filter_jit
+    def evaluate(self, z: Float[Array, "m_free n"]) -> tuple[Float[Array, ""], Float[Array, " c"], Float[Array, " e"]]:
+        """``(f, g, h)`` from one evaluation of the samples: the cost, the inequalities
+        ``g <= 0`` and the equalities ``h = 0``.
+
+        ``g`` is, in this order: the limits at every sample and joint (``(6 K n,)``: position upper
+        and lower, velocity + and -, torque + and -, relative to the limit, ``-1`` where
+        unlimited); each inequality of ``extra_constraints``; with ``free_time``, ``(lower - T) / lower``
+        and ``(T - upper) / upper``. ``h`` holds the equality constraints' values (``(0,)`` if none).
+        """
+        trajectory, samples = self.trajectory(z), self.samples(z)
+        f = self.cost(self.model, trajectory, samples)
+        g = [self._constraints_from(samples)]
+        h = [jnp.zeros(0, samples.q.dtype)]
+        for constraint in self.extra_constraints:
+            (h if constraint.equality else g).append(jnp.ravel(constraint(self.model, trajectory, samples)))
+        if self.free_time is not None:
+            duration = samples.duration
+            g.append(jnp.stack([1.0 - duration / self.free_time.lower, duration / self.free_time.upper - 1.0]))
+        return f, jnp.concatenate(g), jnp.concatenate(h)
+
     def constraints(self, z: Float[Array, "m_free n"]) -> Float[Array, " c"]:
-        """``g(z) <= 0``, ``(6 K n,)``: position (upper, lower), velocity (+, -) and torque (+, -)
-        limits at every sample and joint, relative to the limit (``-1`` where unlimited)."""
-        return self._constraints_from(self.samples(z))
+        """``g(z) <= 0``: the inequalities of :meth:`evaluate`."""
+        return self.evaluate(z)[1]
+
+    def equalities(self, z: Float[Array, "m_free n"]) -> Float[Array, " e"]:
+        """``h(z) = 0``: the equalities of :meth:`evaluate`."""
+        return self.evaluate(z)[2]
 
     @eqx.filter_jit
     def violation(self, z: Float[Array, "m_free n"]) -> Float[Array, ""]:
-        """``max(0, max g(z))``: the largest constraint violation, relative to the limit."""
-        return jnp.maximum(jnp.max(self.constraints(z)), 0.0)
+        """``max(0, max g(z), max |h(z)|)``: the largest constraint violation, relative to the
+        limit (or in the constraint's units)."""
+        _, g, h = self.evaluate(z)
+        return jnp.maximum(jnp.maximum(jnp.max(g), jnp.max(jnp.abs(h), initial=0.0)), 0.0)
 
     def initial_guess(self, key: Array | None = None, num: int | None = None, scale: float = 0.1) -> Array:
         """The least-squares fit of the free control points to the minimum-jerk motion
@@ -298,6 +347,8 @@ def transcribe(
     method: str = "rnea",
     limits: JointLimits | None = None,
     margin: float = 0.0,
+    constraints: tuple[AbstractConstraint, ...] = (),
+    free_time: FreeTime | None = None,
 ) -> Problem:
     """The :class:`Problem` of moving ``model`` within ``boundary`` at least ``cost``.
 
@@ -314,6 +365,11 @@ def transcribe(
             the fast one), ``"kron"`` (the papers' ``M qdd + C* (qd ⊗ qd) + g``), ``"lagrangian"``.
         limits: the joint limits (default ``model.limits``, unlimited where the model has none).
         margin: shrink every limit by this fraction (a safety margin for the samples).
+        constraints: further constraints on the motion (:class:`AvoidSpheres`,
+            :class:`TaskConstraint`, or your own :class:`AbstractConstraint`).
+        free_time: :class:`FreeTime` to make the duration a decision variable between its bounds
+            (``boundary.duration`` is then its initial guess): with the cost :class:`Duration`, the
+            minimum-time problem.
     """
     require_one_dof_joints(model, "transcribe")
     if not isinstance(model, Model):
@@ -344,6 +400,16 @@ def transcribe(
         raise ValueError(f"checks_per_span must be a non-negative integer, got {checks_per_span!r}")
     if not 0.0 <= margin < 0.5:
         raise ValueError(f"margin must be in [0, 0.5), got {margin}")
+    constraints = tuple(constraints)
+    for constraint in constraints:
+        if not isinstance(constraint, AbstractConstraint):
+            raise TypeError(f"constraints must be trajopt constraints (AvoidSpheres(...), ...), got {constraint!r}")
+    if free_time is not None and not isinstance(free_time, FreeTime):
+        raise TypeError(f"free_time must be a trajopt.FreeTime(lower, upper), got {free_time!r}")
+    if free_time is not None and not isinstance(boundary.duration, jax.core.Tracer) \
+            and not free_time.lower <= float(boundary.duration) <= free_time.upper:
+        raise ValueError(f"the initial duration {float(boundary.duration)} is outside free_time's bounds "
+                         f"[{free_time.lower}, {free_time.upper}]")
     limits = model.limits if limits is None else limits
     limits = JointLimits.unlimited(n) if limits is None else limits
     if not isinstance(limits, JointLimits) or limits.lower.shape != (n,):
@@ -373,6 +439,8 @@ def transcribe(
         free=free,
         method=method,
         margin=float(margin),
+        extra_constraints=constraints,
+        free_time=free_time,
     )
 
 

@@ -1,0 +1,91 @@
+"""Constraints on a motion beyond the joint limits: obstacles and task-space targets.
+
+A constraint is a function of the trajectory at the samples (:class:`Samples`), like a cost, with
+values ``<= 0`` (an inequality) or ``= 0`` (an equality). Its values are scaled by the user's
+units (a radius, a metre) so that a violation of ``1e-6`` means the same everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from ..chain import Model
+from ._costs import Samples, _points_in_base
+from ._spline import BSpline
+
+
+class AbstractConstraint(eqx.Module):
+    """``constraint(model, trajectory, samples) -> (k,)`` values, ``<= 0`` for an inequality or
+    ``= 0`` where ``equality`` is ``True``; passed to :func:`~kronjax.trajopt.transcribe` and
+    :func:`~kronjax.trajopt.optimize` as ``constraints=(...)``."""
+
+    equality: ClassVar[bool] = False
+
+    def __call__(self, model: Model, trajectory: BSpline, samples: Samples) -> Float[Array, " k"]:
+        raise NotImplementedError
+
+
+class AvoidSpheres(AbstractConstraint):
+    """Keep points of bodies outside spheres at every sample: ``1 - |p_i(t_k) - c_j| / r_j <= 0``
+    for each point ``i``, sphere ``j`` and sample ``k`` (``(K P S,)`` values, relative to the
+    radius). Pad the radii by the size of the link around the point.
+
+    Args:
+        bodies: ``P`` body indices or names, one per point.
+        points: ``(P, 3)`` the points in their bodies' frames.
+        centres: ``(S, 3)`` the spheres' centres in the base frame.
+        radii: ``(S,)`` their radii (positive).
+    """
+
+    bodies: tuple[int | str, ...] = eqx.field(static=True)
+    points: Float[Array, "P 3"] = eqx.field(converter=jnp.asarray)
+    centres: Float[Array, "S 3"] = eqx.field(converter=jnp.asarray)
+    radii: Float[Array, " S"] = eqx.field(converter=jnp.asarray)
+
+    def __check_init__(self):
+        if self.points.ndim != 2 or self.points.shape != (len(self.bodies), 3):
+            raise ValueError(f"points must be ({len(self.bodies)}, 3), one per body, got {self.points.shape}")
+        if self.centres.ndim != 2 or self.centres.shape[1] != 3 or self.radii.shape != self.centres.shape[:1]:
+            raise ValueError(f"centres must be (S, 3) and radii (S,), got {self.centres.shape} and {self.radii.shape}")
+        if not isinstance(self.radii, jax.core.Tracer) and not bool(jnp.all(self.radii > 0)):
+            raise ValueError(f"radii must be positive, got {self.radii}")
+
+    def __call__(self, model, trajectory, samples):
+        bodies = tuple(model.body_index(b) for b in self.bodies)
+        p = jax.vmap(lambda q: _points_in_base(model, q, bodies, self.points))(samples.q)  # (K, P, 3)
+        distance = jnp.linalg.norm(p[:, :, None, :] - self.centres.astype(p.dtype), axis=-1)  # (K, P, S)
+        return (1.0 - distance / self.radii.astype(p.dtype)).reshape(-1)
+
+
+class TaskConstraint(AbstractConstraint):
+    """A point of a body at a position at one time: ``p(q(t*)) - target = 0`` (``(3,)``, metres),
+    the equality form of the cost :class:`~kronjax.trajopt.TaskTarget` (forward kinematics, Tuan
+    22-27).
+
+    Args:
+        body: index or name of the body.
+        target: ``(3,)`` position in the base frame.
+        point: the point in the body frame (``(3,)``, default its frame origin).
+        time: ``t*`` in seconds (``None``: the end of the motion; then leave ``q_end=None`` in the
+            :class:`~kronjax.trajopt.BoundaryConditions`).
+    """
+
+    equality: ClassVar[bool] = True
+    body: int | str = eqx.field(static=True)
+    target: Float[Array, "3"] = eqx.field(converter=jnp.asarray)
+    point: Float[Array, "3"] = eqx.field(default=(0.0, 0.0, 0.0), converter=jnp.asarray)
+    time: float | None = None
+
+    def __check_init__(self):
+        if self.target.shape != (3,) or self.point.shape != (3,):
+            raise ValueError(f"target and point must be 3-vectors, got {self.target.shape}, {self.point.shape}")
+
+    def __call__(self, model, trajectory, samples):
+        t = samples.duration if self.time is None else self.time
+        q = trajectory.derivative(t, 0)
+        return _points_in_base(model, q, (model.body_index(self.body),), self.point[None])[0] - self.target.astype(q.dtype)
