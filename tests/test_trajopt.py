@@ -10,7 +10,8 @@
   the interior-point method equals that of scipy.optimize.minimize (SLSQP) on the same
   transcription to 1e-6, the augmented Lagrangian's to 1e-4; limits hold; boundary conditions
   are exact. A new goal reuses the compiled solver; a warm start needs fewer iterations.
-* The Panda from several guesses: each converges in at most 100 iterations (slow tier).
+* The Panda from several guesses: each converges in at most 100 iterations; float32 reaches the
+  float64 optimum to 1e-4 (slow tier).
 * Task-space target as an equality constraint (reached to round-off); a sphere on the optimal
   path avoided at every sample; minimum time of a rotor with a torque limit above the
   bang-bang bound 2 sqrt(I dq / tau_max) and closer to it with more control points (slow tier).
@@ -254,6 +255,22 @@ def test_augmented_lagrangian_matches_scipy(two_link_problem, two_link_slsqp):
     assert result.report.converged[0] and result.report.violation[0] <= 1e-6
     assert abs(result.report.cost[0] - reference.fun) <= 1e-4 * abs(reference.fun)
     assert isinstance(result.state, to.AugmentedLagrangianState)
+
+
+@pytest.mark.slow
+def test_float32_reaches_the_float64_optimum(two_link_slsqp):
+    """The interior-point method in float32 (model, boundary conditions and solver state): SLSQP's
+    float64 optimum to 1e-4, limits to 1e-5."""
+    model = two_link().astype(jnp.float32)
+    f32 = np.float32
+    bc = to.BoundaryConditions(f32([-np.pi / 2, 0.0]), f32([0.8, 0.6]), f32(1.0), qdd_start=None, qdd_end=None)
+    result = to.optimize(model, bc, to.TorqueEffort(), num_control_points=14)
+    reference, _ = two_link_slsqp
+    print(f"\nfloat32: cost {result.report.cost[0]:.8g} in {result.report.iterations[0]} iterations, "
+          f"SLSQP (float64) {reference.fun:.8g}")
+    assert result.z.dtype == jnp.float32 and result.trajectory.control_points.dtype == jnp.float32
+    assert result.report.converged[0] and result.report.violation[0] <= 1e-5
+    assert abs(result.report.cost[0] - reference.fun) <= 1e-4 * reference.fun
 
 
 def test_warm_start_and_no_recompilation(two_link_problem, two_link_solution):
