@@ -2,9 +2,12 @@
 exact Hessians (Nocedal and Wright, *Numerical Optimization*, 2nd ed., ch. 19; the barrier update
 and safeguards of IPOPT, Wächter and Biegler, Math. Program. 106, 2006).
 
-The problem is ``minimise f(x) subject to c(x) <= 0``, ``x`` in ``R^n``, ``c`` in ``R^m``: here
-``x`` the preconditioned free control points, ``f`` the cost divided by its value at the initial
-guess, ``c`` the limits relative to their size. Slacks ``s > 0`` make the inequalities
+The problem is ``minimise f(x) subject to c(x) <= 0, h(x) = 0``, ``x`` in ``R^n``, ``c`` in
+``R^m``: here ``x`` the preconditioned free control points (and, with ``free_time``, the duration
+relative to its initial guess), ``f`` the cost divided by its value at the initial guess, ``c`` the
+limits relative to their size and the inequality constraints, ``h`` the equality constraints
+(task-space targets). The equalities are written out below only where they add to the
+inequality-only method. Slacks ``s > 0`` make the inequalities
 ``c(x) + s = 0``, and the barrier problem (N&W 19.4)::
 
     minimise  f(x) - mu sum_i log s_i   subject to  c(x) + s = 0
@@ -16,6 +19,10 @@ which, with ``ds`` and ``dlam`` eliminated, is one symmetric ``n x n`` system::
     (W + delta I + J^T Sigma J) dx = -(grad f + J^T (mu S^-1 e + Sigma (c + s))),    Sigma = S^-1 Lam
     ds = -(c + s) - J dx,        dlam = mu S^-1 e - lam - Sigma ds
 
+With equalities, ``J_E dx = -h`` joins it, and their multipliers are ``y + dy = (J_E A^-1 J_E^T)^-1
+(J_E A^-1 r + h)``, ``A`` the matrix and ``r`` the right-hand side above (the range-space method,
+N&W sec. 16.2), then ``dx = A^-1 (r - J_E^T (y + dy))``; ``y`` moves with the primal step.
+
 ``W = d^2/dx^2 (f + lam^T c)`` is the exact Hessian of the Lagrangian and ``J = dc/dx``, both from
 one forward-over-reverse pass (``jax.jacfwd`` of the ``vjp``): ``n`` tangents through the inverse
 dynamics at every sample. The system is solved by its eigendecomposition; where the matrix is not
@@ -23,7 +30,7 @@ positive definite, ``delta = 1e-4 mean|diag W| - 2 lambda_min`` (inertia correct
 19.3; IPOPT's ``delta_w`` comes out within the same factor of ``-lambda_min``). The step lengths
 keep ``s`` and ``lam`` positive (fraction to the boundary, N&W 19.9, ``tau = max(0.99, 1 - mu)``,
 primal and dual apart); the primal one backtracks until the filter accepts the trial point (W&B
-sec. 2.3): it must lower the infeasibility ``theta = |c + s|_1`` or the barrier objective
+sec. 2.3): it must lower the infeasibility ``theta = |c + s|_1 + |h|_1`` or the barrier objective
 ``phi = f - mu sum log s`` enough, and not be dominated by an earlier pair ``(theta, phi)``; at a
 nearly feasible point where the step is a good descent direction of ``phi`` (the switching
 condition), Armijo's condition on ``phi`` instead. The filter starts anew with each ``mu``. (An
