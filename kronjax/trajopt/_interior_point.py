@@ -248,9 +248,14 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
         return jnp.max(jnp.stack([_inf_norm(grad_l) / scale_d, _inf_norm(c + s), _inf_norm(h),
                                   _inf_norm(s * lam - mu) / scale_d]))
 
+    # converged when, besides, the duality gap sum(s lam) (the cost's distance to the optimum, to
+    # first order) is at most tol: with the max-norm of S lam alone it stopped 7e-8 above the
+    # Panda's optimum, m = 2772 constraints each contributing mu
     violation = jnp.maximum(jnp.maximum(jnp.max(c), _inf_norm(h)), 0.0)
-    done = (kkt_error(0.0) <= tol) & (violation <= solver.violation_tol)
-    mu = jnp.where(kkt_error(mu) <= 10.0 * mu, jnp.maximum(tol / 10.0, jnp.minimum(0.2 * mu, mu**1.5)), mu)
+    gap = jnp.sum(s * lam) / scale_d
+    done = (kkt_error(0.0) <= tol) & (gap <= tol) & (violation <= solver.violation_tol)
+    floor = tol / (10.0 * s.shape[0])
+    mu = jnp.where(kkt_error(mu) <= 10.0 * mu, jnp.maximum(floor, jnp.minimum(0.2 * mu, mu**1.5)), mu)
 
     # the Newton step (N&W 19.12 condensed), regularised to a positive-definite matrix; with
     # equalities, their multipliers from the Schur complement J_E A^-1 J_E^T (N&W 16.5)
