@@ -102,8 +102,8 @@ class FreeTime(eqx.Module):
 
 
 def _limit_scales(limits: JointLimits, margin: float, dtype):
-    """Finite-safe limits and masks: ``(lower, upper, pos_scale, pos_mask, vel, vel_mask, eff,
-    eff_mask)``, with the limits shrunk by ``margin`` (a fraction of each limit)."""
+    """Finite-safe limits and masks: ``(lower, upper, pos_scale, lo_mask, up_mask, vel, vel_mask,
+    eff, eff_mask)``, with the limits shrunk by ``margin`` (a fraction of each limit)."""
     lower, upper = limits.lower.astype(dtype), limits.upper.astype(dtype)
     pos_mask = jnp.isfinite(lower) & jnp.isfinite(upper)
     span = jnp.where(pos_mask, upper - lower, 1.0)
@@ -371,9 +371,9 @@ def transcribe(
             (``boundary.duration`` is then its initial guess): with the cost :class:`Duration`, the
             minimum-time problem.
     """
-    require_one_dof_joints(model, "transcribe")
     if not isinstance(model, Model):
         raise TypeError(f"model must be a kronjax Model, got {type(model).__name__}")
+    require_one_dof_joints(model, "transcribe")
     if not isinstance(boundary, BoundaryConditions):
         raise TypeError(f"boundary must be a BoundaryConditions, got {type(boundary).__name__}")
     if not isinstance(cost, AbstractCost):
