@@ -22,13 +22,15 @@ Per solver: iterations, the time to a solution (the timed call, where its result
 ``violation <= 1e-6`` and ``1e-4`` of the best cost of the three; every result is judged by
 kronjax's own ``objective`` and ``violation``), the first call (compilation or CasADi's
 construction of the expressions and derivatives included), the second call (median and range of
-3), the cost.
+3), the cost, the violation, and whether the solver's own stopping test passed (``ok``, else its
+message). The load average is printed with each problem: the timings are wall times.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import platform
 import statistics
 import time
@@ -167,7 +169,8 @@ def check_casadi(problem, states: int = 20, guesses: int = 5, seed: int = 0) -> 
     q = rng.uniform(np.asarray(limits.lower), np.asarray(limits.upper), (states, n))
     qd = rng.uniform(-1, 1, (states, n)) * np.asarray(limits.velocity)
     qdd = rng.normal(0.0, 5.0, (states, n))
-    ours = np.stack([np.asarray(inverse_dynamics_function(model)(*x)).ravel() for x in zip(q, qd, qdd)])
+    casadi_rnea = inverse_dynamics_function(model)
+    ours = np.stack([np.asarray(casadi_rnea(*x)).ravel() for x in zip(q, qd, qdd)])
     kronjax_tau = np.asarray(jax.vmap(lambda *x: kj.inverse_dynamics(model, *x))(q, qd, qdd))
     pinocchio = pin.buildModelFromXML(kj.to_urdf(model))
     pinocchio.gravity.linear = np.asarray(model.gravity, float)
@@ -194,7 +197,7 @@ def _kronjax(problem, z0):
     def solve():
         result = trajopt.optimize(problem.model, problem.boundary, problem.cost,
                                   num_control_points=problem.num_control_points, init=z0)
-        return result.z[0], int(result.report.iterations[0])
+        return result.z[0], int(result.report.iterations[0]), "" if result.report.converged[0] else "not converged"
 
     return solve
 
@@ -224,9 +227,9 @@ def _slsqp(problem, z0):
         result = scipy.optimize.minimize(
             lambda x: float(at(x, 0)), np.asarray(z0).ravel(), jac=lambda x: at(x, 1), method="SLSQP",
             constraints=[{"type": "ineq", "fun": lambda x: at(x, 2), "jac": lambda x: at(x, 3)}],
-            options={"maxiter": 500, "ftol": 1e-12},
+            options={"maxiter": 500, "ftol": 1e-10},
         )
-        return result.x.reshape(problem.shape), int(result.nit)
+        return result.x.reshape(problem.shape), int(result.nit), "" if result.success else result.message
 
     return solve
 
@@ -245,7 +248,8 @@ def _ipopt(problem, z0):
 
     def solve():
         solution = solver(x0=np.asarray(z0).ravel(), ubg=0.0)  # lbg = -inf: g(z) <= 0
-        return np.asarray(solution["x"]).reshape(problem.shape), int(solver.stats()["iter_count"])
+        stats = solver.stats()
+        return np.asarray(solution["x"]).reshape(problem.shape), int(stats["iter_count"]), "" if stats["success"] else stats["return_status"]
 
     return solve
 
@@ -265,7 +269,8 @@ def compare_solvers(name: str, model, boundary, repeats: int = 3) -> dict:
     m_free, n = problem.shape
     checks = check_casadi(problem)
     print(f"\n{name}: {n} joints, {m_free * n} free control points, {problem.s.shape[0]} samples, "
-          f"{problem.constraints(z0).shape[0]} constraints, {float(boundary.duration):g} s, one guess (the minimum-jerk fit)")
+          f"{problem.constraints(z0).shape[0]} constraints, {float(boundary.duration):g} s, one guess (the minimum-jerk fit); "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print("  CasADi program, largest relative difference: inverse dynamics vs kronjax "
           f"{checks['inverse_dynamics_vs_kronjax']:.1e}, vs Pinocchio {checks['inverse_dynamics_vs_pinocchio']:.1e} "
           f"(kronjax vs Pinocchio {checks['kronjax_vs_pinocchio']:.1e}; 20 states); cost {checks['objective']:.1e}, "
@@ -276,27 +281,27 @@ def compare_solvers(name: str, model, boundary, repeats: int = 3) -> dict:
     for label, setup in SOLVERS.items():
         start = time.perf_counter()
         solve = setup(problem, z0)
-        z, iterations = solve()
+        solve()
         first = time.perf_counter() - start
         seconds = []
         for _ in range(repeats):
             start = time.perf_counter()
-            z, iterations = solve()
+            z, iterations, status = solve()
             seconds.append(time.perf_counter() - start)
         z = jnp.asarray(z)
-        rows[label] = dict(iterations=iterations, first_call=first, second_call=statistics.median(seconds),
+        rows[label] = dict(iterations=iterations, status=status, first_call=first, second_call=statistics.median(seconds),
                            second_range=(min(seconds), max(seconds)), cost=float(problem.objective(z)),
                            violation=float(problem.violation(z)))
     best = min((r["cost"] for r in rows.values() if r["violation"] <= VIOLATION_TOL), default=np.inf)
     print(f"  {'solver':<22} {'iterations':>10} {'to solution':>12} {'first call':>11} "
-          f"{'second call, median [range] of ' + str(repeats):>36} {'cost':>16} {'violation':>10}")
+          f"{'second call, median [range] of ' + str(repeats):>36} {'cost':>16} {'violation':>10}  status")
     for label, r in rows.items():
         reached = r["violation"] <= VIOLATION_TOL and abs(r["cost"] - best) <= COST_RTOL * abs(best)
         r["to_solution"] = r["second_call"] if reached else None
         lo, hi = r["second_range"]
         to_solution = f"{r['second_call']:.3f} s" if reached else "not reached"
         print(f"  {label:<22} {r['iterations']:>10} {to_solution:>12} {r['first_call']:>9.2f} s "
-              f"{r['second_call']:>16.3f} s [{lo:.3f}, {hi:.3f}] {r['cost']:>16.10g} {r['violation']:>10.1e}")
+              f"{r['second_call']:>16.3f} s [{lo:.3f}, {hi:.3f}] {r['cost']:>16.10g} {r['violation']:>10.1e}  {r['status'] or 'ok'}")
     return dict(checks=checks, solvers=rows, best_cost=best)
 
 

@@ -68,6 +68,14 @@ def problem(request):
     return trajopt.transcribe(model, boundary, trajopt.TorqueEffort(), num_control_points=10)
 
 
+def test_transcription_refuses_what_it_lacks():
+    model, boundary = ur5_problem()
+    with pytest.raises(NotImplementedError, match="torque effort"):
+        cd.transcription(trajopt.transcribe(model, boundary, trajopt.Smoothness()))
+    with pytest.raises(NotImplementedError, match="free time"):
+        cd.transcription(trajopt.transcribe(model, boundary, trajopt.TorqueEffort(), free_time=trajopt.FreeTime(0.5, 2.0)))
+
+
 def test_transcription_matches_kronjax(problem):
     z, f, g = cd.transcription(problem)
     program = ca.Function("program", [z], [f, g])
