@@ -291,6 +291,8 @@ def test_warm_start_and_no_recompilation(two_link_problem, two_link_solution):
     assert again.report.compile_time == 0.0 and again.report.converged[0]
     with pytest.raises(ValueError, match="warm start of AugmentedLagrangian"):
         to.optimize(model, moved, to.TorqueEffort(), num_control_points=14, init=warm, solver=to.AugmentedLagrangian())
+    with pytest.raises(ValueError, match="warm starts need the same transcription sizes"):
+        to.optimize(model, moved, to.TorqueEffort(), num_control_points=14, checks_per_span=4, init=warm)
 
 
 @pytest.mark.slow

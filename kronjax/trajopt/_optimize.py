@@ -13,9 +13,9 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from ..chain import Model, require_one_dof_joints
-from ._augmented_lagrangian import AugmentedLagrangian
+from ._augmented_lagrangian import AugmentedLagrangian, AugmentedLagrangianState
 from ._costs import AbstractCost
-from ._interior_point import InteriorPoint
+from ._interior_point import InteriorPoint, InteriorPointState
 from ._solver import Progress, SolverReport
 from ._spline import BSpline
 from ._transcription import BoundaryConditions, Problem, transcribe
@@ -48,6 +48,18 @@ class Result(NamedTuple):
 @eqx.filter_jit
 def _trajectories(problem: Problem, z, duration):
     return jax.vmap(lambda z, duration: problem.at_duration(duration).trajectory(z))(z, duration)
+
+
+def _check_warm_start(problem: Problem, z0, warm) -> None:
+    """A clear error where the earlier solution's multipliers do not fit this problem (other
+    constraints, samples or number of guesses)."""
+    _, g, h = jax.eval_shape(problem.evaluate, z0[0])
+    count = g.shape[0] + (h.shape[0] if isinstance(warm, InteriorPointState) else 2 * h.shape[0])
+    if warm.lam.shape != (z0.shape[0], count):
+        raise ValueError(
+            f"init is a Result whose multipliers have shape {warm.lam.shape}, this problem needs "
+            f"{(z0.shape[0], count)}: warm starts need the same transcription sizes and constraints"
+        )
 
 
 def print_progress(progress: Progress) -> None:
@@ -102,7 +114,8 @@ def optimize(
         callback: called with a :class:`Progress` after each iteration (interior point) or
             multiplier update (augmented Lagrangian), e.g. :func:`print_progress`.
         **transcription: the keyword arguments of :func:`transcribe` (``num_control_points``,
-            ``degree``, ``nodes_per_span``, ``checks_per_span``, ``method``, ``limits``, ``margin``).
+            ``degree``, ``nodes_per_span``, ``checks_per_span``, ``method``, ``limits``, ``margin``,
+            ``constraints``, ``free_time``).
 
     Returns:
         A :class:`Result`: ``result.trajectory`` (a :class:`BSpline`, also a reference for
@@ -120,9 +133,10 @@ def optimize(
     if isinstance(init, Result):
         previous = init
         init, duration0 = previous.z, previous.duration
-        expected = (InteriorPoint if type(solver) is InteriorPoint else AugmentedLagrangian).__name__
-        if previous.state is None or type(previous.state).__name__ != expected + "State":
-            raise ValueError(f"init is a Result of another solver; a warm start of {expected} needs one of its own")
+        state_type = InteriorPointState if isinstance(solver, InteriorPoint) else AugmentedLagrangianState
+        if not isinstance(previous.state, state_type):
+            raise ValueError(f"init is a Result of another solver; a warm start of {type(solver).__name__} needs one "
+                             "of its own")
         warm = previous.state
     if init is None:
         if num_guesses > 1:
@@ -137,6 +151,8 @@ def optimize(
             raise ValueError(f"init must have shape {problem.shape} or (G, *{problem.shape}), got {z0.shape}")
     if duration0 is None or problem.free_time is None:
         duration0 = jnp.broadcast_to(boundary.duration, z0.shape[:1])
+    if warm is not None:
+        _check_warm_start(problem, z0, warm)
     solution = solver.solve(problem, z0, jnp.asarray(duration0, dtype), warm, callback)
     report = solution.report
     feasible = report.violation <= solver.violation_tol
