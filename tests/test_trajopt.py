@@ -351,6 +351,12 @@ def test_task_constraint_reaches_the_target_exactly(two_link_problem):
     distance = float(np.linalg.norm(_planar_tip(result.trajectory(1.0)[0]) - target))
     print(f"\ntask constraint: {distance:.1e} m from the target, {result.report.iterations[0]} iterations")
     assert result.report.converged[0] and distance < 1e-9
+    moved = np.array([0.62, -0.58, 0.0])  # re-planned from the solution and its multipliers
+    warm = to.optimize(model, bc, to.TorqueEffort(), num_control_points=10, init=result,
+                       constraints=(to.TaskConstraint("link2", moved, point=(0.5, 0.0, 0.0)),))
+    assert warm.report.converged[0] and np.linalg.norm(_planar_tip(warm.trajectory(1.0)[0]) - moved) < 1e-9
+    with pytest.raises(ValueError, match="where the boundary conditions fix q already"):
+        to.transcribe(model, to.BoundaryConditions([-np.pi / 2, 0.0], [0.0, 0.0], 1.0), to.TorqueEffort(), constraints=(reach,))
 
 
 @pytest.mark.slow

@@ -26,7 +26,7 @@ The transcription (a direct method, "differentiate the inverse dynamics"):
 * **Constraints** from the model's :class:`~kronjax.chain.JointLimits` (URDF ``<limit>``) at the
   samples (the quadrature nodes and further equally spaced points), relative to the limit:
   ``(q - upper) / range``, ``(lower - q) / range``, ``(|qd| - velocity) / velocity``,
-  ``(|tau| - effort) / effort``, all ``<= 0`` (unlimited entries are dropped). Between the samples
+  ``(|tau| - effort) / effort``, all ``<= 0`` (unlimited entries are constant ``-1`` rows). Between the samples
   a limit that is active over an interval can be exceeded by a fraction of a percent: ``margin``
   imposes the limits that much inside.
 * **Further constraints** (``constraints=(...)``): :class:`AvoidSpheres` (body points outside
@@ -37,7 +37,7 @@ The transcription (a direct method, "differentiate the inverse dynamics"):
   ``T``.
 * **Solvers.** :class:`InteriorPoint` (the default): a primal-dual interior-point method with
   exact Hessians of the Lagrangian by forward-over-reverse differentiation, a dense Newton step,
-  and a merit-function line search (Nocedal and Wright, *Numerical Optimization*, ch. 19): tens
+  and a filter line search (Nocedal and Wright, *Numerical Optimization*, ch. 19): tens
   of iterations. :class:`AugmentedLagrangian`: the Powell-Hestenes-Rockafellar augmented
   Lagrangian (N&W sec. 17.4) with L-BFGS or any optax optimiser: thousands of cheaper ones. Both
   run many initial guesses at once (the best feasible one is returned), in one compiled

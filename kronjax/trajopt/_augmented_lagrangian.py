@@ -66,7 +66,7 @@ def _minimise_lbfgs(value_and_grad, z0, max_iterations: int, gtol: float):
     positive. Returns ``(z, aux, accepted iterations, cost and violation after each)``."""
     lbfgs = optax.scale_by_lbfgs()
     fresh = lbfgs.init(z0)
-    (value0, aux0), grad0 = jax.eval_shape(value_and_grad, z0)
+    (_, aux0), _ = jax.eval_shape(value_and_grad, z0)
     dtype = z0.dtype
     zeros = jnp.zeros(max_iterations, dtype)
 
@@ -131,7 +131,7 @@ def _minimise_lbfgs(value_and_grad, z0, max_iterations: int, gtol: float):
 def _minimise_optax(value_and_grad, optimizer, fun, z0, max_iterations: int, gtol: float):
     """A user's optax optimiser: ``z <- z + update(grad)``; the objective is evaluated once per
     iteration (at the point whose result is recorded). Returns as :func:`_minimise_lbfgs`."""
-    (value0, aux0), _ = jax.eval_shape(value_and_grad, z0)
+    (_, aux0), _ = jax.eval_shape(value_and_grad, z0)
     zeros = jnp.zeros(max_iterations, z0.dtype)
 
     def cond(c):

@@ -37,10 +37,11 @@ condition), Armijo's condition on ``phi`` instead. The filter starts anew with e
 ``l1`` merit function was tried first: its penalty made the steps 1/64 to 1/128 of Newton's near the
 optimum of the two-link problem, where the filter takes full ones.) After each step the slacks are
 reset to ``max(s, -c(x))`` and the multipliers kept within ``[mu / (k s), k mu / s]``, ``k = 1e10``
-(W&B eq. 16). ``mu`` starts at ``barrier_init`` and drops to ``max(tol / 10, min(0.2 mu, mu^1.5))``
-whenever the barrier problem's scaled KKT error (W&B eq. 5) is at most ``10 mu`` (W&B eq. 7). It
-stops when the KKT error of the original problem is at most ``tol`` and every constraint holds to
-``violation_tol``. There is no restoration phase: a line search that fails takes its shortest
+(W&B eq. 16). ``mu`` starts at ``barrier_init`` and drops to ``max(tol / (10 m), min(0.2 mu,
+mu^1.5))`` whenever the barrier problem's scaled KKT error (W&B eq. 5) is at most ``10 mu`` (W&B
+eq. 7). It stops when the KKT error of the original problem and the duality gap ``sum(s lam)``
+(the cost's distance to the optimum, to first order) are at most ``tol`` and every constraint
+holds to ``violation_tol``. The filter keeps its last 64 entries (a ring; W&B's keeps them all). There is no restoration phase: a line search that fails takes its shortest
 step and starts a new filter.
 
 The iterations run in one ``lax.while_loop`` over all the initial guesses at once; a guess that
@@ -50,6 +51,7 @@ has converged stays put while the others go on.
 from __future__ import annotations
 
 import functools
+import itertools
 import time
 from typing import NamedTuple
 
@@ -76,9 +78,9 @@ class InteriorPoint(eqx.Module):
     ``kronjax.trajopt._interior_point`` for the algorithm).
 
     Args:
-        tol: the KKT error of the scaled problem at which it stops (default ``1e-8`` in float64,
-            ``1e-5`` in float32). The cost is normalised to 1 at the initial guess, so this is
-            relative.
+        tol: the KKT error and the duality gap of the scaled problem at which it stops (default
+            ``1e-8`` in float64, ``1e-5`` in float32). The cost is normalised to 1 at the initial
+            guess, so this is relative.
         violation_tol: the largest constraint violation, relative to the limit, of a converged
             guess.
         max_iterations: at most this many Newton steps per guess.
@@ -94,7 +96,7 @@ class InteriorPoint(eqx.Module):
     warm_barrier: float = 1e-6
 
     def __check_init__(self):
-        if not (isinstance(self.max_iterations, int) and self.max_iterations >= 1):
+        if isinstance(self.max_iterations, bool) or not (isinstance(self.max_iterations, int) and self.max_iterations >= 1):
             raise ValueError(f"max_iterations must be a positive integer, got {self.max_iterations!r}")
         for name in ("violation_tol", "barrier_init", "warm_barrier"):
             if not getattr(self, name) > 0:
@@ -108,14 +110,16 @@ class InteriorPoint(eqx.Module):
         an earlier solution (slacks, multipliers, scale)."""
         dtype = z0.dtype
         tol = self.tol if self.tol is not None else (1e-8 if jnp.finfo(dtype).bits >= 64 else 1e-5)
-        _progress.callback, _progress.start = callback, time.perf_counter()
+        token = next(_tokens)
+        _callbacks[token] = (callback, time.perf_counter())
         try:
             with compile_clock() as compile_seconds:
                 z, duration, guesses, k, history_cost, history_violation = jax.block_until_ready(
-                    _compiled(jax.default_backend())(problem, z0, duration0, warm, self, float(tol), callback is not None)
+                    _compiled(jax.default_backend())(problem, z0, duration0, warm, self, float(tol),
+                                                     callback is not None, jnp.asarray(token))
                 )
         finally:
-            _progress.callback = None
+            del _callbacks[token]
         k = int(k)
         state = InteriorPointState(guesses.s, guesses.lam, guesses.y, guesses.scale)
         report = SolverReport(
@@ -162,21 +166,17 @@ class _Guess(NamedTuple):
     theta_max: Array
 
 
-class _Reporting:
-    """The callback of the solve in progress (``jax.debug.callback`` runs on another thread)."""
-
-    callback = None
-    start = 0.0
-
-
-_progress = _Reporting()
+# the callbacks of the solves in progress, by a token that the compiled solve hands back to
+# ``jax.debug.callback`` (which runs on another thread): solves in several threads keep theirs apart
+_callbacks: dict[int, tuple] = {}
+_tokens = itertools.count()
 
 
-def _report(k, steps, cost, violation, mu):
-    callback = _progress.callback
+def _report(token, k, steps, cost, violation, mu):
+    callback, start = _callbacks.get(int(token), (None, 0.0))
     if callback is not None:
         callback(Progress(int(k), np.asarray(steps), np.asarray(cost), np.asarray(violation), np.asarray(mu),
-                          time.perf_counter() - _progress.start))
+                          time.perf_counter() - start))
 
 
 def _variables(problem: Problem, x):
@@ -258,7 +258,7 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
     mu = jnp.where(kkt_error(mu) <= 10.0 * mu, jnp.maximum(floor, jnp.minimum(0.2 * mu, mu**1.5)), mu)
 
     # the Newton step (N&W 19.12 condensed), regularised to a positive-definite matrix; with
-    # equalities, their multipliers from the Schur complement J_E A^-1 J_E^T (N&W 16.5)
+    # equalities, their multipliers from the Schur complement J_E A^-1 J_E^T (N&W sec. 16.2)
     sigma = lam / s
     matrix = hessian + jac.T @ (sigma[:, None] * jac)
     matrix = 0.5 * (matrix + matrix.T)
@@ -266,7 +266,7 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
     # the shift is relative to the Hessian's own size, not to Sigma's (which grows like 1 / mu on
     # the active constraints)
     size = jnp.mean(jnp.abs(jnp.diag(hessian)))
-    delta = jnp.where(eigenvalues[0] > 0.0, 0.0, 1e-4 * size - 2.0 * eigenvalues[0])
+    delta = jnp.where(eigenvalues[0] > 0.0, 0.0, jnp.maximum(1e-4 * size, jnp.finfo(dtype).tiny) - 2.0 * eigenvalues[0])
     shifted = eigenvalues + delta
 
     def solve(b):
@@ -278,7 +278,9 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
     if h.shape[0]:
         through = solve(jac_e.T)
         schur = jac_e @ through
-        schur = schur + jnp.finfo(dtype).eps * jnp.trace(schur) * jnp.eye(h.shape[0], dtype=dtype)
+        # relative to its size (J_E A^-1 J_E^T is tiny where A holds large Sigma), never exactly 0
+        ridge = jnp.finfo(dtype).eps * jnp.trace(schur) + jnp.finfo(dtype).tiny
+        schur = schur + ridge * jnp.eye(h.shape[0], dtype=dtype)
         y_new = jnp.linalg.solve(schur, jac_e @ dx + h)
         dx = dx - through @ y_new
     ds = -(c + s) - jac @ dx
@@ -306,7 +308,7 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
         return (slope < 0) & (alpha * (-slope) ** _S_PHI > theta**_S_THETA) & (theta <= guess.theta_min)
 
     def search_cond(carry):
-        return ~carry[0] & (carry[1] < _MAX_BACKTRACKS)
+        return ~carry[0] & (carry[1] < _MAX_BACKTRACKS) & ~done
 
     def search_body(carry):
         _, count, alpha, _ = carry
@@ -328,13 +330,18 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
         search_cond, search_body, (jnp.asarray(False), jnp.asarray(0), alpha_primal, init_point)
     )
     # the filter grows where the step was not an Armijo step on phi; a failed search (no
-    # restoration phase here) takes its shortest step and starts a new filter
+    # restoration phase here) takes its shortest step, unless that is not finite, and starts a
+    # new filter
     grow = accepted & ~switching(alpha)
     slot = guess.filter_count % _FILTER_SIZE
     filter_theta = jnp.where(grow, filter_theta.at[slot].set((1.0 - _GAMMA_THETA) * theta), filter_theta)
     filter_phi = jnp.where(grow, filter_phi.at[slot].set(phi - _GAMMA_PHI * theta), filter_phi)
     filter_theta = jnp.where(accepted, filter_theta, jnp.inf)
     filter_phi = jnp.where(accepted, filter_phi, jnp.inf)
+    finite = jnp.isfinite(f_new) & jnp.all(jnp.isfinite(c_new)) & jnp.all(jnp.isfinite(h_new))
+    x_new, s_new, f_new, c_new, h_new = jax.tree.map(lambda new, old: jnp.where(finite, new, old),
+                                                      (x_new, s_new, f_new, c_new, h_new), (x, s, f, c, h))
+    alpha = jnp.where(finite, alpha, 0.0)
     lam_new = jnp.clip(lam + alpha_dual * dlam, mu / (_KAPPA_SIGMA * s_new), _KAPPA_SIGMA * mu / s_new)
     stepped = guess._replace(
         x=x_new, s=s_new, lam=lam_new, y=y + alpha * (y_new - y), mu=mu, f=f_new,
@@ -345,7 +352,7 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
     return jax.tree.map(lambda a, b: jnp.where(done, a, b), stay, stepped)
 
 
-def _solve(problem: Problem, z0, duration0, warm, solver: InteriorPoint, tol: float, report: bool):
+def _solve(problem: Problem, z0, duration0, warm, solver: InteriorPoint, tol: float, report: bool, token):
     """The whole solve: ``(z, duration, guesses, iterations, history_cost, history_violation)``."""
     dtype = z0.dtype
     count = z0.shape[0]
@@ -365,7 +372,7 @@ def _solve(problem: Problem, z0, duration0, warm, solver: InteriorPoint, tol: fl
         new = jax.tree.map(lambda a, b: jnp.where(guesses.done.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), guesses, new)
         cost = new.f * new.scale
         if report:
-            jax.debug.callback(_report, k + 1, new.steps, cost, new.violation, new.mu)
+            jax.debug.callback(_report, token, k + 1, new.steps, cost, new.violation, new.mu)
         return new, k + 1, history_cost.at[k].set(cost), history_violation.at[k].set(new.violation)
 
     guesses, k, history_cost, history_violation = jax.lax.while_loop(cond, body, (guesses, jnp.asarray(0), history, history))

@@ -54,11 +54,15 @@ def _check_warm_start(problem: Problem, z0, warm) -> None:
     """A clear error where the earlier solution's multipliers do not fit this problem (other
     constraints, samples or number of guesses)."""
     _, g, h = jax.eval_shape(problem.evaluate, z0[0])
-    count = g.shape[0] + (h.shape[0] if isinstance(warm, InteriorPointState) else 2 * h.shape[0])
-    if warm.lam.shape != (z0.shape[0], count):
+    guesses = z0.shape[0]
+    if isinstance(warm, InteriorPointState):  # lam for the inequalities, y for the equalities
+        have, need = (warm.lam.shape, warm.y.shape), ((guesses, g.shape[0]), (guesses, h.shape[0]))
+    else:  # lam for the inequalities and both sides of each equality
+        have, need = warm.lam.shape, (guesses, g.shape[0] + 2 * h.shape[0])
+    if have != need:
         raise ValueError(
-            f"init is a Result whose multipliers have shape {warm.lam.shape}, this problem needs "
-            f"{(z0.shape[0], count)}: warm starts need the same transcription sizes and constraints"
+            f"init is a Result whose multipliers have shape {have}, this problem needs {need}: warm starts need the "
+            "same transcription sizes and constraints"
         )
 
 

@@ -44,7 +44,8 @@ class SolverReport(NamedTuple):
             least violation).
         cost, violation: ``(G,)`` final cost and largest relative constraint violation per guess.
         converged: ``(G,)`` whether each guess met the solver's stopping test (interior point: KKT
-            error ``<= tol`` and violation ``<= violation_tol``; augmented Lagrangian: violation
+            error and duality gap ``<= tol`` and violation ``<= violation_tol``, tested before each
+            step, so that a guess meeting it only after the last allowed step reads ``False``; augmented Lagrangian: violation
             ``<= violation_tol`` and relative cost change over the last outer iteration
             ``<= cost_tol``).
         iterations: ``(G,)`` iterations done per guess (Newton steps, or optimiser iterations).
@@ -52,8 +53,8 @@ class SolverReport(NamedTuple):
             multiplier updates (augmented Lagrangian).
         history_cost, history_violation: ``(I, G)``: cost and violation after every iteration
             (for plots of the convergence; a guess that has converged repeats its last value).
-        wall_time: seconds, compilation included; ``compile_time``: of which tracing and compiling
-            (0 when the compiled solver was reused).
+        wall_time: seconds, compilation included; ``compile_time``: of which lowering and
+            compiling (0 when the compiled solver was reused from memory).
     """
 
     best: int
@@ -84,6 +85,7 @@ class Solution(NamedTuple):
 _COMPILE_EVENTS = ("/jax/core/compile/jaxpr_to_mlir_module_duration", "/jax/core/compile/backend_compile_duration")
 _clock = threading.local()
 _listening = False
+_listening_lock = threading.Lock()
 
 
 def _listen(event: str, duration: float, **_) -> None:
@@ -95,11 +97,13 @@ def _listen(event: str, duration: float, **_) -> None:
 def compile_clock():
     """Seconds spent lowering and compiling in this thread inside the block (JAX's
     monitoring events): ``with compile_clock() as seconds: ...; seconds()``. A call that finds its
-    program in the cache adds nothing."""
+    program in the in-memory cache adds nothing; one that loads it from JAX's persistent cache
+    adds its lowering."""
     global _listening
-    if not _listening:
-        jax.monitoring.register_event_duration_secs_listener(_listen)
-        _listening = True
+    with _listening_lock:
+        if not _listening:
+            jax.monitoring.register_event_duration_secs_listener(_listen)
+            _listening = True
     _clock.seconds = 0.0
     total = [0.0]
     try:

@@ -13,7 +13,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from ..chain import JointLimits, Model, require_one_dof_joints
 from ..dynamics import INVERSE_DYNAMICS_METHODS, inverse_dynamics
-from ._constraints import AbstractConstraint
+from ._constraints import AbstractConstraint, TaskConstraint
 from ._costs import AbstractCost, Samples
 from ._spline import BSpline, _design
 
@@ -404,6 +404,12 @@ def transcribe(
     for constraint in constraints:
         if not isinstance(constraint, AbstractConstraint):
             raise TypeError(f"constraints must be trajopt constraints (AvoidSpheres(...), ...), got {constraint!r}")
+    for constraint in constraints:
+        if isinstance(constraint, TaskConstraint) and (constraint.time == 0 or (constraint.time is None and boundary.q_end is not None)):
+            raise ValueError(
+                f"{type(constraint).__name__} on body {constraint.body!r} at t = {'T' if constraint.time is None else 0}, where "
+                "the boundary conditions fix q already: leave q_end=None, or give the constraint a time inside the motion"
+            )
     if free_time is not None and not isinstance(free_time, FreeTime):
         raise TypeError(f"free_time must be a trajopt.FreeTime(lower, upper), got {free_time!r}")
     if free_time is not None and not isinstance(boundary.duration, jax.core.Tracer) \
