@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ..chain import Model
-from ._costs import Samples, _points_in_base
+from ._costs import Samples, TaskPoint, _points_in_base
 from ._spline import BSpline
 
 
@@ -62,30 +62,14 @@ class AvoidSpheres(AbstractConstraint):
         return (1.0 - distance / self.radii.astype(p.dtype)).reshape(-1)
 
 
-class TaskConstraint(AbstractConstraint):
-    """A point of a body at a position at one time: ``p(q(t*)) - target = 0`` (``(3,)``, metres),
-    the equality form of the cost :class:`~kronjax.trajopt.TaskTarget` (forward kinematics, Tuan
-    22-27).
-
-    Args:
-        body: index or name of the body.
-        target: ``(3,)`` position in the base frame.
-        point: the point in the body frame (``(3,)``, default its frame origin).
-        time: ``t*`` in seconds (``None``: the end of the motion; then leave ``q_end=None`` in the
-            :class:`~kronjax.trajopt.BoundaryConditions`).
-    """
+class TaskConstraint(TaskPoint, AbstractConstraint):
+    """A point of a body at a position at one time, as an equality: ``p(q(t*)) - target = 0``
+    (``(3,)``, metres), the fields of :class:`~kronjax.trajopt.TaskPoint`; the equality form of
+    the cost :class:`~kronjax.trajopt.TaskTarget`. With ``time=None`` (the end) leave ``q_end=None``
+    in the :class:`~kronjax.trajopt.BoundaryConditions` (:func:`~kronjax.trajopt.transcribe`
+    refuses a target where ``q`` is fixed)."""
 
     equality: ClassVar[bool] = True
-    body: int | str = eqx.field(static=True)
-    target: Float[Array, "3"] = eqx.field(converter=jnp.asarray)
-    point: Float[Array, "3"] = eqx.field(default=(0.0, 0.0, 0.0), converter=jnp.asarray)
-    time: float | None = None
-
-    def __check_init__(self):
-        if self.target.shape != (3,) or self.point.shape != (3,):
-            raise ValueError(f"target and point must be 3-vectors, got {self.target.shape}, {self.point.shape}")
 
     def __call__(self, model, trajectory, samples):
-        t = samples.duration if self.time is None else self.time
-        q = trajectory.derivative(t, 0)
-        return _points_in_base(model, q, (model.body_index(self.body),), self.point[None])[0] - self.target.astype(q.dtype)
+        return self.error(model, trajectory, samples)

@@ -145,15 +145,15 @@ class TimeWeighted(AbstractRunningCost):
         return self.weight(samples.t / samples.duration) * self.term.integrand(model, samples)
 
 
-class TaskTarget(AbstractCost):
-    """A task-space target for a point of a body: ``|p(q(t*)) - target|^2`` (m^2), ``p`` the point
-    in the base frame (forward kinematics, Tuan 22-27) at time ``t*`` (default ``T``, the end).
+class TaskPoint(eqx.Module):
+    """A point of a body and where it should be at one time: what :class:`TaskTarget` (a cost) and
+    :class:`~kronjax.trajopt.TaskConstraint` (an equality) share.
 
     Args:
         body: index or name of the body.
         target: ``(3,)`` position in the base frame.
         point: the point in the body frame (``(3,)``, default its frame origin).
-        time: ``t*`` in seconds (``None``: the end of the motion). With a fixed ``q_end``
+        time: ``t*`` in seconds (``None``: the end of the motion ``T``). With a fixed ``q_end``
             (:class:`BoundaryConditions`) the end position is fixed too: leave ``q_end=None``.
     """
 
@@ -166,10 +166,20 @@ class TaskTarget(AbstractCost):
         if self.target.shape != (3,) or self.point.shape != (3,):
             raise ValueError(f"target and point must be 3-vectors, got {self.target.shape}, {self.point.shape}")
 
-    def __call__(self, model, trajectory, samples):
+    def error(self, model: Model, trajectory: BSpline, samples: Samples) -> Float[Array, "3"]:
+        """``p(q(t*)) - target`` (m), ``p`` the point in the base frame (forward kinematics, Tuan
+        22-27)."""
         t = samples.duration if self.time is None else self.time
-        p = _points_in_base(model, trajectory.derivative(t, 0), (model.body_index(self.body),), self.point[None])[0]
-        return jnp.sum((p - self.target) ** 2)
+        q = trajectory.derivative(t, 0)
+        return _points_in_base(model, q, (model.body_index(self.body),), self.point[None])[0] - self.target.astype(q.dtype)
+
+
+class TaskTarget(TaskPoint, AbstractCost):
+    """A task-space target for a point of a body, as a cost: ``|p(q(t*)) - target|^2`` (m^2), the
+    fields of :class:`TaskPoint`."""
+
+    def __call__(self, model, trajectory, samples):
+        return jnp.sum(self.error(model, trajectory, samples) ** 2)
 
 
 class Duration(AbstractCost):
