@@ -203,6 +203,11 @@ def _inf_norm(v):
     return jnp.max(jnp.abs(v), initial=0.0)
 
 
+def _violation(c, h):
+    """The largest violation of ``c <= 0`` and ``h = 0`` (0 when all hold)."""
+    return jnp.maximum(jnp.maximum(jnp.max(c), _inf_norm(h)), 0.0)
+
+
 def _start(problem: Problem, x, warm: InteriorPointState | None, solver: InteriorPoint) -> _Guess:
     dtype = x.dtype
     if warm is None:
@@ -222,7 +227,7 @@ def _start(problem: Problem, x, warm: InteriorPointState | None, solver: Interio
         y = warm.y.astype(dtype)
     theta = jnp.maximum(jnp.sum(jnp.abs(c + s)) + jnp.sum(jnp.abs(h)), 1.0)
     empty = jnp.full(_FILTER_SIZE, jnp.inf, dtype)
-    violation = jnp.maximum(jnp.maximum(jnp.max(c), _inf_norm(h)), 0.0)
+    violation = _violation(c, h)
     return _Guess(x, s, lam, y, mu, scale, f, violation, jnp.asarray(False), jnp.asarray(0),
                   empty, empty, jnp.asarray(0), 1e-4 * theta, 1e4 * theta)
 
@@ -251,7 +256,7 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
     # converged when, besides, the duality gap sum(s lam) (the cost's distance to the optimum, to
     # first order) is at most tol: with the max-norm of S lam alone it stopped 7e-8 above the
     # Panda's optimum, m = 2772 constraints each contributing mu
-    violation = jnp.maximum(jnp.maximum(jnp.max(c), _inf_norm(h)), 0.0)
+    violation = _violation(c, h)
     gap = jnp.sum(s * lam) / scale_d
     done = (kkt_error(0.0) <= tol) & (gap <= tol) & (violation <= solver.violation_tol)
     floor = tol / (10.0 * s.shape[0])
@@ -345,7 +350,7 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
     lam_new = jnp.clip(lam + alpha_dual * dlam, mu / (_KAPPA_SIGMA * s_new), _KAPPA_SIGMA * mu / s_new)
     stepped = guess._replace(
         x=x_new, s=s_new, lam=lam_new, y=y + alpha * (y_new - y), mu=mu, f=f_new,
-        violation=jnp.maximum(jnp.maximum(jnp.max(c_new), _inf_norm(h_new)), 0.0),
+        violation=_violation(c_new, h_new),
         filter_theta=filter_theta, filter_phi=filter_phi, filter_count=guess.filter_count + grow, steps=guess.steps + 1,
     )
     stay = guess._replace(done=jnp.asarray(True), f=f, violation=violation)

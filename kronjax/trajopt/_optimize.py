@@ -66,12 +66,16 @@ def _check_warm_start(problem: Problem, z0, warm) -> None:
         )
 
 
+def _best(cost: np.ndarray, violation: np.ndarray, tol: float) -> int:
+    """The guess with the lowest cost among the feasible ones, else the least violation."""
+    feasible = violation <= tol
+    return int(np.argmin(np.where(feasible, cost, np.inf) if feasible.any() else violation))
+
+
 def print_progress(progress: Progress) -> None:
     """A progress display for :func:`optimize` (``callback=print_progress``): one line per report
     with the best guess's cost and violation."""
-    feasible = progress.violation <= 1e-6
-    pool = np.where(feasible, progress.cost, np.inf) if feasible.any() else progress.violation
-    k = int(np.argmin(pool))
+    k = _best(progress.cost, progress.violation, 1e-6)
     if progress.step == 1:
         print(f"  {'iter':>5} {'cost':>14} {'violation':>10} {'mu/rho':>8} {'time':>7}")
     print(
@@ -159,9 +163,7 @@ def optimize(
         _check_warm_start(problem, z0, warm)
     solution = solver.solve(problem, z0, jnp.asarray(duration0, dtype), warm, callback)
     report = solution.report
-    feasible = report.violation <= solver.violation_tol
-    pool = np.where(feasible, report.cost, np.inf) if feasible.any() else report.violation
-    best = int(np.argmin(pool))
+    best = _best(report.cost, report.violation, solver.violation_tol)
     trajectories = _trajectories(problem, solution.z, solution.duration)
     report = report._replace(best=best, wall_time=time.perf_counter() - start)
     return Result(jax.tree.map(lambda x: x[best], trajectories), report, trajectories, problem, solution.z,
