@@ -342,13 +342,44 @@ def mjx_timed(batched: Callable, arrays: list, spec: dict) -> dict:
     return {**fields, "compile_s": compile_s, "batch": batch, "note": note, "head": np.asarray(out[: spec["check"]]).tolist()}
 
 
-def mjx_main(spec_path: str) -> None:
-    """``python -m bench.floating SPEC.json``: MJX timed in this process (its XLA flags are read
-    when JAX starts). SPEC: ``urdf``, ``samples`` (``.npz``: kronjax-layout ``q``, ``v``, ``a``,
-    ``tau``), ``joint_names`` (kronjax's actuated joints), ``batch``, ``probe``, ``max_call_s``,
-    ``timing``, ``check``, ``out``. Writes per operation the median time, range, compile time,
-    batch, note and the leading outputs converted to kronjax's layout."""
+def sharded_main(spec: dict) -> None:
+    """kronjax's rows sharded over this process's CPU devices (``XLA_FLAGS`` sets their number
+    before JAX starts): the batch split along its axis by a ``NamedSharding``, each device running
+    ``jax.jit(kj.chunked_vmap(fn, spec["chunk"]))`` on its share. SPEC: ``urdf``, ``samples``,
+    ``timing``, ``check``, ``chunk``, ``out``."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    import kronjax as kj
+
+    jax.config.update("jax_enable_x64", True)
+    model = kj.load_urdf(spec["urdf"], floating_base=True)
+    # Mesh (automatic axes), not jax.make_mesh: kronjax.batching's docstring says why
+    batch = NamedSharding(Mesh(np.array(jax.devices()), ("batch",)), PartitionSpec("batch"))
+    s = {k: jax.device_put(jnp.asarray(x), batch) for k, x in np.load(spec["samples"]).items()}
+    result = {"devices": len(jax.devices())}
+    for operation, fn, args in (("floating_inverse_dynamics", kj.inverse_dynamics, ("q", "v", "a")),
+                                ("floating_forward_dynamics", kj.forward_dynamics, ("q", "v", "tau"))):
+        batched = kj.chunked_vmap(lambda *x, fn=fn: fn(model, *x), spec["chunk"])
+        fields, compile_s, out = time_compiled(batched, tuple(s[k] for k in args), spec["timing"])
+        result[operation] = {**fields, "compile_s": compile_s, "head": np.asarray(out[: spec["check"]]).tolist()}
+    Path(spec["out"]).write_text(json.dumps(result))
+
+
+def main(spec_path: str) -> None:
+    """``python -m bench.floating SPEC.json``: MJX (:func:`mjx_main`) or, with ``"library":
+    "kronjax"``, kronjax sharded over CPU devices (:func:`sharded_main`), timed in this process
+    (its XLA flags are read when JAX starts)."""
     spec = json.loads(Path(spec_path).read_text())
+    (sharded_main if spec.get("library") == "kronjax" else mjx_main)(spec)
+
+
+def mjx_main(spec: dict) -> None:
+    """MJX in a process of its own. SPEC: ``urdf``, ``samples`` (``.npz``: kronjax-layout ``q``,
+    ``v``, ``a``, ``tau``), ``joint_names`` (kronjax's actuated joints), ``batch``, ``probe``,
+    ``max_call_s``, ``timing``, ``check``, ``out``. Writes per operation the median time, range,
+    compile time, batch, note and the leading outputs converted to kronjax's layout."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
@@ -407,6 +438,7 @@ def section(suite) -> None:
                 lambda q, v, a: kj.inverse_dynamics(model, q, v, a), chunk=chunk)
         jax_row("kronjax", "floating_forward_dynamics", f"forward_dynamics (aba){suffix}",
                 lambda q, v, tau: kj.forward_dynamics(model, q, v, tau), chunk=chunk)
+    sharded_rows(suite, robot, common)
     pinocchio_rows(suite, robot, arrays, common)
 
     peers = [("adam", "M a + h", "aba", lambda: adam_functions(robot), ""),
@@ -427,6 +459,36 @@ def section(suite) -> None:
         frax_rows(suite, robot, common)
     if suite.available("mjx"):
         mjx_rows(suite, robot, common)
+
+
+def sharded_rows(suite, robot: Humanoid, common: dict) -> None:
+    """kronjax on ``threads`` CPU devices (as many as Pinocchio's threads), in a process of its
+    own (:func:`sharded_main`): the two cores used through ``jax.sharding``, as Pinocchio's
+    ``*InParallel`` uses them through its thread pool."""
+    from .peers import run_module
+
+    c = suite.config
+    methods = {"floating_inverse_dynamics": "inverse_dynamics (rnea)", "floating_forward_dynamics": "forward_dynamics (aba)"}
+    methods = {k: f"{v}, chunked_vmap({CHUNK}), sharded over {robot.threads} CPU devices" for k, v in methods.items()}
+    with tempfile.TemporaryDirectory(prefix="kronjax-bench-") as tmp:
+        samples = Path(tmp, "samples.npz")
+        np.savez(samples, q=robot.q, v=robot.v, a=robot.a, tau=robot.tau)
+        spec = {"library": "kronjax", "urdf": str(robot.path), "samples": str(samples), "timing": suite.timing,
+                "check": c.check, "chunk": CHUNK, "out": str(Path(tmp, "result.json"))}
+        flag = f"--xla_force_host_platform_device_count={robot.threads}"
+        try:
+            result = run_module("bench.floating", spec, False, tmp, extra_flags=[flag])
+            if result["devices"] != robot.threads:
+                raise RuntimeError(f"{result['devices']} CPU devices, not {robot.threads}: XLA_FLAGS already sets a count")
+        except Exception as exc:
+            for operation, method in methods.items():
+                suite.failed(exc, operation=operation, library="kronjax", method=method, **common)
+            return
+    for operation, method in methods.items():
+        r = result[operation]
+        suite.add(Record(operation=operation, library="kronjax", method=method, **common, seconds_per_call=r["seconds_per_call"],
+                         compile_s=r["compile_s"], rel_err=robot.error(operation)(np.asarray(r["head"])),
+                         extra={**r["extra"], "xla_flags": flag}))
 
 
 def frax_rows(suite, robot: Humanoid, common: dict) -> None:
@@ -531,4 +593,4 @@ def mjx_rows(suite, robot: Humanoid, common: dict) -> None:
 
 
 if __name__ == "__main__":
-    mjx_main(sys.argv[1])
+    main(sys.argv[1])

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import warnings
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -333,14 +334,16 @@ def mjx_inverse_dynamics(urdf: str):
     return inverse_dynamics, mj_model
 
 
-def run_module(module: str, spec: dict, no_fusion: bool, tmp: str | Path) -> dict:
-    """``python -m module SPEC.json`` in a process of its own with :func:`xla_env` (its XLA flags are
-    read when JAX starts there); ``spec`` is written to ``tmp``/spec.json and must name its result
-    file ``out``. Returns the result; a ``RuntimeError`` with the last line of stderr where the
-    process fails."""
+def run_module(module: str, spec: dict, no_fusion: bool, tmp: str | Path, extra_flags: Sequence[str] = ()) -> dict:
+    """``python -m module SPEC.json`` in a process of its own with :func:`xla_env` and
+    ``extra_flags`` (its XLA flags are read when JAX starts there); ``spec`` is written to
+    ``tmp``/spec.json and must name its result file ``out``. Returns the result; a
+    ``RuntimeError`` with the last line of stderr where the process fails."""
     spec_path = Path(tmp, "spec.json")
     spec_path.write_text(json.dumps(spec))
     env = xla_env(no_fusion)
+    if extra_flags:
+        env["XLA_FLAGS"] = " ".join([env.get("XLA_FLAGS", ""), *extra_flags]).strip()
     env["PYTHONPATH"] = str(ROOT) + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     proc = subprocess.run([sys.executable, "-m", module, str(spec_path)], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=900)

@@ -14,6 +14,15 @@ of two (2048: 11.8 us): a chunk's per-body arrays then share cache sets. The
 chunks interleave the batch (chunk ``c`` holds samples ``c, c + steps, c + 2 steps, ...``), so
 inputs sharded over devices along the batch axis (``jax.sharding``) are processed on every device
 at every step and the output keeps their sharding.
+
+On a CPU, sharding is also how a batch uses every core: start Python with
+``XLA_FLAGS=--xla_force_host_platform_device_count=<cores>`` (read when JAX starts) and put the
+inputs on ``NamedSharding(Mesh(np.array(jax.devices()), ("batch",)), PartitionSpec("batch"))``
+(``python -m bench --sections floating`` measures this row). Build that mesh with automatic axes,
+as here: JAX 0.10's ``jax.make_mesh`` makes *explicit* axes by default, under which a ``vmap`` of
+any function that calls ``jnp.zeros_like`` on a batched value (kronjax's rotations do) fails with
+``ShardingTypeError: All operands should have the same sharding`` (JAX's behaviour, not kronjax's);
+``jax.make_mesh(..., axis_types=(jax.sharding.AxisType.Auto,))`` works too.
 """
 
 from __future__ import annotations

@@ -91,6 +91,21 @@ SHARDED = textwrap.dedent(
         assert {s.data.shape for s in out.addressable_shards} == {(16, 7)}
     c_star = jax.jit(jax.vmap(lambda q: kj.coriolis_star(model, q)))(sharded[0])
     assert len(c_star.sharding.device_set) == 4
+    # a free-flying body with an arm (quaternion coordinates): forward dynamics sharded in chunks
+    # equals the unsharded vmap, and inverse dynamics (RNEA) of its accelerations gives tau back
+    joints = [kj.Joint(kind="free", name="root", body_name="base"),
+              kj.Joint(kind="R", parent=0, axis=(0.0, 1.0, 0.0), translation=(0.1, 0.0, 0.2), name="arm", body_name="arm")]
+    inertials = [kj.Inertial(3.0, (0.01, -0.02, 0.03), np.diag([0.1, 0.2, 0.15])),
+                 kj.Inertial(1.0, (0.2, 0.0, 0.0), np.diag([0.01, 0.05, 0.05]))]
+    free = kj.from_joints(joints, inertials)
+    q = np.asarray(jax.vmap(lambda k: kj.random_configuration(free, k))(jax.random.split(jax.random.key(0), 64)))
+    v, tau = (rng.normal(size=(64, free.nv)) for _ in range(2))
+    aba = lambda *x: kj.forward_dynamics(free, *x)
+    qdd = jax.jit(kj.chunked_vmap(aba, 8))(*(jax.device_put(x, sharding) for x in (q, v, tau)))
+    assert qdd.sharding.is_equivalent_to(sharding, 2), qdd.sharding
+    assert np.max(np.abs(np.asarray(qdd) - np.asarray(jax.jit(jax.vmap(aba))(q, v, tau)))) < 1e-11
+    back = jax.jit(jax.vmap(lambda *x: kj.inverse_dynamics(free, *x)))(q, v, qdd)
+    assert np.max(np.abs(np.asarray(back) - tau)) < 1e-10
     print("ok")
     """
 )
