@@ -1,7 +1,8 @@
 """The 3-leg Stewart platform of Huang et al. (sec. 12, Figs. 10-11) driven by its three motors.
 
-    .venv/bin/python -m bench.stewart3              # about 3-4 minutes on 2 cores
-    .venv/bin/python -m bench.stewart3 --no-checks  # without the mirror, dt/2 and no-gravity runs
+    .venv/bin/python -m bench.stewart3                    # about 3-4 minutes on 2 cores
+    .venv/bin/python -m bench.stewart3 --no-checks        # without the mirror, dt/2 and no-gravity runs
+    .venv/bin/python -m bench.stewart3 --platform euler   # the 12-coordinate Euler-angle platform
 
 The motors J7, J8, J9 each apply a constant 10 N m "counter-clockwise" (the paper), taken as
 ``+10`` about each motor's tabulated axis direction (right-hand rule: counter-clockwise seen from
@@ -10,7 +11,10 @@ the mechanism is symmetric under the mirror ``x -> -x``, which maps ``+10`` on e
 ``-10`` on every motor and leaves ``z`` unchanged: ``v_z(t)`` does not depend on the sign
 choice (the ``mirror`` run below checks it numerically).
 
-The platform starts at rest in the tables' configuration; ``dt = 2 ms`` for 2 s (1000 steps),
+Every model is ``stewart3(platform=...)`` with ``--platform``: ``free`` (the default: one free
+joint, ``q`` 13 numbers with a unit quaternion, ``v`` 12) or ``euler`` (12 coordinates: slides and
+Z-Y-X Euler angles, with a gimbal lock where the platform's body ``x`` axis is vertical). The
+platform starts at rest in the tables' configuration; ``dt = 2 ms`` for 2 s (1000 steps),
 ``kronjax.constrained.simulate`` with ``method="huang"`` (Huang's Taylor step) and with
 ``method="lagrange"`` (multipliers, a Tsit5 step), both with projection, for the corrected
 table (``swap_j7_j8=True``) and the table as printed (``False``). The platform's vertical
@@ -44,6 +48,11 @@ DURATION = 2.0
 TORQUE = 10.0
 RESULTS = Path(__file__).resolve().parent / "results"
 COMMAND = ".venv/bin/python -m bench.stewart3"
+PLATFORMS = ("free", "euler")
+LAYOUT = {
+    "free": "platform on one free joint: nq 13, nv 12, a unit quaternion; 3 spherical loop closures, 3 DOF",
+    "euler": "12 coordinates, the platform on slides and Z-Y-X Euler angles; 3 spherical loop closures, 3 DOF",
+}
 
 
 def _setup():
@@ -92,9 +101,12 @@ def simulate(mech, method: str, *, torque: float = TORQUE, dt: float = DT, durat
 
 
 def twist_jacobian(mech, swap: bool, q, jac):
-    """``Phi_q`` with the platform's three Euler-angle columns replaced by the platform's angular
-    velocity ``omega`` (world axes): ``dPhi_i/domega = skew(R p_i)`` for ``Phi_i = p_leg - (o + R p_i)``.
-    Its rank does not depend on the Euler angles (no gimbal lock): a physical singularity."""
+    """``Phi_q`` with the platform's three angular columns (``v[9:12]``: Euler-angle rates, or the
+    free joint's body-frame angular velocity) replaced by the platform's angular velocity ``omega``
+    (world axes): ``dPhi_i/domega = skew(R p_i)`` for ``Phi_i = p_leg - (o + R p_i)``. Its rank does
+    not depend on the platform's coordinates (no gimbal lock): a physical singularity. (The free
+    joint's linear columns ``v[6:9]`` are ``-R`` per closure, not ``-1``: an orthogonal change of
+    variables that leaves the singular values as they are.)"""
     import jax
     import jax.numpy as jnp
 
@@ -130,7 +142,9 @@ def analyse(mech, run: dict, swap: bool) -> dict:
     platform = model.body_index("L7")
     tilt = np.degrees(np.arccos(np.clip(np.asarray(rot[:, platform, 2, 2]), -1.0, 1.0)))
     height = np.asarray(org[:, platform, 2])
-    pitch = np.asarray(run["q"][:, 10])
+    # the Z-Y-X Euler pitch of the platform's rotation, R = Rz Ry(pitch) Rx: R[2, 0] = -sin(pitch),
+    # whatever the coordinates (q[10] of the Euler layout up to the branch; +-90 deg = gimbal lock)
+    pitch = np.arcsin(np.clip(-np.asarray(rot[:, platform, 2, 0]), -1.0, 1.0))
     near_lock = np.nonzero(np.abs(np.abs(pitch) - np.pi / 2) < np.radians(5.0))[0]
     az = np.diff(vz) / dt
     out = {
@@ -140,7 +154,7 @@ def analyse(mech, run: dict, swap: bool) -> dict:
         "az": az,
         "jumps": jumps(ts, az),
         "peaks": peaks(ts, az),
-        "s_full": sv(jac),  # Phi_q as the solvers see it (Euler-angle columns)
+        "s_full": sv(jac),  # Phi_q as the solvers see it (the platform's coordinates' columns)
         "s_twist": sv(twist),  # platform angular velocity instead of Euler rates
         "s_passive": sv(twist[:, :, 3:]),  # motors as inputs: forward-kinematic (type II) singularity
         "tilt": tilt,
@@ -208,7 +222,7 @@ def _fmt(pairs, digits: int = 3) -> str:
     return ", ".join(f"{t:.3f} s ({v:.{digits}g})" for t, v in pairs) or "none"
 
 
-def plot(results: dict, path: Path) -> None:
+def plot(results: dict, path: Path, platform: str = "free") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -239,9 +253,14 @@ def plot(results: dict, path: Path) -> None:
             ax.grid(alpha=0.3)
         axes[0, col].legend(loc="best", fontsize=8)
         axes[2, col].legend(loc="best", fontsize=7)
+    shaded = (
+        "Euler pitch within 5 deg of 90 deg, the coordinates' gimbal lock"
+        if platform == "euler"
+        else "platform x axis within 5 deg of vertical, where Euler angles would lock; not for the free joint"
+    )
     fig.suptitle(
-        "Huang's 3-leg Stewart platform, motors 10 N m, dt = 2 ms (dotted: the paper's 0.76, 1.32, 1.72 s;\n"
-        "shaded: Euler pitch within 5 deg of 90 deg, the coordinates' gimbal lock)"
+        f"Huang's 3-leg Stewart platform ({platform} platform), motors 10 N m, dt = 2 ms "
+        f"(dotted: the paper's 0.76, 1.32, 1.72 s;\nshaded: {shaded})"
     )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -249,7 +268,7 @@ def plot(results: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def findings(results: dict, checks: dict) -> list[str]:
+def findings(results: dict, checks: dict, platform: str = "free") -> list[str]:
     """A few sentences computed from the runs (so that they stay true when the numbers change)."""
     out = []
     h, lg = results[True]["huang"], results[True]["lagrange"]
@@ -285,6 +304,26 @@ def findings(results: dict, checks: dict) -> list[str]:
     )
     ph, pl = results[False]["huang"], results[False]["lagrange"]
     pa = pl["analysis"]
+    fine = checks.get("printed_fine")
+    if platform == "free":
+        valid = lambda r: "the end (2 s)" if r["valid_until"] is None else f"{r['valid_until']:.3f} s"
+        out.append(
+            f"- Table as printed: the J7/J8 cranks tip the platform over (tilt {np.max(pa['tilt']):.0f} deg); its body "
+            f"x axis is within 5 deg of vertical (where Z-Y-X Euler angles lock; the free joint's quaternion does "
+            f"not) at {lock} s. Huang's step valid until {valid(ph)}, Lagrange/Tsit5 until {valid(pl)}; jumps of "
+            f"dv_z/dt (Lagrange): {_fmt(pa['jumps'])}"
+            + (
+                ""
+                if fine is None
+                else f"; at dt = 1 ms: {_fmt(fine['analysis']['jumps'])}, the 2 ms run within "
+                f"{fine['after']:.1e} m/s of the 1 ms one after 0.73 s"
+            )
+            + ". The passive block nearly loses rank "
+            f"(forward-kinematic singularities, smallest singular value {np.min(pa['s_passive']):.1e} at "
+            f"{pa['ts'][int(np.argmin(pa['s_passive']))]:.3f} s), while Phi_q itself stays above "
+            f"{np.min(pa['s_twist']):.3f}."
+        )
+        return out
     out.append(
         f"- Table as printed: the J7/J8 cranks tip the platform over (tilt {np.max(pa['tilt']):.0f} deg); its Euler "
         f"pitch reaches 90 deg (gimbal lock of the platform coordinates; the mass matrix turns singular) at "
@@ -306,27 +345,36 @@ def findings(results: dict, checks: dict) -> list[str]:
     return out
 
 
-def report(results: dict, checks: dict, total: float) -> str:
+def report(results: dict, checks: dict, total: float, platform: str = "free") -> str:
+    command = COMMAND if platform == "free" else f"{COMMAND} --platform {platform}"
+    call = "stewart3()" if platform == "free" else f'stewart3(platform="{platform}")'
+    singular = (
+        "Singular values: `Phi_q` is the 9 x 12 constraint Jacobian the solvers use; its platform columns are "
+        "Euler-angle rates, so it also loses rank at the coordinates' gimbal lock (pitch = +-90 deg). "
+        if platform == "euler"
+        else "Singular values: `Phi_q` is the 9 x 12 constraint Jacobian the solvers use, along the tangent space; "
+        "its platform columns are the free joint's body-frame velocities, so it has the twist's singular values "
+        "(no coordinate singularity). "
+    )
     lines = [
         "# Huang's 3-leg Stewart platform (Fig. 10-11): motors at 10 N m",
         "",
-        f"Command: `{COMMAND}` (total wall time {total:.0f} s on this machine, compile included).",
-        "Model: `kronjax.models.stewart3` (12 coordinates, 3 spherical loop closures, 3 DOF).",
+        f"Command: `{command}` (total wall time {total:.0f} s on this machine, compile included).",
+        f"Model: `kronjax.models.{call}` ({LAYOUT[platform]}).",
         f"Motors J7-J9: +{TORQUE:g} N m about their axis directions, from rest at the tables' configuration; "
         f"dt = {DT * 1e3:g} ms, {DURATION:g} s, projection on; `lagrange` integrates with Tsit5.",
         "",
         "Plot: `bench/results/stewart3-vz.png` (v_z, dv_z/dt and smallest singular values; dotted lines at the "
         "paper's 0.76, 1.32, 1.72 s).",
         "",
-        "Singular values: `Phi_q` is the 9 x 12 constraint Jacobian the solvers use; its platform columns are "
-        "Euler-angle rates, so it also loses rank at the coordinates' gimbal lock (pitch = +-90 deg). "
-        "'twist' replaces those three columns by the platform's angular velocity (rank loss = a physical "
+        singular + "'twist' replaces the three angular columns by the platform's angular velocity in world axes "
+        "(rank loss = a physical "
         "kinematic singularity); 'passive' is the twist Jacobian without the three motor columns (motors as "
         "inputs: rank loss = a forward-kinematic, type-II singularity, where the motor angles do not fix the "
         "platform).",
         "",
     ]
-    lines += ["## Findings", ""] + findings(results, checks) + [""]
+    lines += ["## Findings", ""] + findings(results, checks, platform) + [""]
     lines += [
         "## The paper's times",
         "",
@@ -383,7 +431,7 @@ def report(results: dict, checks: dict, total: float) -> str:
                 f"passive: {_fmt(a['s_passive_min'])}",
                 f"  - v_z = 0 at: {_times(a['vz_zero'])}; platform centre "
                 f"passes z = 0 (the plane of J4-J6) at: {_times(a['height_zero'])}; "
-                f"Euler pitch within 5 deg of +-90 deg: {lock}",
+                f"Z-Y-X Euler pitch of the platform within 5 deg of +-90 deg: {lock}",
             ]
         h, lg = results[swap]["huang"]["analysis"], results[swap]["lagrange"]["analysis"]
         n = min(len(h["vz"]), len(lg["vz"]))
@@ -418,8 +466,9 @@ def report(results: dict, checks: dict, total: float) -> str:
             a = c["analysis"]
             lines.append(
                 f"- table as printed, lagrange with dt = 1 ms (wall {c['run']['wall']:.0f} s): max |v_z(2 ms) - v_z(1 ms)| "
-                f"{c['before']:.1e} m/s before 0.73 s, {c['after']:.2f} m/s after (the 2 ms run loses accuracy crossing "
-                f"the gimbal lock); jumps of dv_z/dt at 1 ms: {_fmt(a['jumps'])}; fastest changes: {_fmt(a['peaks'])}; "
+                f"{c['before']:.1e} m/s before 0.73 s, {c['after']:.2g} m/s after"
+                + (" (the 2 ms run loses accuracy crossing the gimbal lock)" if platform == "euler" else "")
+                + f"; jumps of dv_z/dt at 1 ms: {_fmt(a['jumps'])}; fastest changes: {_fmt(a['peaks'])}; "
                 f"minima of the smallest singular value, twist: {_fmt(a['s_twist_min'])}, passive: {_fmt(a['s_passive_min'])}."
             )
         if "no_gravity" in checks:
@@ -440,11 +489,20 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-checks", action="store_true", help="skip the torque-sign (mirror), dt = 1 ms and no-gravity runs")
     parser.add_argument("--out", type=Path, default=RESULTS, help="results folder (default bench/results)")
+    parser.add_argument(
+        "--platform", choices=PLATFORMS, default="free",
+        help="the platform's joint: free (default; nq 13, nv 12, unit quaternion) or euler (12 coordinates)",
+    )
     args = parser.parse_args(argv)
     _setup()
-    from kronjax.models.stewart3 import stewart3
+    from functools import partial
 
+    from kronjax.models.stewart3 import stewart3 as build
+
+    stewart3 = partial(build, platform=args.platform)
     start = time.perf_counter()
+    model = stewart3().model
+    print(f"platform={args.platform}: nq {model.nq}, nv {model.nv} ({LAYOUT[args.platform]})", flush=True)
     results: dict = {}
     for swap in (True, False):
         mech = stewart3(swap_j7_j8=swap)
@@ -494,15 +552,15 @@ def main(argv=None) -> int:
             "run": fine, "analysis": fa_, "before": float(np.max(d[t_ < 0.73])), "after": float(np.max(d[t_ >= 0.73])),
         }
         print(f"printed table, lagrange, dt/2: jumps {_fmt(fa_['jumps'])}; passive minima {_fmt(fa_['s_passive_min'])}", flush=True)
-        free = stewart3(gravity=(0.0, 0.0, 0.0))
-        fr = simulate(free, "huang")
-        fa = analyse(free, fr, True)
+        weightless = stewart3(gravity=(0.0, 0.0, 0.0))
+        fr = simulate(weightless, "huang")
+        fa = analyse(weightless, fr, True)
         checks["no_gravity"] = {"run": fr, "analysis": fa}
         print(f"no gravity: jumps {_fmt(fa['jumps'])}; fastest {_fmt(fa['peaks'])}; twist minima {_fmt(fa['s_twist_min'])}", flush=True)
     total = time.perf_counter() - start
     args.out.mkdir(parents=True, exist_ok=True)
-    plot(results, args.out / "stewart3-vz.png")
-    text = report(results, checks, total)
+    plot(results, args.out / "stewart3-vz.png", args.platform)
+    text = report(results, checks, total, args.platform)
     (args.out / "stewart3.md").write_text(text + "\n")
     print(f"wrote {args.out / 'stewart3-vz.png'} and {args.out / 'stewart3.md'} ({total:.0f} s)")
     return 0

@@ -12,8 +12,8 @@ of ``Phi(q ⊕ s v)`` in ``s`` (kronjax/constrained.py, module doc). Oracles:
   to the ground by a spherical joint;
 * the three formulations against each other (Lagrange, Kane's null-space projection, Huang's step
   to first order in ``dt``) and the equations of motion (``kj.inverse_dynamics``);
-* the Stewart platform of Huang (``stewart3``): its platform as one free joint
-  (``platform="free"``) against the default three slides and Euler angles (1-DoF joints, checked
+* the Stewart platform of Huang (``stewart3``): its platform as one free joint (the default)
+  against three slides and Euler angles (``platform="euler"``, 1-DoF joints; both checked
   against Huang's tables in ``tests/test_stewart3.py``): the same accelerations and leg forces
   at matching states. (A 0.1 s simulation of both, agreeing to 1e-10 with the constraints and
   energy kept, compiled for 105 s: left out to keep CI under 30 minutes; ``bench/stewart3.py``
@@ -238,7 +238,7 @@ def test_floating_loop_against_pinocchio_constraint_dynamics(loop):
 
 @pytest.fixture(scope="module")
 def stewart():
-    return stewart3(), stewart3(platform="free")
+    return stewart3(platform="euler"), stewart3()  # the default: the free platform
 
 
 def free_state(euler, q, qd):

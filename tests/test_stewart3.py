@@ -11,6 +11,11 @@ Oracles:
 * Energy: ``T + V`` computed here from the body poses and the table's masses and inertias (not
   with kronjax's dynamics); its change must equal the motors' work (ideal joints do no work).
 * Huang's step: its acceleration differs from the instantaneous (Lagrange) one by ``O(dt)``.
+
+The table checks run on both platform layouts: the default free joint (``q`` 13 numbers with a
+unit quaternion, ``v`` 12) and ``platform="euler"`` (12 coordinates, Z-Y-X Euler angles); the
+dynamics (compile-bound) on the default only (``tests/test_constrained_floating.py`` checks that
+the two layouts give the same accelerations and leg forces).
 """
 
 import json
@@ -21,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import kronjax as kj
 from kronjax.constrained import Mechanism, solve
 from kronjax.models.stewart3 import stewart3
 
@@ -64,9 +70,16 @@ def unit(v) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-@pytest.fixture(scope="module", params=[True, False], ids=["swapped", "as_printed"])
+@pytest.fixture(
+    scope="module",
+    params=[(True, "free"), (False, "free"), (True, "euler"), (False, "euler")],
+    ids=["swapped", "as_printed", "euler-swapped", "euler-as_printed"],
+)
 def mech(request):
-    return request.param, stewart3(swap_j7_j8=request.param)
+    swap, platform = request.param
+    if platform == "free":  # the default
+        return swap, platform, stewart3(swap_j7_j8=swap)
+    return swap, platform, stewart3(swap_j7_j8=swap, platform=platform)
 
 
 @pytest.fixture(scope="module")
@@ -90,18 +103,22 @@ def test_transcription_matches_reference_file():
 
 
 def test_structure_and_masses(mech):
-    _, m = mech
+    _, platform, m = mech
     assert isinstance(m, Mechanism)
     model = m.model
-    assert model.n_dof == 12 and m.constraints.n_equations == 9 and m.n_dof == 3
+    assert model.nv == 12 and m.constraints.n_equations == 9 and m.n_dof == 3
     assert model.joint_names[:6] == ("J7", "J8", "J9", "J4", "J5", "J6")
     masses = dict(zip(model.body_names, np.asarray(model.inertials.mass)))
     for name, (mass, principal, _) in TABLE_LINKS.items():
         assert masses.pop(name) == mass
         eig = np.sort(np.linalg.eigvalsh(np.asarray(model.inertials.inertia[model.body_index(name)])))
         np.testing.assert_allclose(eig, np.sort(principal), atol=1e-14)
-    assert all(v == 0.0 for v in masses.values()) and len(masses) == 5  # the massless frames of the free platform
-    np.testing.assert_allclose(np.asarray(m.q0), 0.0)
+    if platform == "free":  # one free joint: a quaternion (x, y, z, w), identity at q0
+        assert model.nq == 13 and model.joint_names[6:] == ("platform",) and not masses
+        np.testing.assert_array_equal(np.asarray(m.q0), np.r_[np.zeros(12), 1.0])
+    else:  # slides and Euler angles: five massless intermediate frames
+        assert model.nq == 12 and all(v == 0.0 for v in masses.values()) and len(masses) == 5
+        np.testing.assert_array_equal(np.asarray(m.q0), np.zeros(12))
 
 
 def _world(model, q):
@@ -110,7 +127,7 @@ def _world(model, q):
 
 
 def test_mass_centres_and_principal_axes_at_q0(mech):
-    swap, m = mech
+    swap, _, m = mech
     model = m.model
     rot, org = _world(model, m.q0)
     pos = positions(swap)
@@ -128,7 +145,7 @@ def test_mass_centres_and_principal_axes_at_q0(mech):
 
 
 def test_joint_frames_at_table_positions(mech):
-    swap, m = mech
+    swap, _, m = mech
     model = m.model
     rot, org = _world(model, m.q0)
     pos = positions(swap)
@@ -142,9 +159,10 @@ def test_joint_frames_at_table_positions(mech):
 
 def test_constraint_jacobian_is_the_rigid_body_velocities_of_the_table(mech):
     """Column by column at q0: motor i and J(i+3) turn J(i) about their axes (omega x r with
-    r from the table), the platform's translations move it with -1, its yaw (about z) and pitch
-    (about y) with -(e x (J(i) - platform centre))."""
-    swap, m = mech
+    r from the table), the platform's translations move it with -1, its rotations about a unit
+    ``e`` with -(e x (J(i) - platform centre)): Euler yaw, pitch, roll about z, y, x; the free
+    joint's body-frame velocities (body axes = world axes at q0) along and about x, y, z."""
+    swap, platform, m = mech
     pos = positions(swap)
     a = np.asarray(m.constraints.jacobian(m.q0))
     expected = np.zeros((9, 12))
@@ -155,13 +173,14 @@ def test_constraint_jacobian_is_the_rigid_body_velocities_of_the_table(mech):
         expected[rows, i - 1] = np.cross(unit(TABLE_JOINTS[f"J{i + 6}"][1]), top - pos[f"J{i + 6}"])
         expected[rows, i + 2] = np.cross(unit(TABLE_JOINTS[f"J{i + 3}"][1]), top - pos[f"J{i + 3}"])
         expected[rows, 6:9] = -np.eye(3)
-        for col, e in ((9, (0.0, 0.0, 1.0)), (10, (0.0, 1.0, 0.0)), (11, (1.0, 0.0, 0.0))):
+        turns = np.eye(3)[::-1] if platform == "euler" else np.eye(3)
+        for col, e in zip((9, 10, 11), turns):
             expected[rows, col] = -np.cross(e, top - centre)
     np.testing.assert_allclose(a, expected, atol=1e-13)
 
 
 def test_q0_is_assembled_with_three_degrees_of_freedom(mech):
-    _, m = mech
+    _, _, m = mech
     assert float(np.max(np.abs(np.asarray(m.constraints.residual(m.q0))))) < 1e-15
     s = np.linalg.svd(np.asarray(m.constraints.jacobian(m.q0)), compute_uv=False)
     assert s[-1] > 0.5  # rank 9, far from singular (0.65 swapped, 0.61 as printed)
@@ -181,12 +200,14 @@ def test_bad_inputs():
 
 
 # ---------------------------------------------------------------------------------------------
-# Dynamics: a few steps from an admissible moving state under the motors and gravity
+# Dynamics of the default (free) platform: a few steps from an admissible moving state under the
+# motors and gravity. ``q`` has 13 numbers (the quaternion (x, y, z, w) in q[9:13]), ``v`` 12 (the
+# platform's linear and angular velocity in its body frame in v[6:12]).
 # ---------------------------------------------------------------------------------------------
 
 
 def _start(mech):
-    """q0 and an admissible velocity (null space of Phi_q from numpy's SVD), ~1 rad/s at the motors."""
+    """q0 and an admissible velocity v (null space of Phi_q from numpy's SVD), ~1 rad/s at the motors."""
     a = np.asarray(mech.constraints.jacobian(mech.q0))
     basis = np.linalg.svd(a)[2][9:].T
     qd = basis @ np.array([1.0, -0.6, 0.4])
@@ -206,10 +227,23 @@ def accelerations(default):
     return lagrange, huang
 
 
-def _huang_run(huang, q, qd, dt, steps):
+@jax.jit
+def _rate(q, v):
+    """``dq/dt`` of the free platform's layout from first principles: the motor and knee angles
+    move with ``v[:6]``; the mass centre (world axes) with ``R v[6:9]`` (``v`` in the body frame);
+    the quaternion ``(u, w)`` with ``(u, w) ⊗ (omega, 0) / 2 = (w omega + u x omega, -u . omega) / 2``."""
+    u, w, omega = q[9:12], q[12], v[9:12]
+    skew = jnp.array([[0.0, -u[2], u[1]], [u[2], 0.0, -u[0]], [-u[1], u[0], 0.0]])
+    rot = (w**2 - u @ u) * jnp.eye(3) + 2 * jnp.outer(u, u) + 2 * w * skew
+    return jnp.concatenate([v[:6], rot @ v[6:9], 0.5 * (w * omega + jnp.cross(u, omega)), -0.5 * (u @ omega)[None]])
+
+
+def _huang_run(model, huang, q, qd, dt, steps):
+    """Huang's step ``q ⊕ (v dt + a dt^2 / 2)``, ``v + a dt`` (kronjax.integrate: the exponential
+    map of the free joint, as in ``simulate``)."""
     for _ in range(steps):
         qdd = huang(q, qd, dt)
-        q, qd = q + qd * dt + 0.5 * dt**2 * qdd, qd + dt * qdd
+        q, qd = kj.integrate(model, q, qd * dt + 0.5 * dt**2 * qdd), qd + dt * qdd
     return q, qd
 
 
@@ -231,20 +265,21 @@ def test_huang_and_lagrange_agree_to_first_order_in_dt(default, accelerations):
     q, qd = _start(default)
     exact = lagrange(q, qd)
     # Huang's constant acceleration over [t, t + dt] is the instantaneous one + O(dt) (measured
-    # 3.4e-3, 1.7e-3, 8.4e-4 for |qdd| ~ 3)
+    # 2.5e-3, 1.25e-3, 6.3e-4 for |qdd| ~ 3)
     err = [float(jnp.max(jnp.abs(huang(q, qd, dt) - exact))) for dt in (DT, DT / 2, DT / 4)]
     assert err[0] < 0.05 * float(jnp.max(jnp.abs(exact)))
     assert 1.6 < err[0] / err[1] < 2.5 and 1.6 < err[1] / err[2] < 2.5, err
-    # a few steps (to t = 20 ms): positions agree with an RK4 Lagrange run to O(dt) (first-order convergence)
-    n = 12
-    f = lambda y: jnp.concatenate([y[n:], lagrange(y[:n], y[n:])])
+    # a few steps (to t = 20 ms): positions agree with an RK4 Lagrange run on (q, v) (the exact flow
+    # keeps the quaternion's norm; RK4 to 1e-15 here) to O(dt) (first-order convergence)
+    n = default.model.nq
+    f = lambda y: jnp.concatenate([_rate(y[:n], y[n:]), lagrange(y[:n], y[n:])])
     reference = _rk4(f, jnp.concatenate([q, qd]), DT / 2, 20)[-1]
     gaps = []
     for dt, steps in ((DT, 10), (DT / 2, 20)):
-        q1, _ = _huang_run(huang, q, qd, dt, steps)
+        q1, _ = _huang_run(default.model, huang, q, qd, dt, steps)
         gaps.append(float(jnp.max(jnp.abs(q1 - reference[:n]))))
-        assert float(jnp.max(jnp.abs(default.constraints.residual(q1)))) < 1e-8  # no projection: ~1e-9 after 10 steps
-    assert gaps[0] < 1e-5, gaps  # q moves ~2e-2 over the 20 ms; measured 1.6e-6 (dt = 2 ms), 7.9e-7 (1 ms)
+        assert float(jnp.max(jnp.abs(default.constraints.residual(q1)))) < 1e-8  # no projection: 7e-10 after 10 steps
+    assert gaps[0] < 1e-5, gaps  # q moves ~2e-2 over the 20 ms; measured 2.2e-6 (dt = 2 ms), 1.1e-6 (1 ms)
     assert 1.6 < gaps[0] / gaps[1] < 2.6, gaps
 
 
@@ -267,8 +302,8 @@ def _energy_oracle(mech):
         # in the body frame: constants independent of q
         bodies.append((b, mass, rot0[b].T @ (np.asarray(com) - org0[b]), rot0[b].T @ inertia @ rot0[b]))
 
-    def energy(q, qd):
-        (rot, org), (drot, dorg) = jax.jvp(model.poses, (q,), (qd,))
+    def energy(q, vel):
+        (rot, org), (drot, dorg) = jax.jvp(model.poses, (q,), (_rate(q, vel),))
         total = 0.0
         for b, mass, c, inertia in bodies:
             v = dorg[b] + drot[b] @ c
@@ -286,24 +321,26 @@ def test_energy_balance_over_a_lagrange_run(default, accelerations):
     """E(t) - E(0) = work of the motors, integrated along the run as an extra RK4 state (so the
     work and the state carry the same O(dt^4) error; no quadrature error of its own).
 
-    Over 0.2 s (100 RK4 steps of 2 ms) the motors put in ~5.1 J. The measured mismatch is
-    1.2e-11 J (7.6e-13 J with dt = 1 ms: /16, RK4's fourth order), so it is integration error
-    only; the constraint drift without projection is ~2e-12 m. The bound 1e-8 J (2e-9 of the
-    change) leaves a factor ~1000 for other platforms' round-off, while a constraint force that
-    did work, or a mass matrix or bias term off by 1e-8 relative, would exceed it."""
+    Over 0.2 s (100 RK4 steps of 2 ms) the motors put in ~2.9 J. The measured mismatch is
+    4.6e-11 J (2.9e-12 J with dt = 1 ms: /16, RK4's fourth order), so it is integration error
+    only; the constraint drift without projection is ~3e-12 m, the quaternion's norm 1 to 3e-13.
+    The bound 1e-8 J (3e-9 of the change) leaves a factor ~200 for other platforms' round-off,
+    while a constraint force that did work, or a mass matrix or bias term off by 1e-8 relative,
+    would exceed it."""
     lagrange, _ = accelerations
     q, qd = _start(default)
-    n = 12
-    tau = _tau(n)
+    n, nv = default.model.nq, default.model.nv
+    tau = _tau(nv)
 
     def f(y):
-        q, qd = y[:n], y[n : 2 * n]
-        return jnp.concatenate([qd, lagrange(q, qd), (tau @ qd)[None]])
+        q, v = y[:n], y[n : n + nv]
+        return jnp.concatenate([_rate(q, v), lagrange(q, v), (tau @ v)[None]])
 
     ys = _rk4(f, jnp.concatenate([q, qd, jnp.zeros(1)]), DT, 100)
-    energy = _energy_oracle(default)(ys[:, :n], ys[:, n : 2 * n])
+    energy = _energy_oracle(default)(ys[:, :n], ys[:, n : n + nv])
     change = np.asarray(energy - energy[0])
     work = np.asarray(ys[:, -1])
     assert float(np.max(np.abs(np.asarray(jax.vmap(default.constraints.residual)(ys[:, :n]))))) < 1e-9
+    np.testing.assert_allclose(np.linalg.norm(np.asarray(ys[:, 9:13]), axis=1), 1.0, atol=1e-10)
     assert abs(work[-1]) > 1.0 and np.max(np.abs(change)) > 1.0  # the test is not vacuous
     np.testing.assert_allclose(change, work, rtol=0, atol=1e-8)

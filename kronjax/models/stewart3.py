@@ -82,7 +82,7 @@ PLATFORM_JOINTS = ("euler", "free")
 """How :func:`stewart3` joins the platform to the ground: six 1-DoF joints or one free joint."""
 
 
-def stewart3(*, swap_j7_j8: bool = True, gravity=(0.0, 0.0, -9.81), platform: str = "euler") -> Mechanism:
+def stewart3(*, swap_j7_j8: bool = True, gravity=(0.0, 0.0, -9.81), platform: str = "free") -> Mechanism:
     """The 3-leg Stewart platform of Huang et al. (Fig. 10): a tree of 12 velocity coordinates
     closed by three spherical joints (9 equations), 3 degrees of freedom, driven by the motors
     J7-J9.
@@ -94,11 +94,21 @@ def stewart3(*, swap_j7_j8: bool = True, gravity=(0.0, 0.0, -9.81), platform: st
     The motor axis and the J(i+3) axis are perpendicular (within 0.22 degrees in the table): a
     universal joint at the foot of each leg; the spherical joints J1-J3 close the three loops.
 
-    Tree and coordinates with ``platform="euler"`` (the default; ``q`` has 12 entries, all zero
-    at the assembled configuration ``q0`` of the tables)::
+    With ``platform="free"`` (the default) the platform "L7" is the child of one free joint
+    ``"platform"`` (Pinocchio's free-flyer, :mod:`kronjax.configuration`), whose frame is the world
+    frame moved to the platform's mass centre at ``q0``: ``q`` has 13 numbers and ``v`` 12, with no
+    coordinate singularity anywhere, the reason it is the default::
 
-        q[0:3]   motors J7, J8, J9     (bodies "L4", "L5", "L6": the rotor shafts)
-        q[3:6]   J4, J5, J6            (bodies "L1", "L2", "L3": the legs; parent: their shaft)
+        q[0:3], v[0:3]   motors J7, J8, J9  (bodies "L4", "L5", "L6": the rotor shafts)
+        q[3:6], v[3:6]   J4, J5, J6         (bodies "L1", "L2", "L3": the legs; parent: their shaft)
+        q[6:9]           the platform's mass centre minus (0, 0, 0.71), world axes
+        q[9:13]          the platform's orientation, unit quaternion (x, y, z, w); q0: (0, 0, 0, 1)
+        v[6:9], v[9:12]  the platform's linear and angular velocity in its own (body) frame
+
+    ``platform="euler"`` keeps the 12-coordinate layout (``q`` and ``v`` have 12 entries, all zero
+    at the assembled configuration ``q0`` of the tables): ``q[0:6]`` as above, and the platform on
+    six 1-DoF joints::
+
         q[6:9]   platform x, y, z      (prismatic along the world axes, massless frames;
                                         q = 0 puts the platform's mass centre at (0, 0, 0.71))
         q[9:12]  platform yaw, pitch, roll (revolute about z, then the new y, then the new x:
@@ -111,17 +121,7 @@ def stewart3(*, swap_j7_j8: bool = True, gravity=(0.0, 0.0, -9.81), platform: st
     unrestricted. With the corrected table the platform stays within 9 degrees of level in the
     motor-driven benchmark (``bench/stewart3.py``); with the table as printed it tips over and
     passes about 1 degree from the Euler angles' gimbal lock at t = 0.746 s, where these
-    coordinates, not the mechanism, lose accuracy (``platform="free"`` below has no such point).
-
-    With ``platform="free"`` the platform "L7" is the child of one free joint ``"platform"``
-    (Pinocchio's free-flyer, :mod:`kronjax.configuration`), whose frame is the world frame moved
-    to the platform's mass centre at ``q0``: ``q`` has 13 numbers and ``v`` 12, with no
-    coordinate singularity anywhere::
-
-        q[0:6], v[0:6]   motors and J4-J6, as above
-        q[6:9]           the platform's mass centre minus (0, 0, 0.71), world axes
-        q[9:13]          the platform's orientation, unit quaternion (x, y, z, w); q0: (0, 0, 0, 1)
-        v[6:9], v[9:12]  the platform's linear and angular velocity in its own (body) frame
+    coordinates, not the mechanism, lose accuracy (the free joint has no such point).
 
     Both variants are the same mechanism: the same bodies, masses and closures; only the
     platform's coordinates differ. Measured with the table as printed (motors +10 N m from rest,
@@ -129,7 +129,8 @@ def stewart3(*, swap_j7_j8: bool = True, gravity=(0.0, 0.0, -9.81), platform: st
     degrees at t = 0.748 s and runs on to 2 s with the smallest singular value of ``Phi_q`` at or
     above 0.09 (no kinematic singularity); the Euler-angle run passes 1.1 degrees from the gimbal
     lock at t = 0.746 s and separates from it there (platform rotations equal to 1e-12 at 0.70 s,
-    1e-8 at 0.74 s, 8e-4 at 0.76 s).
+    1e-8 at 0.74 s, 8e-4 at 0.76 s). With ``"huang"`` the free platform also runs on to 2 s; the
+    Euler-angle run diverges at 0.75 s.
 
     Joint axes are the tables' direction cosines normalised (their norms are 1.000-1.004). Every
     revolute joint's frame sits at its tabulated position, so all joint angles are zero at the
@@ -165,13 +166,14 @@ def stewart3(*, swap_j7_j8: bool = True, gravity=(0.0, 0.0, -9.81), platform: st
             shafts as cranks (J4, J5 off the motor axes).
         gravity: gravitational acceleration in the world frame (``z`` up: the platform is at
             ``z = 0.71`` above the motors).
-        platform: ``"euler"`` (three slides and Z-Y-X Euler angles) or ``"free"`` (one free
-            joint); see above.
+        platform: ``"free"`` (one free joint, the default) or ``"euler"`` (three slides and
+            Z-Y-X Euler angles); see above.
 
     Returns:
         A :class:`~kronjax.constrained.Mechanism` (``model``, ``constraints`` = the spherical
         joints J1, J2, J3 between leg L(i) and the platform L7, ``q0`` the assembled
-        configuration: zero, or :func:`kronjax.neutral` for ``platform="free"``).
+        configuration: :func:`kronjax.neutral`, i.e. zero but for the quaternion's ``w = 1``;
+        all zero for ``platform="euler"``).
 
     The motors are the coordinates ``q[0:3]``; a positive torque turns the shaft counter-clockwise
     about its normalised axis direction (right-hand rule about the tabulated direction cosines).
