@@ -99,7 +99,7 @@ def main(argv=None) -> dict:
     if failures:
         print(f"\n{len(failures)} measurement(s) failed: " + "; ".join(f"{r.library} {r.method}" for r in failures))
     print(f"\nload average at the end {meta['load_average_end']}; {meta['duration_s']:.0f} s")
-    for kind, path in paths.items():
+    for path in paths.values():
         print(f"wrote {path}")
     return paths
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def rounds(fn: Callable[[], Any], repeats: int = 3, min_seconds: float = 0.2, max_seconds: float = 30.0) -> list[float]:

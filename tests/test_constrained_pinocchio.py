@@ -38,7 +38,7 @@ from kronjax import constrained as kc
 
 pin = pytest.importorskip("pinocchio")
 
-from oracles import SPATIAL_CLOSURE_BODIES, SPATIAL_CLOSURE_SPEC, spatial_joints, symmetric_from_upper, to_pinocchio
+from oracles import SPATIAL_CLOSURE_BODIES, SPATIAL_CLOSURE_SPEC, spatial_joints, symmetric_from_upper, to_pinocchio  # noqa: E402 (after the importorskip above)
 
 N_STATES = 4
 TOL = 1e-8

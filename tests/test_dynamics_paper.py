@@ -19,10 +19,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from numpy import cos, pi, sin
+from oracles import jit_once
 
 import kronjax as kj
 from kronjax import dynamics as dy
-from oracles import jit_once
 
 DATA = Path(__file__).parent / "data"
 STACKER = json.loads((DATA / "stacker.json").read_text())

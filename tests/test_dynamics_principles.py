@@ -30,10 +30,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from oracles import jit_once, random_arm, random_inertia, random_rotation
 
 import kronjax as kj
 from kronjax import dynamics as dy
-from oracles import jit_once, random_arm, random_inertia, random_rotation
 
 TOL = 1e-10
 FORMS = ("truc", "tuan", "kane")

@@ -17,9 +17,9 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+import oracles
 import pinocchio as pin
 import pytest
-import oracles
 from oracles import jit_once, random_tree, relative_error, symmetric_from_upper, to_pinocchio
 
 import kronjax as kj

@@ -20,9 +20,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from oracles import jit_once, random_inertia, random_rotation
 
 import kronjax as kj
-from oracles import jit_once, random_inertia, random_rotation
 
 TOL = 1e-12
 N_STATES = 3

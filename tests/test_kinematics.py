@@ -15,10 +15,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
-import kronjax as kj
 from oracles import jit_once, random_arm
 
+import kronjax as kj
 
 
 def puma_like():

@@ -35,7 +35,7 @@ def _model() -> kj.Model:
     """R - R - P and a fixed tool frame on the prismatic body: 3 coordinates, 4 bodies."""
     rng = np.random.default_rng(18)
     joints, inertials = [], []
-    for i, (kind, parent) in enumerate([("R", -1), ("R", 0), ("P", 1), ("F", 2)]):
+    for kind, parent in [("R", -1), ("R", 0), ("P", 1), ("F", 2)]:
         axis = rng.normal(size=3)
         joints.append(
             kj.Joint(kind, parent, axis / np.linalg.norm(axis), random_rotation(rng), rng.uniform(-0.3, 0.3, 3))

@@ -45,8 +45,9 @@ import pytest
 
 pin = pytest.importorskip("pinocchio")
 
-import kronjax as kj  # noqa: E402
 from oracles import jit_once  # noqa: E402
+
+import kronjax as kj  # noqa: E402
 
 N = 7
 N_CONFIGS = 20

@@ -24,9 +24,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from oracles import random_arm, random_rotation
 
 import kronjax as kj
-from oracles import random_arm, random_rotation
 
 N_CONFIGS = 12
 ATOL = 1e-10

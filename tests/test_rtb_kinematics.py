@@ -41,9 +41,9 @@ rtb = pytest.importorskip("roboticstoolbox")
 SE3 = pytest.importorskip("spatialmath").SE3
 
 import jax  # noqa: E402
+from oracles import dh_rows  # noqa: E402
 
 import kronjax as kj  # noqa: E402
-from oracles import dh_rows  # noqa: E402
 
 N_CONFIGS = 20
 SEED = 20240607

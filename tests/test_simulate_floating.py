@@ -24,8 +24,8 @@ import diffrax
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 import oracles
+import pytest
 from test_floating_base import mixed_model
 
 import kronjax as kj

@@ -19,11 +19,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from oracles import random_arm, relative_error, to_pinocchio  # noqa: E402
+
 import kronjax as kj  # noqa: E402
 from bench import _casadi_dynamics as cd  # noqa: E402
 from bench.trajopt import panda_problem, ur5_problem  # noqa: E402
 from kronjax import trajopt  # noqa: E402
-from oracles import random_arm, relative_error, to_pinocchio  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
