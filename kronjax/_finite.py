@@ -99,6 +99,18 @@ def check_finite(x: PyTree, name: str = "input") -> PyTree:
             ``RuntimeError``, or a ``ValueError`` from JAX's fast dispatch path). Equinox's
             ``EQX_ON_ERROR`` environment variable selects other behaviours (``"nan"``,
             ``"breakpoint"``).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> model = kj.check_finite(kj.models.double_pendulum(), "model")  # infinite limits pass
+        >>> print(kj.check_finite(jnp.array([0.1, 0.2]), "q"))
+        [0.1 0.2]
+        >>> try:
+        ...     kj.check_finite(jnp.array([0.1, jnp.nan]), "q")
+        ... except Exception as err:  # equinox.EquinoxRuntimeError
+        ...     print("q has a non-finite entry (NaN or inf)" in str(err))
+        True
     """
 
     def checked(path: str, leaf, infinite_ok: bool) -> Array:

@@ -71,6 +71,20 @@ def chunked_vmap(fn: Callable, chunk_size: int | None = None, *, chunk_bytes: in
         static: it depends only on shapes) and on sharded inputs. Samples stay independent: a NaN
         or inf in one sample's inputs reaches only that sample's outputs (the padding of the last
         chunk repeats the last sample and is dropped).
+
+    Example:
+        Mass matrices of 5 configurations, 2 at a time: the same as one ``jax.vmap``.
+
+        >>> import jax
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()
+        >>> qs = jnp.linspace(0.0, 1.0, 10).reshape(5, 2)
+        >>> M = kj.chunked_vmap(lambda q: kj.mass_matrix(model, q), chunk_size=2)(qs)
+        >>> M.shape
+        (5, 2, 2)
+        >>> bool(jnp.allclose(M, jax.vmap(lambda q: kj.mass_matrix(model, q))(qs)))
+        True
     """
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
         raise ValueError(f"chunk_size must be a positive integer or None, got {chunk_size!r}")

@@ -36,12 +36,27 @@ def kron(a: ArrayLike, b: ArrayLike) -> Array:
 
     A 1-D ``a`` (``p``) and 1-D ``b`` (``n``) give the ``p n`` vector ``a ⊗ b``, as for
     column vectors.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> kj.kron(jnp.array([1.0, 2.0]), jnp.array([3.0, 4.0, 5.0])).tolist()
+        [3.0, 4.0, 5.0, 6.0, 8.0, 10.0]
+        >>> kj.kron(jnp.eye(2), jnp.ones((2, 3))).shape
+        (4, 6)
     """
     return jnp.kron(jnp.asarray(a), jnp.asarray(b))
 
 
 def vec(a: Float[ArrayLike, "r s"]) -> Float[Array, " r*s"]:
-    """Column-stacking ``vec`` operator (definition 3, eq. 7): ``vec(A)[j r + p] = A[p, j]``."""
+    """Column-stacking ``vec`` operator (definition 3, eq. 7): ``vec(A)[j r + p] = A[p, j]``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> kj.vec(jnp.array([[1.0, 2.0], [3.0, 4.0]])).tolist()  # the columns, one after the other
+        [1.0, 3.0, 2.0, 4.0]
+    """
     a = jnp.asarray(a)
     if a.ndim != 2:
         raise ValueError(f"vec expects a matrix (2-D array), got shape {a.shape}")
@@ -49,7 +64,17 @@ def vec(a: Float[ArrayLike, "r s"]) -> Float[Array, " r*s"]:
 
 
 def unvec(v: Float[ArrayLike, " rs"], rows: int) -> Float[Array, "rows cols"]:
-    """Inverse of :func:`vec`: the ``rows x (len(v) / rows)`` matrix whose columns stack to ``v``."""
+    """Inverse of :func:`vec`: the ``rows x (len(v) / rows)`` matrix whose columns stack to ``v``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> kj.unvec(jnp.arange(6.0), 3).tolist()
+        [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+        >>> A = jnp.array([[1.0, 2.0], [3.0, 4.0]])
+        >>> bool(jnp.array_equal(kj.unvec(kj.vec(A), 2), A))
+        True
+    """
     v = jnp.asarray(v)
     if v.ndim != 1:
         raise ValueError(f"unvec expects a vector (1-D array), got shape {v.shape}")
@@ -68,6 +93,16 @@ def khang_jacobian(f: Callable[..., ArrayLike], argnums: int = 0) -> Callable[..
 
     Forward mode is used because kinematic outputs (3-vectors, 3 x n Jacobians) are
     usually larger than, or comparable to, the number of coordinates.
+
+    Example:
+        ``A(x) = [[x0 x1, x0^2]]`` (1 x 2) gives ``dA/dx = [[dA00/dx0, dA00/dx1, dA01/dx0, dA01/dx1]]
+        = [[x1, x0, 2 x0, 0]]``:
+
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> A = lambda x: jnp.array([[x[0] * x[1], x[0] ** 2]])
+        >>> kj.khang_jacobian(A)(jnp.array([2.0, 3.0])).tolist()
+        [[3.0, 2.0, 4.0, 0.0]]
     """
 
     def derivative(*args, **kwargs):
@@ -93,7 +128,22 @@ def khang_jacobian(f: Callable[..., ArrayLike], argnums: int = 0) -> Callable[..
 def time_derivative(
     da_dx: Float[ArrayLike, "r s*n"], xdot: Float[ArrayLike, " n"]
 ) -> Float[Array, "r s"]:
-    """Theorem 1, eq. (8): ``dA/dt = dA/dx (E_s ⊗ xdot)``."""
+    """Theorem 1, eq. (8): ``dA/dt = dA/dx (E_s ⊗ xdot)``.
+
+    Example:
+        ``A(x) = [[x0 x1, x0^2]]`` moving with ``xdot``: ``dA/dt = [[x1 xd0 + x0 xd1, 2 x0 xd0]]``,
+        which is also ``jax.jvp``'s answer.
+
+        >>> import jax
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> A = lambda x: jnp.array([[x[0] * x[1], x[0] ** 2]])
+        >>> x, xdot = jnp.array([2.0, 3.0]), jnp.array([1.0, 1.0])
+        >>> kj.calculus.time_derivative(kj.khang_jacobian(A)(x), xdot).tolist()
+        [[5.0, 4.0]]
+        >>> jax.jvp(A, (x,), (xdot,))[1].tolist()
+        [[5.0, 4.0]]
+    """
     da_dx = jnp.asarray(da_dx)
     xdot = jnp.asarray(xdot)
     n = xdot.shape[0]
@@ -107,14 +157,37 @@ def product_rule(
     b: Float[ArrayLike, "m s"],
     db_dx: Float[ArrayLike, "m s*n"],
 ) -> Float[Array, "r s*n"]:
-    """Theorem 2, eq. (9): ``d(A B)/dx = dA/dx (B ⊗ E_n) + A dB/dx``."""
+    """Theorem 2, eq. (9): ``d(A B)/dx = dA/dx (B ⊗ E_n) + A dB/dx``.
+
+    Example:
+        ``A = x^T`` (1 x 2) and ``B = x`` (2 x 1): ``A B = x0^2 + x1^2``, whose derivative is
+        ``[[2 x0, 2 x1]]``.
+
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> A, B = (lambda x: x.reshape(1, 2)), (lambda x: x.reshape(2, 1))
+        >>> x = jnp.array([2.0, 3.0])
+        >>> dA, dB = kj.khang_jacobian(A)(x), kj.khang_jacobian(B)(x)
+        >>> kj.calculus.product_rule(A(x), dA, B(x), dB).tolist()
+        [[4.0, 6.0]]
+    """
     a, da_dx, b, db_dx = map(jnp.asarray, (a, da_dx, b, db_dx))
     n = da_dx.shape[1] // a.shape[1]
     return da_dx @ jnp.kron(b, jnp.eye(n, dtype=b.dtype)) + a @ db_dx
 
 
 def skew(a: Float[ArrayLike, "3"]) -> Float[Array, "3 3"]:
-    """Skew-symmetric matrix of a 3-vector (eq. 15): ``skew(a) @ b = a x b``."""
+    """Skew-symmetric matrix of a 3-vector (eq. 15): ``skew(a) @ b = a x b``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> a, b = jnp.array([1.0, 2.0, 3.0]), jnp.array([4.0, 5.0, 6.0])
+        >>> kj.skew(a).tolist()
+        [[0.0, -3.0, 2.0], [3.0, 0.0, -1.0], [-2.0, 1.0, 0.0]]
+        >>> bool(jnp.allclose(kj.skew(a) @ b, jnp.cross(a, b)))
+        True
+    """
     a = jnp.asarray(a)
     if a.shape[-1:] != (3,):
         raise ValueError(f"skew expects a 3-vector, got shape {a.shape}")
@@ -142,6 +215,19 @@ def block_skew(a: Float[ArrayLike, "3 m"]) -> Float[Array, "3 3*m"]:
     so that ``skew(A a) = block_skew(A) (E_3 ⊗ a)`` (17; the extracted text lost the tilde over
     ``A a``) and ``skew(a) A = -block_skew(A) (a ⊗ E_m)`` (18).
     For a Jacobian ``J_R`` (3 x n), ``block_skew(J_R) (v ⊗ qd) = (J_R qd) x v``.
+
+    Example:
+        Identities (17) and (18) for a 3 x 2 matrix ``A``:
+
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> A, x, a = jnp.arange(6.0).reshape(3, 2), jnp.array([1.0, -2.0]), jnp.array([1.0, 2.0, 3.0])
+        >>> kj.block_skew(A).shape
+        (3, 6)
+        >>> bool(jnp.allclose(kj.skew(A @ x), kj.block_skew(A) @ kj.kron(jnp.eye(3), x[:, None])))
+        True
+        >>> bool(jnp.allclose(kj.skew(a) @ A, -kj.block_skew(A) @ kj.kron(a[:, None], jnp.eye(2))))
+        True
     """
     a = jnp.asarray(a)
     if a.ndim != 2 or a.shape[0] != 3:
@@ -162,6 +248,16 @@ def symmetrize(h: Float[ArrayLike, "r n*n"]) -> Float[Array, "r n*n"]:
 
     Only this part is determined by a quadratic form ``H (qd ⊗ qd)`` (Tuan, remark after eq. 52):
     two Hessians that give the same accelerations for every ``qd`` have equal symmetric parts.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> H = jnp.array([[0.0, 1.0, 0.0, 0.0]])  # n = 2: columns (0, 0), (0, 1), (1, 0), (1, 1)
+        >>> kj.symmetrize(H).tolist()
+        [[0.0, 0.5, 0.5, 0.0]]
+        >>> qd = jnp.array([2.0, 3.0])
+        >>> bool(jnp.allclose(H @ kj.kron(qd, qd), kj.symmetrize(H) @ kj.kron(qd, qd)))
+        True
     """
     h = jnp.asarray(h)
     n = int(round(h.shape[-1] ** 0.5))

@@ -66,6 +66,20 @@ def center_of_mass(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, "3"
 
     Raises:
         ValueError: for a model without inertials or of zero total mass.
+
+    Example:
+        The double pendulum stretched along ``+x``: its links' centres of mass are at ``Lc`` and
+        ``L + Lc`` (0.61 and 1.83 m), of equal masses:
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> model = kj.models.double_pendulum()
+        >>> c = kj.center_of_mass(model, jnp.zeros(2))
+        >>> c.shape
+        (3,)
+        >>> bool(np.allclose(c, [(0.61 + 1.83) / 2, 0.0, 0.0]))
+        True
     """
     ine = _inertials(model)
     q = model.check_q(q)
@@ -83,6 +97,20 @@ def center_of_mass_jacobian(model: Model, q: Float[ArrayLike, " nq"]) -> Float[A
 
     Raises:
         ValueError: for a model without inertials or of zero total mass.
+
+    Example:
+        ``J_com v`` is the velocity of :func:`center_of_mass` (a forward-mode derivative along ``v``):
+
+        >>> import kronjax as kj
+        >>> import jax, jax.numpy as jnp
+        >>> model = kj.models.double_pendulum()
+        >>> q, v = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0])
+        >>> J_com = kj.center_of_mass_jacobian(model, q)
+        >>> J_com.shape
+        (3, 2)
+        >>> c_dot = jax.jvp(lambda q: kj.center_of_mass(model, q), (q,), (v,))[1]
+        >>> bool(jnp.allclose(J_com @ v, c_dot))
+        True
     """
     ine = _inertials(model)
     q = model.check_q(q)
@@ -113,6 +141,19 @@ def centroidal_momentum_matrix(model: Model, q: Float[ArrayLike, " nq"]) -> Floa
 
     Raises:
         ValueError: for a model without inertials or of zero total mass.
+
+    Example:
+        The linear rows are the total mass times :func:`center_of_mass_jacobian`:
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> model, q = kj.models.panda(), jnp.array([0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.8])
+        >>> A_g = kj.centroidal_momentum_matrix(model, q)
+        >>> A_g.shape
+        (6, 7)
+        >>> mass = jnp.sum(model.inertials.mass)
+        >>> bool(jnp.allclose(A_g[:3], mass * kj.center_of_mass_jacobian(model, q)))
+        True
     """
     ine = _inertials(model)
     return _momentum_matrix(model, ine, model.check_q(q))
@@ -124,6 +165,22 @@ def centroidal_momentum(
     """The centroidal momentum ``h_G = A_g v``, ``(6,)``: linear momentum, then angular momentum
     about the centre of mass, base-frame axes (:func:`centroidal_momentum_matrix`). Pinocchio's
     ``computeCentroidalMomentum(model, data, q, v)`` (``data.hg``).
+
+    Example:
+        The double pendulum stretched along ``+x`` turning rigidly at 1 rad/s about the base's
+        ``z`` axis: its angular momentum about the centre of mass ``c = (1.22, 0, 0)`` is
+        ``2 Izz + m (Lc^2 + (L + Lc)^2) - 2 m |c|^2``, its linear momentum ``2 m (0, |c|, 0)``:
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> model = kj.models.double_pendulum()  # m, L, Lc, Izz = 14.59, 1.22, 0.61, 1.36
+        >>> h = kj.centroidal_momentum(model, jnp.zeros(2), jnp.array([1.0, 0.0]))
+        >>> m, L, Lc, Izz = 14.59, 1.22, 0.61, 1.36
+        >>> bool(np.isclose(h[5], 2 * Izz + m * (Lc**2 + (L + Lc) ** 2) - 2 * m * 1.22**2))
+        True
+        >>> bool(np.allclose(h[:3], [0.0, 2 * m * 1.22, 0.0]))
+        True
     """
     ine = _inertials(model)
     q, v = model.check_q(q), model.check_v(v, "v")
@@ -141,6 +198,19 @@ def centroidal_momentum_matrix_dot(
     ``d/dt (m_b [p_b - c]x J_TG,b) = m_b ([p_b_dot - c_dot]x J_TG,b + [p_b - c]x dJ_TG,b/dt)`` and
     ``d/dt (I_b^0 J_R,b) = ([w_b]x I_b^0 - I_b^0 [w_b]x) J_R,b + I_b^0 dJ_R,b/dt`` with
     ``I_b^0 = R_b I_b R_b^T``. Pinocchio's ``dccrba(model, data, q, v)`` (``data.dAg``).
+
+    Example:
+        ``dA_g/dt`` is the forward-mode derivative of :func:`centroidal_momentum_matrix` along ``v``:
+
+        >>> import kronjax as kj
+        >>> import jax, jax.numpy as jnp
+        >>> model = kj.models.double_pendulum()
+        >>> q, v = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0])
+        >>> A_dot = kj.centroidal_momentum_matrix_dot(model, q, v)
+        >>> A_dot.shape
+        (6, 2)
+        >>> bool(jnp.allclose(A_dot, jax.jvp(lambda q: kj.centroidal_momentum_matrix(model, q), (q,), (v,))[1]))
+        True
     """
     ine = _inertials(model)
     q, v = model.check_q(q), model.check_v(v, "v")

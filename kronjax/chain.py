@@ -124,6 +124,22 @@ class Inertial:
         com: centre of mass in the body frame (3-vector), the paper's ``p_G^(i)``.
         inertia: inertia tensor about the centre of mass, in body-frame axes: a symmetric positive
             semi-definite 3 x 3 matrix, or its three principal values ``(Ixx, Iyy, Izz)``.
+
+    Example:
+        A 2 kg body, centre of mass 0.5 m along ``x``, on a revolute joint about ``z``: ``M = m
+        0.5^2 + Izz = 0.6``.
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> link = kj.Inertial(mass=2.0, com=(0.5, 0.0, 0.0), inertia=(0.0, 0.1, 0.1))
+        >>> model = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [link])
+        >>> print(model.inertials.inertia[0])  # principal values become a diagonal tensor
+        [[0.  0.  0. ]
+         [0.  0.1 0. ]
+         [0.  0.  0.1]]
+        >>> print(np.round(float(kj.mass_matrix(model, jnp.zeros(1))[0, 0]), 6))
+        0.6
     """
 
     mass: Any
@@ -138,6 +154,14 @@ class Inertials(eqx.Module):
         mass: ``(nb,)`` body masses.
         com: ``(nb, 3)`` centres of mass in the body frames.
         inertia: ``(nb, 3, 3)`` inertia tensors about the centres of mass, body-frame axes (``I_G``).
+
+    Example:
+        >>> import kronjax as kj
+        >>> inertials = kj.models.double_pendulum().inertials
+        >>> inertials.com.shape, inertials.inertia.shape
+        ((2, 3), (2, 3, 3))
+        >>> print(inertials.mass)
+        [14.59 14.59]
     """
 
     mass: Float[Array, " nb"]
@@ -232,6 +256,17 @@ class Tree(eqx.Module):
         pre_rotation, pre_translation: ``(nb, 3, 3)``, ``(nb, 3)``: placement of the joint frame in
             the parent's body frame.
         post_rotation, post_translation: placement of the body frame in the moved joint frame.
+
+    Example:
+        A free-flying base (``q``: 7 numbers, ``v``: 6) carrying one revolute joint:
+
+        >>> import kronjax as kj
+        >>> model = kj.from_joints([kj.Joint("free", name="base"), kj.Joint("R", parent=0, axis=(1, 0, 0))])
+        >>> tree = model.kinematics
+        >>> tree.parents, tree.kinds, tree.nq, tree.nv
+        ((-1, 0), ('free', 'R'), 8, 7)
+        >>> tree.axes.shape, tree.pre_rotation.shape
+        ((2, 3), (2, 3, 3))
     """
 
     parents: tuple[int, ...] = eqx.field(static=True)
@@ -386,6 +421,17 @@ class PosesFunction(eqx.Module):
 
     The function may instead return homogeneous transforms ``(nb, 4, 4)``. It is checked once,
     outside ``jit``, when the model is built (:func:`from_function`).
+
+    Example:
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> def poses(q):  # one body: a frame 1 m out on a crank turning about z
+        ...     c, s = jnp.cos(q[0]), jnp.sin(q[0])
+        ...     r = jnp.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+        ...     return r[None], (r @ jnp.array([1.0, 0.0, 0.0]))[None]
+        >>> model = kj.from_function(poses, 1)
+        >>> type(model.kinematics).__name__, model.kinematics.n_bodies, model.kinematics.n_dof
+        ('PosesFunction', 1, 1)
     """
 
     fn: Callable = eqx.field(static=True)
@@ -435,6 +481,14 @@ class JointLimits(eqx.Module):
 
     NaN is an error everywhere. URDF files often write ``0`` to mean "not set";
     :func:`~kronjax.urdf.load_urdf` reads those as unlimited unless ``strict_limits=True``.
+
+    Example:
+        >>> import kronjax as kj
+        >>> limits = kj.models.panda().limits  # Franka's published limits
+        >>> limits.effort.tolist()
+        [87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0]
+        >>> kj.chain.JointLimits.unlimited(2).upper.tolist()
+        [inf, inf]
     """
 
     lower: Float[Array, " n"]
@@ -516,6 +570,19 @@ class Model(eqx.Module):
             (:func:`kronjax.passive.passive_forces`), which ``kronjax.simulate`` applies and
             ``forward_dynamics(..., passive=True)`` adds. Zeros from the builders, ``None`` (none)
             for a Model constructed directly.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()
+        >>> model.body_names, model.joint_names, model.nq, model.nv
+        (('link1', 'link2'), ('joint1', 'joint2'), 2, 2)
+        >>> model.body_index("link2")
+        1
+        >>> print(model.gravity)
+        [ 0.   -9.81  0.  ]
+        >>> model.astype(jnp.float32).inertials.mass.dtype
+        dtype('float32')
     """
 
     kinematics: Tree | PosesFunction
@@ -815,6 +882,19 @@ def from_dh(
 
     Body ``i`` is the D-H frame ``i + 1`` of the table (0-based index, the paper's body ``i + 1``).
     The values may be JAX tracers, so ``jax.grad`` reaches the D-H parameters (calibration).
+
+    Example:
+        A planar arm of two 1 m links (``a = 1``): at ``q = 0`` its frames lie at ``x = 1`` and
+        ``x = 2``; the D-H frame of body ``i`` is at the far end of link ``i``.
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> arm = kj.from_dh([("R", 0.0, 0.0, 1.0, 0.0), ("R", 0.0, 0.0, 1.0, 0.0)], limits={"upper": 2.5})
+        >>> np.round(kj.forward_kinematics(arm, jnp.zeros(2)).origins, 4).tolist()
+        [[1.0, 0.0, 0.0], [2.0, 0.0, 0.0]]
+        >>> arm.limits.upper.tolist(), arm.limits.lower.tolist()
+        ([2.5, 2.5], [-inf, -inf])
     """
     if convention not in ("standard", "modified"):
         raise ValueError(f"unknown D-H convention {convention!r}; expected 'standard' or 'modified'")
@@ -870,6 +950,22 @@ class Joint:
         armature, damping, friction: rotor inertia, viscous damping and Coulomb friction of each
             of the joint's velocity coordinates (:class:`Model`; default 0); fixed and mimic joints
             take none.
+
+    Example:
+        A revolute shoulder with position limits, then a damped slide along its ``x`` axis, and a
+        joint that mirrors the shoulder (a mimic: no coordinate of its own):
+
+        >>> import kronjax as kj
+        >>> joints = [
+        ...     kj.Joint("R", axis=(0, 0, 1), name="shoulder", lower=-1.0, upper=1.0),
+        ...     kj.Joint("P", parent=0, axis=(1, 0, 0), translation=(0.5, 0, 0), name="slide", damping=0.2),
+        ...     kj.Joint("R", parent=1, axis=(0, 0, 1), name="mirror", mimic=("shoulder", -1.0, 0.0)),
+        ... ]
+        >>> model = kj.from_joints(joints)
+        >>> model.n_bodies, model.nv, model.coordinate_names
+        (3, 2, ('shoulder', 'slide'))
+        >>> print(model.limits.lower, model.damping)
+        [ -1. -inf] [0.  0.2]
     """
 
     kind: str
@@ -961,6 +1057,22 @@ def from_joints(joints: Sequence[Joint], inertials=None, *, gravity=None) -> Mod
 
     Body ``i`` is moved by ``joints[i]``; its frame is the joint frame after the joint motion
     (``Post`` is the identity), which is how URDF and Pinocchio place bodies.
+
+    Example:
+        The same planar arm as in :func:`from_dh`'s example, with URDF-style frames at the joints:
+        body 1's frame is at the elbow ``(1, 0, 0)``.
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> arm = kj.from_joints(
+        ...     [kj.Joint("R", axis=(0, 0, 1)), kj.Joint("R", parent=0, axis=(0, 0, 1), translation=(1, 0, 0))],
+        ...     [kj.Inertial(1.0, com=(0.5, 0, 0), inertia=(0, 0.1, 0.1))] * 2,
+        ... )
+        >>> arm.joint_names, arm.body_names
+        (('joint1', 'joint2'), ('link1', 'link2'))
+        >>> np.round(kj.forward_kinematics(arm, jnp.array([jnp.pi / 2, 0.0])).origins[1], 4).tolist()
+        [0.0, 1.0, 0.0]
     """
     joints = list(joints)
     if not joints:
@@ -1046,6 +1158,20 @@ def from_function(
             coordinate (a scalar or ``(n,)``; :class:`Model`); zero by default.
         check: evaluate ``poses_fn`` at ``q = 0`` and at a few random ``q`` (outside ``jit``) and
             raise if a rotation is not orthonormal with determinant +1, or shapes are wrong.
+
+    Example:
+        A frame 1 m out on a crank turning about ``z``; the Jacobians are taken by autodiff:
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> def poses(q):
+        ...     c, s = jnp.cos(q[0]), jnp.sin(q[0])
+        ...     r = jnp.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+        ...     return r[None], (r @ jnp.array([1.0, 0.0, 0.0]))[None]  # rotations (1, 3, 3), origins (1, 3)
+        >>> model = kj.from_function(poses, 1)
+        >>> np.round(kj.translational_jacobian(model, jnp.zeros(1), 0), 4).tolist()
+        [[0.0], [1.0], [0.0]]
     """
     if not callable(poses_fn):
         raise TypeError(f"poses_fn must be callable, got {poses_fn!r}")

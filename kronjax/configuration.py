@@ -73,7 +73,16 @@ def _joints(model: Model):
 
 def neutral(model: Model, dtype=None) -> Float[Array, " nq"]:
     """The neutral configuration (``pinocchio.neutral``): zero coordinates, identity quaternions
-    ``[0, 0, 0, 1]``, planar ``[0, 0, 1, 0]``."""
+    ``[0, 0, 0, 1]``, planar ``[0, 0, 1, 0]``.
+
+    Example:
+        >>> import kronjax as kj
+        >>> model = kj.from_joints([kj.Joint("free"), kj.Joint("R", parent=0)])
+        >>> model.nq, model.nv
+        (8, 7)
+        >>> kj.neutral(model).tolist()  # free joint [x, y, z, qx, qy, qz, qw], then the revolute
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0]
+    """
     dtype = dtype or jnp.result_type(float)
     parts = [_lie.neutral(kind, dtype) for kind, _, _ in _joints(model)]
     return jnp.concatenate(parts) if parts else jnp.zeros(0, dtype)
@@ -81,7 +90,23 @@ def neutral(model: Model, dtype=None) -> Float[Array, " nq"]:
 
 def integrate(model: Model, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv"]) -> Float[Array, " nq"]:
     """``q ⊕ v`` (``pinocchio.integrate``): every joint moved with the constant velocity ``v`` (its
-    slice, in the child frame) for unit time. ``q + v`` when every joint is 1-DoF."""
+    slice, in the child frame) for unit time. ``q + v`` when every joint is 1-DoF.
+
+    Example:
+        The free body moving at unit speed along its own ``x`` axis while turning by ``pi/2`` about
+        ``z`` runs along a quarter circle of length 1 (radius ``2/pi``), to ``(2/pi, 2/pi)``:
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.from_joints([kj.Joint("free"), kj.Joint("R", parent=0)])  # q: 7 + 1, v: 6 + 1
+        >>> v = jnp.array([1.0, 0.0, 0.0, 0.0, 0.0, jnp.pi / 2, 0.3])
+        >>> q = kj.integrate(model, kj.neutral(model), v)
+        >>> bool(np.allclose(q[:2], 2 / np.pi)), bool(np.isclose(q[7], 0.3))
+        (True, True)
+        >>> bool(np.allclose(q[3:7], [0.0, 0.0, np.sin(np.pi / 4), np.cos(np.pi / 4)]))
+        True
+    """
     q, v = model.check_q(q), model.check_v(v, "v")
     return _integrate(model, q, v)
 
@@ -94,7 +119,17 @@ def _integrate(model: Model, q: Array, v: Array) -> Array:
 
 def difference(model: Model, q0: Float[ArrayLike, " nq"], q1: Float[ArrayLike, " nq"]) -> Float[Array, " nv"]:
     """``q1 ⊖ q0`` (``pinocchio.difference``): the velocity ``v`` with ``integrate(model, q0, v) =
-    q1`` (rotations by at most ``pi``). ``q1 - q0`` when every joint is 1-DoF."""
+    q1`` (rotations by at most ``pi``). ``q1 - q0`` when every joint is 1-DoF.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> model = kj.from_joints([kj.Joint("free"), kj.Joint("R", parent=0)])  # q: 7 + 1, v: 6 + 1
+        >>> q0, v = kj.neutral(model), jnp.array([1.0, 0.0, 0.0, 0.0, 0.0, jnp.pi / 2, 0.3])
+        >>> q1 = kj.integrate(model, q0, v)
+        >>> bool(jnp.allclose(kj.difference(model, q0, q1), v))
+        True
+    """
     q0, q1 = model.check_q(q0, "q0"), model.check_q(q1, "q1")
     if not model.has_multi_dof:
         return q1 - q0
@@ -103,7 +138,16 @@ def difference(model: Model, q0: Float[ArrayLike, " nq"], q1: Float[ArrayLike, "
 
 def normalize(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, " nq"]:
     """``q`` with every quaternion and ``(cos, sin)`` pair scaled to unit norm
-    (``pinocchio.normalize``); other coordinates unchanged."""
+    (``pinocchio.normalize``); other coordinates unchanged.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> model = kj.from_joints([kj.Joint("free"), kj.Joint("R", parent=0)])
+        >>> q = jnp.array([1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 2.0, 0.5])  # a quaternion of norm 2
+        >>> kj.normalize(model, q).tolist()
+        [1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0, 0.5]
+    """
     q = model._check_vector(q, "q", model.nq, "configuration numbers")  # of any norm
     if not model.has_multi_dof:
         return q
@@ -114,7 +158,17 @@ def random_configuration(model: Model, key: Array, translation_range: float = 1.
     """A random configuration: revolute and prismatic coordinates uniform within the model's
     position limits where both are finite, else in ``[-pi, pi]``; rotations uniform on SO(3)
     (free, spherical) or in ``[-pi, pi]`` (planar); the translations of free and planar joints
-    uniform in ``[-translation_range, translation_range]`` (metres)."""
+    uniform in ``[-translation_range, translation_range]`` (metres).
+
+    Example:
+        >>> import jax
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> model = kj.models.panda()
+        >>> q = kj.random_configuration(model, jax.random.key(0))
+        >>> q.shape, bool(jnp.all((model.limits.lower <= q) & (q <= model.limits.upper)))
+        ((7,), True)
+    """
     limits = model.limits
     parts = []
     for k, (kind, _, vs) in zip(jax.random.split(key, model.nq), _joints(model)):

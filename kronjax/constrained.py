@@ -135,6 +135,17 @@ class Constraint(eqx.Module):
         space: the model whose configuration ``q`` is, when it has multi-DoF joints (its
             :func:`kronjax.integrate` is the chart of the derivatives); ``None``: ``q`` is
             ``n`` Euclidean coordinates.
+
+    Example:
+        A point ``(x, y)`` on the unit circle, ``Phi(q) = x^2 + y^2 - 1``:
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> circle = kj.constrained.holonomic(lambda q: jnp.array([q[0] ** 2 + q[1] ** 2 - 1.0]), 2)
+        >>> circle.n_equations, circle.n_dof, circle.is_holonomic
+        (1, 2, True)
+        >>> bool(jnp.allclose(circle.phi(jnp.array([0.6, 0.8])), 0.0))
+        True
     """
 
     phi: Callable | None
@@ -177,6 +188,21 @@ def holonomic(phi_fn: Callable, n_dof: int | Model, *, description: str = "holon
     (required for a model with free, spherical or planar joints: ``Phi_q`` is then taken along
     its tangent space, ``m x nv``). ``Phi_q`` and ``gamma`` come from automatic differentiation
     of ``phi_fn``.
+
+    Example:
+        The unit circle, ``Phi = x^2 + y^2 - 1``: ``Phi_q = 2 q^T`` and ``gamma = -Phi_qq (qd ⊗ qd)
+        = -2 |qd|^2`` (Huang eq. 1):
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> circle = kj.constrained.holonomic(lambda q: jnp.array([q[0] ** 2 + q[1] ** 2 - 1.0]), 2, description="circle")
+        >>> cons = kj.constrained.Constraints((circle,))
+        >>> q, qd = jnp.array([0.6, 0.8]), jnp.array([-0.8, 0.6])  # on the circle, moving along it
+        >>> bool(np.allclose(cons.jacobian(q), [[1.2, 1.6]]))
+        True
+        >>> bool(np.allclose(cons.velocity_residual(q, qd), 0.0)), bool(np.allclose(cons.bias(q, qd), -2.0))
+        (True, True)
     """
     if not callable(phi_fn):
         raise TypeError(f"phi_fn must be callable, got {phi_fn!r}")
@@ -195,6 +221,19 @@ def pfaffian(
     ``a_fn``: ``q (nq,) -> (m, n)``; ``b_fn``: ``q -> (m,)``; ``n_dof`` as in :func:`holonomic`
     (``n = nv``). Pfaffian rows are not projected at position level (there is no ``Phi``) and are
     not supported by ``method="huang"``.
+
+    Example:
+        A wheel of radius 0.5 rolling without slipping, ``q = (x, theta)``: ``x' - 0.5 theta' = 0``:
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> rolling = kj.constrained.pfaffian(lambda q: jnp.array([[1.0, -0.5]]), 2, description="rolling")
+        >>> rolling.n_equations, rolling.is_holonomic
+        (1, False)
+        >>> cons = kj.constrained.Constraints((rolling,))
+        >>> bool(np.allclose(cons.velocity_residual(jnp.zeros(2), jnp.array([1.0, 2.0])), 0.0))  # 1 - 0.5 * 2
+        True
     """
     if not callable(a_fn) or (b_fn is not None and not callable(b_fn)):
         raise TypeError("a_fn (and b_fn, when given) must be callables of q")
@@ -357,6 +396,19 @@ def loop_closure(
 
     Returns:
         A holonomic :class:`Constraint` of ``LOOP_CLOSURE_KINDS[kind]`` equations.
+
+    Example:
+        The pin that closes :func:`kronjax.models.four_bar` (lengths crank, coupler, rocker,
+        ground = 0.2, 0.6, 0.5, 0.7): the coupler's far end on the rocker's far end:
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> mech = kj.models.four_bar()
+        >>> pin = kj.constrained.loop_closure(mech.model, "coupler", (0.6, 0.0, 0.0), "rocker", (0.5, 0.0, 0.0), "planar_point")
+        >>> pin.n_equations, pin.description
+        (2, 'planar_point loop closure coupler-rocker')
+        >>> bool(jnp.allclose(pin.phi(mech.q0), 0.0, atol=1e-12))  # the assembled configuration closes it
+        True
     """
     if not isinstance(model, Model):
         raise TypeError(f"model must be a kronjax Model, got {type(model).__name__}")
@@ -401,6 +453,18 @@ class Constraints(eqx.Module):
 
     ``q`` has ``nq`` numbers and velocities ``n = nv`` (see :class:`Constraint`); with free,
     spherical or planar joints every derivative in ``q`` is along the tangent space (module doc).
+
+    Example:
+        The four-bar's constraints (:func:`kronjax.models.four_bar`), ``m = 2`` equations on
+        ``n = 3`` coordinates; ``Phi_qq`` in Khang's layout is ``m x n^2``:
+
+        >>> import kronjax as kj
+        >>> mech = kj.models.four_bar()
+        >>> cons = mech.constraints
+        >>> cons.n_equations, cons.n_dof
+        (2, 3)
+        >>> cons.residual(mech.q0).shape, cons.jacobian(mech.q0).shape, cons.hessian(mech.q0).shape
+        ((2,), (2, 3), (2, 9))
     """
 
     parts: tuple[Constraint, ...]
@@ -527,6 +591,18 @@ class Mechanism(eqx.Module):
         model: the tree (the mechanism cut open at its loop-closing joints).
         constraints: the loop closures.
         q0: ``(nq,)`` a configuration that satisfies the constraints.
+
+    Example:
+        The built-in four-bar (:func:`kronjax.models.four_bar`): 3 joints, 2 loop-closure
+        equations, 1 degree of freedom:
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> mech = kj.models.four_bar()
+        >>> mech.model.nq, mech.constraints.n_equations, mech.n_dof
+        (3, 2, 1)
+        >>> bool(jnp.max(jnp.abs(mech.constraints.residual(mech.q0))) < 1e-12)
+        True
     """
 
     model: Model
@@ -573,6 +649,19 @@ class Solution(NamedTuple):
             ``Z^T Q``; ``M qdd + C qd + g = tau + generalized_force``.
         rank: the numerical rank of the system that was solved (``A`` for ``"lagrange"`` and
             ``"nullspace"``, ``Phi_Q`` for ``"huang"``).
+
+    Example:
+        The four-bar released at rest (:func:`solve`); the generalized constraint force is
+        ``A^T lambda``:
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> mech = kj.models.four_bar()
+        >>> sol = kj.constrained.solve(mech.model, mech.constraints, mech.q0, jnp.zeros(3), jnp.zeros(3))
+        >>> sol.qdd.shape, sol.forces.shape, sol.generalized_force.shape, int(sol.rank)
+        ((3,), (2,), (3,), 2)
+        >>> bool(jnp.allclose(mech.constraints.jacobian(mech.q0).T @ sol.forces, sol.generalized_force))
+        True
     """
 
     qdd: Float[Array, " n"]
@@ -674,6 +763,18 @@ class HuangSystem(NamedTuple):
             constraint residual at ``t + dt`` without reactions.
         z: ``(m, n)`` ``Z``: the generalized force of the reactions is ``Z^T Q``.
         free_qdd: ``(n,)`` ``M^-1 f``, the acceleration without reactions.
+
+    Example:
+        The four-bar at rest under gravity, a step of 1 ms (:func:`huang_system`):
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> mech = kj.models.four_bar()
+        >>> system = kj.constrained.huang_system(mech.model, mech.constraints, mech.q0, jnp.zeros(3), jnp.zeros(3), 1e-3)
+        >>> system.phi_q.shape, system.psi.shape, system.z.shape, system.free_qdd.shape
+        ((2, 2), (2,), (2, 3), (3,))
+        >>> bool(jnp.allclose(system.z, mech.constraints.jacobian(mech.q0)))  # Z = Phi_q
+        True
     """
 
     phi_q: Float[Array, "m m"]
@@ -708,7 +809,21 @@ def huang_system(
 ) -> HuangSystem:
     """The matrix ``Phi_Q`` and right-hand side ``Psi`` of Huang's formulation at ``(q, qd)``
     for a step ``dt`` (see the module docstring); :func:`solve` with ``method="huang"`` solves it.
-    Useful to inspect ``det Phi_Q`` or its conditioning at a singular configuration."""
+    Useful to inspect ``det Phi_Q`` or its conditioning at a singular configuration.
+
+    Example:
+        Solving ``Phi_Q Q = -Psi`` gives the reactions of :func:`solve` with ``method="huang"``
+        (the four-bar at rest under gravity, a step of 1 ms):
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> mech = kj.models.four_bar()
+        >>> state = (mech.model, mech.constraints, mech.q0, jnp.zeros(3), jnp.zeros(3))
+        >>> system = kj.constrained.huang_system(*state, 1e-3)
+        >>> reactions = jnp.linalg.solve(system.phi_q, -system.psi)
+        >>> bool(jnp.allclose(reactions, kj.constrained.solve(*state, method="huang", dt=1e-3).forces))
+        True
+    """
     cons = _huang_constraints(constraints, dt)
     q, qd, tau = _state(model, cons, ("q", q), qd=qd, tau=tau)
     _, factor, f = _forces(model, q, qd, tau, wrenches)
@@ -785,7 +900,9 @@ def solve(
     Args:
         model: the (tree) model.
         constraints: a :class:`Constraint`, :class:`Constraints` or a sequence of them.
-        method: ``"lagrange"``, ``"nullspace"`` or ``"huang"`` (see the module docstring).
+        method: ``"lagrange"`` (the KKT system, Huang eq. 1), ``"nullspace"`` (Kane's equations,
+            Parsa eqs. 8-11, 39-46) or ``"huang"`` (Huang eqs. 2-4, appendix A); see the module
+            docstring.
         dt: the step of Huang's formulation (required for ``"huang"``). Its ``qdd`` is the
             constant acceleration over ``[t, t + dt]`` that satisfies the constraints at
             ``t + dt`` to second order, correcting the position and velocity errors at ``t``
@@ -822,7 +939,25 @@ def solve(
     Raises:
         ValueError, TypeError: for bad shapes or options (eagerly).
         equinox's runtime error: ``"lagrange"``/``"nullspace"`` where the constraint Jacobian is
-        rank-deficient (the message names the rank; also under ``jit``/``vmap``).
+            rank-deficient (the message names the rank; also under ``jit``/``vmap``).
+
+    Example:
+        The four-bar (:func:`kronjax.models.four_bar`) moving at an admissible velocity (a unit
+        vector of the null space of ``A``) under gravity: ``A qdd = gamma``, the equations of
+        motion hold with the constraint force, and the null-space method agrees:
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> mech = kj.models.four_bar()
+        >>> model, cons, q = mech.model, mech.constraints, mech.q0
+        >>> qd, tau = jnp.linalg.svd(cons.jacobian(q))[2][-1], jnp.zeros(3)  # A qd = 0
+        >>> sol = kj.constrained.solve(model, cons, q, qd, tau)
+        >>> bool(jnp.allclose(cons.jacobian(q) @ sol.qdd, cons.bias(q, qd)))
+        True
+        >>> bool(jnp.allclose(kj.inverse_dynamics(model, q, qd, sol.qdd), tau + sol.generalized_force))
+        True
+        >>> bool(jnp.allclose(kj.constrained.solve(model, cons, q, qd, tau, method="nullspace").qdd, sol.qdd))
+        True
     """
     cons = _stack(constraints)
     if method not in SOLVE_METHODS:
@@ -867,6 +1002,16 @@ def check_state(
     (suggesting :func:`project`), or, with ``check_rank``, if the constraint Jacobian is
     rank-deficient there (naming the rank: redundant constraints or a singular configuration).
     Eager: not for use under ``jit``.
+
+    Example:
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> mech = kj.models.four_bar()
+        >>> kj.constrained.check_state(mech.model, mech.constraints, mech.q0, jnp.zeros(3))  # silent: consistent
+        >>> kj.constrained.check_state(mech.model, mech.constraints, mech.q0 + 0.01)
+        Traceback (most recent call last):
+            ...
+        ValueError: q violates the constraints by ... (> tol = 1e-08); move it onto them first with ...
     """
     cons = _stack(constraints)
     q = _state(model, cons, ("q", q))[0]
@@ -932,6 +1077,19 @@ def project(
 
     Returns:
         ``(q, qd)`` (``qd`` is ``None`` when not given).
+
+    Example:
+        A disassembled four-bar, moving at a velocity the loop does not allow, put back on the
+        constraints:
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> mech = kj.models.four_bar()
+        >>> q, qd = kj.constrained.project(mech.model, mech.constraints, mech.q0 + 0.01, jnp.ones(3))
+        >>> bool(jnp.max(jnp.abs(mech.constraints.residual(q))) < 1e-12)
+        True
+        >>> bool(jnp.max(jnp.abs(mech.constraints.velocity_residual(q, qd))) < 1e-12)
+        True
     """
     cons = _stack(constraints)
     q = _state(model, cons, ("q", q))[0]
@@ -955,6 +1113,16 @@ class ConstrainedRollout(NamedTuple):
         residual: ``(K,)`` ``max |Phi(q)|`` (the position drift).
         velocity_residual: ``(K,)`` ``max |A qd - b|``.
         rank: ``(K - 1,)`` the rank reported by :func:`solve` at each step.
+
+    Example:
+        Five steps of 1 ms of the four-bar falling from rest (:func:`simulate`):
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> mech = kj.models.four_bar()
+        >>> out = kj.constrained.simulate(mech.model, mech.constraints, mech.q0, jnp.zeros(3), dt=1e-3, steps=5, method="huang")
+        >>> out.ts.shape, out.q.shape, out.qd.shape, out.forces.shape, out.residual.shape, out.rank.shape
+        ((6,), (6, 3), (6, 3), (5, 2), (6,), (5,))
     """
 
     ts: Float[Array, " K"]
@@ -1008,6 +1176,21 @@ def simulate(
 
     Returns:
         A :class:`ConstrainedRollout`, with the drift at every step.
+
+    Example:
+        The four-bar (:func:`kronjax.models.four_bar`) falling from rest under gravity, five
+        steps of 1 ms with Huang's step and projection (the default method is ``"lagrange"``):
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> mech = kj.models.four_bar()
+        >>> out = kj.constrained.simulate(mech.model, mech.constraints, mech.q0, jnp.zeros(3), dt=1e-3, steps=5, method="huang")
+        >>> out.q.shape, out.forces.shape
+        ((6, 3), (5, 2))
+        >>> bool(jnp.max(out.residual) < 1e-12), bool(jnp.max(out.velocity_residual) < 1e-12)
+        (True, True)
+        >>> bool(out.qd[-1, 0] != 0)  # it moves
+        True
     """
     cons = _stack(constraints)
     if method not in SOLVE_METHODS:

@@ -184,6 +184,25 @@ def mass_matrix(model: Model, q: Float[ArrayLike, " n"], method: str = "auto") -
             that it is symmetric to the last bit); ``"composite"``: ``M[i, j] = S_i . Ic_j S_j``
             from composite rigid bodies (:mod:`kronjax._composite`, ``O(n^2)``, Tree models
             only, exactly symmetric); ``"auto"`` (default): ``"composite"`` for Tree models.
+
+    Example:
+        The double pendulum's closed form (:func:`kronjax.models.double_pendulum`), and ``M``
+        symmetric positive definite:
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> model = kj.models.double_pendulum()  # m, L, Lc, Izz = 14.59, 1.22, 0.61, 1.36
+        >>> M = kj.mass_matrix(model, jnp.array([0.3, 0.7]))
+        >>> m, L, Lc, Izz, c2 = 14.59, 1.22, 0.61, 1.36, np.cos(0.7)
+        >>> m12 = Izz + m * (Lc**2 + L * Lc * c2)
+        >>> closed = [[2 * Izz + m * (L**2 + 2 * Lc**2 + 2 * L * Lc * c2), m12], [m12, Izz + m * Lc**2]]
+        >>> bool(np.allclose(M, closed))
+        True
+        >>> bool(jnp.allclose(M, M.T)) and bool(jnp.all(jnp.linalg.eigvalsh(M) > 0))
+        True
+        >>> bool(jnp.allclose(kj.mass_matrix(model, jnp.array([0.3, 0.7]), method="jacobians"), M))
+        True
     """
     return _mass_matrix(model, model.check_q(q), method)
 
@@ -221,6 +240,22 @@ def mass_matrix_derivative(
 
     With ``method="composite"`` (the default for Tree models, ``"auto"``), from composite rigid
     bodies in ``O(n^3)``: each entry is a few spatial dot products (:mod:`kronjax._composite`).
+
+    Example:
+        The layout against ``jax.jacfwd`` of :func:`mass_matrix` (``[i, j, k] = dM[i, j]/dq_k``),
+        and the double pendulum's ``dM[0, 0]/dq_2 = -2 m L Lc sin q2``:
+
+        >>> import kronjax as kj
+        >>> import jax, jax.numpy as jnp
+        >>> import numpy as np
+        >>> model, q = kj.models.double_pendulum(), jnp.array([0.3, 0.7])
+        >>> dM = kj.mass_matrix_derivative(model, q)
+        >>> dM.shape
+        (2, 4)
+        >>> bool(jnp.allclose(dM, jax.jacfwd(kj.mass_matrix, argnums=1)(model, q).reshape(2, 4)))
+        True
+        >>> bool(np.isclose(dM[0, 0 * 2 + 1], -2 * 14.59 * 1.22 * 0.61 * np.sin(0.7)))  # (i, j n + k), i = j = 0, k = 1
+        True
     """
     return _mass_matrix_derivative(model, model.check_q(q), method)
 
@@ -272,6 +307,21 @@ def coriolis_star(model: Model, q: Float[ArrayLike, " n"], method: str = "auto")
 
     ``method`` chooses how ``dM/dq`` is computed (:func:`mass_matrix_derivative`): ``"composite"``
     in ``O(n^3)`` (Tree models; the default), ``"jacobians"`` by the papers' product rule.
+
+    Example:
+        The equations of motion (Tuan 100): ``M qdd + C* (qd ⊗ qd) + g`` is
+        :func:`inverse_dynamics`:
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> model = kj.models.double_pendulum()
+        >>> q, qd, qdd = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0]), jnp.array([0.5, 0.2])
+        >>> C_star = kj.coriolis_star(model, q)
+        >>> C_star.shape
+        (2, 4)
+        >>> tau = kj.mass_matrix(model, q) @ qdd + C_star @ jnp.kron(qd, qd) + kj.gravity(model, q)
+        >>> bool(jnp.allclose(tau, kj.inverse_dynamics(model, q, qd, qdd)))
+        True
     """
     return _coriolis_star(model, model.check_q(q), method)
 
@@ -305,6 +355,23 @@ def coriolis_matrix(
               ``Jdot = dJ/dt`` comes from a forward-mode derivative of ``J`` along ``qd``.
 
     ``Mdot = dM/dq (E_n ⊗ qd)`` (Tuan 8, Truc 40).
+
+    Example:
+        Every form gives ``C qd = C* (qd ⊗ qd)``; ``Mdot - 2C`` is skew-symmetric for ``"truc"``
+        and ``"kane"`` (``Mdot`` here a forward-mode derivative of :func:`mass_matrix` along ``qd``):
+
+        >>> import kronjax as kj
+        >>> import jax, jax.numpy as jnp
+        >>> model = kj.models.double_pendulum()
+        >>> q, qd = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0])
+        >>> Mdot = jax.jvp(lambda q: kj.mass_matrix(model, q), (q,), (qd,))[1]
+        >>> c_qd = kj.coriolis_star(model, q) @ jnp.kron(qd, qd)
+        >>> for form in ("truc", "tuan", "kane"):
+        ...     C = kj.coriolis_matrix(model, q, qd, form=form)
+        ...     print(form, bool(jnp.allclose(C @ qd, c_qd)), bool(jnp.allclose(Mdot - 2 * C, -(Mdot - 2 * C).T)))
+        truc True True
+        tuan True False
+        kane True True
     """
     if form not in CORIOLIS_FORMS:
         raise ValueError(f"unknown Coriolis form {form!r}; expected one of {CORIOLIS_FORMS}")
@@ -346,6 +413,22 @@ def gravity(model: Model, q: Float[ArrayLike, " n"]) -> Float[Array, " n"]:
     with ``g0 = model.gravity`` (base frame) and ``J_TGi`` the base-frame Jacobian of body ``i``'s
     centre of mass. The equations of motion carry ``+ g(q)`` on the left-hand side. For Tree
     models the same sum is taken per subtree: ``g_j = -S_j . Ic_j (0, g0)`` (:mod:`kronjax._composite`).
+
+    Example:
+        The double pendulum's closed form (:func:`kronjax.models.double_pendulum`), and
+        ``g = dP/dq``:
+
+        >>> import kronjax as kj
+        >>> import jax, jax.numpy as jnp
+        >>> import numpy as np
+        >>> model, q = kj.models.double_pendulum(), jnp.array([0.3, 0.7])
+        >>> g = kj.gravity(model, q)
+        >>> m, L, Lc, g0 = 14.59, 1.22, 0.61, 9.81
+        >>> closed = [g0 * m * ((L + Lc) * np.cos(0.3) + Lc * np.cos(1.0)), g0 * m * Lc * np.cos(1.0)]
+        >>> bool(np.allclose(g, closed))
+        True
+        >>> bool(jnp.allclose(g, jax.grad(kj.potential_energy, argnums=1)(model, q)))
+        True
     """
     q = model.check_q(q)
     ine = _inertials(model)
@@ -357,7 +440,22 @@ def gravity(model: Model, q: Float[ArrayLike, " n"]) -> Float[Array, " n"]:
 
 def potential_energy(model: Model, q: Float[ArrayLike, " n"]) -> Float[Array, ""]:
     """Gravitational potential energy ``P = -sum_i m_i g0 . r_Gi`` (Truc 17, Parsa 26), zero when
-    all centres of mass are at the base origin."""
+    all centres of mass are at the base origin.
+
+    Example:
+        The double pendulum (gravity ``-y``): ``P = m g0 (Lc sin q1 + L sin q1 + Lc sin(q1 + q2))``:
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> model = kj.models.double_pendulum()
+        >>> P = kj.potential_energy(model, jnp.array([0.3, 0.7]))
+        >>> m, L, Lc, g0 = 14.59, 1.22, 0.61, 9.81
+        >>> bool(np.isclose(P, m * g0 * ((L + Lc) * np.sin(0.3) + Lc * np.sin(1.0))))
+        True
+        >>> bool(kj.potential_energy(model, jnp.zeros(2)) == 0)  # both links along +x, at the base's height
+        True
+    """
     q = model.check_q(q)
     ine = _inertials(model)
     r, p = model.poses(q)
@@ -371,7 +469,19 @@ def kinetic_energy(
     """Kinetic energy ``T = sum_i 1/2 m_i v_Gi . v_Gi + 1/2 w_i . I_Gi w_i`` (Truc 22, Parsa 13),
     with ``w_i`` in the body frame, plus the rotors' ``1/2 qd . diag(armature) qd``; equals ``1/2
     qd^T M qd`` (Tuan 93). Computed from one forward-mode pass through the poses (no Jacobian
-    matrices)."""
+    matrices).
+
+    Example:
+        ``T = 1/2 qd^T M qd`` (Tuan 93):
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> model = kj.models.double_pendulum()
+        >>> q, qd = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0])
+        >>> T = kj.kinetic_energy(model, q, qd)
+        >>> bool(jnp.isclose(T, 0.5 * qd @ kj.mass_matrix(model, q) @ qd))
+        True
+    """
     q, qd = _check_state(model, q=q, qd=qd)
     ine = _inertials(model)
     _, v, w = _velocities(model, q, qd)
@@ -399,6 +509,21 @@ class Wrench(eqx.Module):
 
     ``force`` and ``moment`` (and a vector ``point``) are pytree leaves: they may be traced,
     batched with ``jax.vmap`` and differentiated.
+
+    Example:
+        A moment about ``z`` on the double pendulum's second link acts on both joints (their
+        axes are ``z``); a force through a joint axis does not act on that joint:
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> model, q = kj.models.double_pendulum(), jnp.array([0.3, 0.7])
+        >>> couple = kj.Wrench("link2", moment=(0.0, 0.0, 2.0))
+        >>> bool(np.allclose(kj.generalized_forces(model, q, couple), [2.0, 2.0]))
+        True
+        >>> pin = kj.Wrench("link2", force=(0.0, -5.0, 0.0))  # at link 2's frame origin: the elbow
+        >>> bool(jnp.isclose(kj.generalized_forces(model, q, pin)[1], 0.0, atol=1e-12))
+        True
     """
 
     body: int | str = eqx.field(static=True)
@@ -506,6 +631,23 @@ def generalized_forces(
 
     Raises:
         ValueError: a wrench acts on a body the model does not have (the message names it).
+
+    Example:
+        A downward force ``F`` at the double pendulum's tip (``y = L sin q1 + L sin(q1 + q2)``)
+        gives ``f = -F (dy/dq)^T``; with it, :func:`inverse_dynamics` needs ``f`` less torque:
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> model, q = kj.models.double_pendulum(), jnp.array([0.3, 0.7])
+        >>> tip = kj.Wrench("link2", force=(0.0, -10.0, 0.0), point=(1.22, 0.0, 0.0))
+        >>> f = kj.generalized_forces(model, q, tip)
+        >>> bool(np.allclose(f, [-10.0 * 1.22 * (np.cos(0.3) + np.cos(1.0)), -10.0 * 1.22 * np.cos(1.0)]))
+        True
+        >>> qd, qdd = jnp.array([1.0, -2.0]), jnp.array([0.5, 0.2])
+        >>> tau = kj.inverse_dynamics(model, q, qd, qdd, wrenches=tip)
+        >>> bool(jnp.allclose(tau, kj.inverse_dynamics(model, q, qd, qdd) - f))
+        True
     """
     return _generalized_forces(model, model.check_q(q), _as_wrenches(wrenches))
 
@@ -600,6 +742,23 @@ def inverse_dynamics(
         wrenches: external loads (see :func:`generalized_forces`); ``None`` for none.
         passive: also overcome the joints' damping and friction: ``tau - passive_forces(model,
             q, qd)`` (:mod:`kronjax.passive`; off by default).
+
+    Example:
+        The three methods agree with ``M qdd + C* (qd ⊗ qd) + g``, and at rest ``tau = g``:
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> model = kj.models.double_pendulum()
+        >>> q, qd, qdd = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0]), jnp.array([0.5, 0.2])
+        >>> tau = kj.inverse_dynamics(model, q, qd, qdd)  # "auto": "rnea" for this tree
+        >>> tau.shape
+        (2,)
+        >>> bool(jnp.allclose(tau, kj.inverse_dynamics(model, q, qd, qdd, method="lagrangian")))
+        True
+        >>> bool(jnp.allclose(tau, kj.inverse_dynamics(model, q, qd, qdd, method="kron")))
+        True
+        >>> bool(jnp.allclose(kj.inverse_dynamics(model, q, jnp.zeros(2), jnp.zeros(2)), kj.gravity(model, q)))
+        True
     """
     method = _resolve_method(model, method)
     q, qd, qdd = _check_state(model, q=q, qd=qd, qdd=qdd)
@@ -661,6 +820,20 @@ def forward_dynamics(
     positive pivot at rounding level passes, as a number without digits, so that the hot path
     carries no condition estimate. Where that can happen, check ``jnp.linalg.cond`` of
     :func:`mass_matrix` (a scaled one: ``M / sqrt(d d^T)``, ``d = diag M``) outside the loop.
+
+    Example:
+        The inverse of :func:`inverse_dynamics`; the gravity torque holds the arm at rest:
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> model = kj.models.double_pendulum()
+        >>> q, qd, qdd = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0]), jnp.array([0.5, 0.2])
+        >>> tau = kj.inverse_dynamics(model, q, qd, qdd)
+        >>> bool(jnp.allclose(kj.forward_dynamics(model, q, qd, tau), qdd))
+        True
+        >>> rest = kj.forward_dynamics(model, q, jnp.zeros(2), kj.gravity(model, q))
+        >>> bool(jnp.allclose(rest, 0.0, atol=1e-9))
+        True
     """
     q, qd, tau = _check_state(model, q=q, qd=qd, tau=tau)
     _inertials(model)
@@ -798,6 +971,21 @@ def inverse_dynamics_derivatives(
     ``O(n^2)`` with composite-body quantities; the same rule is registered with JAX, so
     ``jax.jacfwd`` / ``jax.jacrev`` / ``jax.grad`` of :func:`inverse_dynamics` (``"rnea"``) use
     it. Other models: ``jax.jacfwd`` of :func:`inverse_dynamics`.
+
+    Example:
+        ``dtau_dqdd`` is ``M``, and the partial derivatives are those of ``jax.jacfwd``:
+
+        >>> import kronjax as kj
+        >>> import jax, jax.numpy as jnp
+        >>> model = kj.models.double_pendulum()
+        >>> q, qd, qdd = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0]), jnp.array([0.5, 0.2])
+        >>> dq, dqd, dqdd = kj.inverse_dynamics_derivatives(model, q, qd, qdd)
+        >>> dq.shape
+        (2, 2)
+        >>> bool(jnp.allclose(dqdd, kj.mass_matrix(model, q)))
+        True
+        >>> bool(jnp.allclose(dq, jax.jacfwd(kj.inverse_dynamics, argnums=1)(model, q, qd, qdd)))
+        True
     """
     q, qd, qdd = _check_state(model, q=q, qd=qd, qdd=qdd)
     _inertials(model)
@@ -826,6 +1014,21 @@ def forward_dynamics_derivatives(
     matrix that is not positive definite raises as in :func:`forward_dynamics`; a NaN or inf in
     ``q``, ``qd``, ``tau`` or the model's parameters gives NaN/inf entries instead
     (:mod:`kronjax._finite`).
+
+    Example:
+        ``dqdd_dtau`` is ``M^-1``, and ``dqdd_dq = -M^-1 dtau_dq`` (:func:`inverse_dynamics_derivatives`):
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> model = kj.models.double_pendulum()
+        >>> q, qd, tau = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0]), jnp.array([50.0, 20.0])
+        >>> dq, dqd, dtau = kj.forward_dynamics_derivatives(model, q, qd, tau)
+        >>> M = kj.mass_matrix(model, q)
+        >>> bool(jnp.allclose(dtau @ M, jnp.eye(2)))
+        True
+        >>> qdd = kj.forward_dynamics(model, q, qd, tau)
+        >>> bool(jnp.allclose(M @ dq, -kj.inverse_dynamics_derivatives(model, q, qd, qdd)[0]))
+        True
     """
     q, qd, tau = _check_state(model, q=q, qd=qd, tau=tau)
     _inertials(model)

@@ -138,6 +138,20 @@ def standard_parameters(model: Model) -> Float[Array, " p"]:
     I_xz, I_yz, I_zz)`` (:data:`BODY_PARAMETERS`, Pinocchio's order), in body-``i`` axes, with the
     inertia about the body-frame origin by Steiner's theorem ``I_O = I_G + m (c^T c E - c c^T)``
     (the model stores ``I_G`` about the centre of mass).
+
+    Example:
+        The double pendulum's first link (``m = 14.59`` kg, centre of mass ``Lc = 0.61`` m along
+        ``x``, a slender rod with ``Izz = 1.36`` kg m^2 about it): ``m c_x = m Lc = 8.8999`` and,
+        about the joint, ``Iyy = Izz = 1.36 + m Lc^2 = 6.7889``.
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> pi = kj.identify.standard_parameters(kj.models.double_pendulum())
+        >>> pi.shape  # 10 per body
+        (20,)
+        >>> dict(zip(kj.identify.BODY_PARAMETERS, np.round(np.asarray(pi[:10]), 4).tolist()))
+        {'m': 14.59, 'mcx': 8.8999, 'mcy': 0.0, 'mcz': 0.0, 'Ixx': 0.0, 'Ixy': 0.0, 'Iyy': 6.7889,
+         'Ixz': 0.0, 'Iyz': 0.0, 'Izz': 6.7889}
     """
     return _standard_parameters(_model_inertials(model))
 
@@ -201,6 +215,26 @@ def with_standard_parameters(model: Model, pi: Float[ArrayLike, " p"], *, check:
             ``check=False`` lets a non-physical estimate (e.g. from least squares) be turned into a
             model, for torque prediction; masses must still be non-zero (``c = h / m``), except for
             massless frames (all 10 parameters 0).
+
+    Example:
+        Every parameter doubled is every body twice as heavy, its centre of mass kept; the mass
+        matrix, linear in the parameters, doubles:
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()
+        >>> pi = kj.identify.standard_parameters(model)
+        >>> heavy = kj.identify.with_standard_parameters(model, 2 * pi)
+        >>> print(np.round(heavy.inertials.mass, 6), np.round(heavy.inertials.com[0], 6))
+        [29.18 29.18] [0.61 0.   0.  ]
+        >>> q = jnp.array([0.3, -0.7])
+        >>> bool(jnp.allclose(kj.mass_matrix(heavy, q), 2 * kj.mass_matrix(model, q)))
+        True
+        >>> kj.identify.with_standard_parameters(model, -pi)  # a negative mass: no such body
+        Traceback (most recent call last):
+        ...
+        ValueError: body 0 (link1): not physically realisable (mass -14.59, ...); pass check=False to build the model anyway
     """
     if not isinstance(model, Model):
         raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
@@ -230,7 +264,17 @@ def with_standard_parameters(model: Model, pi: Float[ArrayLike, " p"], *, check:
 def parameter_names(model: Model, friction: bool = False, armature: bool = False) -> tuple[str, ...]:
     """Names of the regressor's columns: ``"<body>.<parameter>"`` (:data:`BODY_PARAMETERS`), then
     with ``friction=True`` ``"<joint>.fv"`` (viscous) and ``"<joint>.fc"`` (Coulomb) per joint
-    coordinate, then with ``armature=True`` ``"<joint>.ia"`` (rotor inertia)."""
+    coordinate, then with ``armature=True`` ``"<joint>.ia"`` (rotor inertia).
+
+    Example:
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()
+        >>> names = kj.identify.parameter_names(model)
+        >>> len(names), names[:4], names[-1]
+        (20, ('link1.m', 'link1.mcx', 'link1.mcy', 'link1.mcz'), 'link2.Izz')
+        >>> kj.identify.parameter_names(model, friction=True, armature=True)[20:]
+        ('joint1.fv', 'joint2.fv', 'joint1.fc', 'joint2.fc', 'joint1.ia', 'joint2.ia')
+    """
     names = [f"{body}.{p}" for body in model.body_names for p in BODY_PARAMETERS]
     moving = model.coordinate_names
     if friction:
@@ -254,6 +298,22 @@ def pseudo_inertia(pi: Float[ArrayLike, " p"]) -> Float[Array, "nb 4 4"]:
     positive semi-definite, and ``J`` is positive definite for any body that is not degenerate
     (Wensing, Kim and Slotine 2017). This implies ``m > 0``, ``I_G`` positive definite and
     the triangle inequalities of its principal moments.
+
+    Example:
+        The double pendulum's links are slender rods (``J`` semi-definite); a body with principal
+        moments ``(1, 1, 3)`` about its centre of mass breaks the triangle inequality ``Izz <=
+        Ixx + Iyy``: ``Sigma = diag(1.5, 1.5, -0.5)``.
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> J = kj.identify.pseudo_inertia(kj.identify.standard_parameters(kj.models.double_pendulum()))
+        >>> J.shape, float(J[0, 3, 3])  # one per body; J[3, 3] = m
+        ((2, 4, 4), 14.59)
+        >>> bool(np.linalg.eigvalsh(J).min() > -1e-9)
+        True
+        >>> impossible = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 3.0]  # m = 1 at the origin, I = diag(1, 1, 3)
+        >>> print(np.round(np.linalg.eigvalsh(kj.identify.pseudo_inertia(impossible))[0], 6))
+        [-0.5  1.   1.5  1.5]
     """
     pi = jnp.asarray(pi)
     if pi.ndim != 1 or pi.shape[0] % 10:
@@ -344,6 +404,22 @@ def regressor(
     Compiled with ``equinox.filter_jit`` (as ``diffrax.diffeqsolve`` is): the first call for a
     model structure and batch shape compiles, later ones reuse it; inside a user's ``jit`` it is
     inlined. (The input checks above run in Python first.)
+
+    Example:
+        ``Y pi`` is the inverse dynamics (the double pendulum has no rotors):
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()
+        >>> q, qd, qdd = jnp.array([0.3, -0.7]), jnp.array([0.5, 1.0]), jnp.array([-1.0, 2.0])
+        >>> Y = kj.identify.regressor(model, q, qd, qdd)
+        >>> Y.shape  # (n, 10 nb)
+        (2, 20)
+        >>> bool(jnp.allclose(Y @ kj.identify.standard_parameters(model), kj.inverse_dynamics(model, q, qd, qdd)))
+        True
+        >>> kj.identify.regressor(model, *np.random.default_rng(0).normal(size=(3, 40, 2))).shape  # 40 states at once
+        (40, 2, 20)
     """
     if not isinstance(model, Model):
         raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
@@ -398,6 +474,31 @@ class BaseParameters(eqx.Module):
         projection: ``K``, ``(r, p)``: ``beta = K pi``; ``K[:, independent]`` is the identity and
             ``K[:, dependent] = B`` (entries below ``1e-10`` relative set to zero).
         names: names of the standard parameters (empty when not known).
+
+    Example:
+        The double pendulum's 20 standard parameters act through 6 base parameters: the planar
+        arm's ``Izz``, ``m c_x`` and ``m c_y`` per link, the second link's mass regrouped onto the
+        first link's (``L m2`` and ``L^2 m2``, ``L = 1.22`` m).
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()
+        >>> base = kj.identify.base_parameters(model)
+        >>> base.rank, base.size, base.independent
+        (6, 20, (1, 2, 9, 11, 12, 19))
+        >>> for line in base.describe():
+        ...     print(line)
+        link1.mcx + 1.22 link2.m
+        link1.mcy
+        link1.Izz + 1.488 link2.m
+        link2.mcx
+        link2.mcy
+        link2.Izz
+        >>> Y = kj.identify.regressor(model, *np.random.default_rng(0).normal(size=(3, 40, 2)))
+        >>> pi = kj.identify.standard_parameters(model)
+        >>> bool(jnp.allclose(base.regressor(Y) @ base.from_standard(pi), Y @ pi))  # W_i beta = W pi
+        True
     """
 
     rank: int = eqx.field(static=True)
@@ -488,6 +589,18 @@ def base_parameters_from_regressor(
             after the bodies' (friction). With it masses and first moments are regrouped onto
             inertias and a link's parameters onto its parent's, as in Gautier and Khalil's rules
             (e.g. ``link1.Iyy - 0.0361 link2.m + link2.Iyy ...`` for the elbow arm).
+
+    Example:
+        The double pendulum's regressor over 40 random states: 6 of its 20 columns are
+        independent (:class:`BaseParameters`), as :func:`base_parameters` finds.
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()
+        >>> Y = kj.identify.regressor(model, *np.random.default_rng(1).normal(size=(3, 40, 2)))  # (40, 2, 20)
+        >>> base = kj.identify.base_parameters_from_regressor(Y, names=kj.identify.parameter_names(model))
+        >>> base.rank, [base.names[i] for i in base.independent]
+        (6, ['link1.mcx', 'link1.mcy', 'link1.Izz', 'link2.mcx', 'link2.mcy', 'link2.Izz'])
     """
     w = np.asarray(w, dtype=np.float64)
     if w.ndim < 2:
@@ -579,6 +692,17 @@ def base_parameters(
         samples: number of random states (default ``2 p / n + 20``).
         friction: include the ``2 n`` friction parameters.
         armature: include the ``n`` rotor inertias.
+
+    Example:
+        The double pendulum (a planar arm): 6 base parameters of 20, the first link's combined
+        with the second link's mass (``L^2 m2``, ``L = 1.22`` m); see :class:`BaseParameters`.
+
+        >>> import kronjax as kj
+        >>> base = kj.identify.base_parameters(kj.models.double_pendulum())
+        >>> base.rank, base.projection.shape
+        (6, (6, 20))
+        >>> base.describe()[2]
+        'link1.Izz + 1.488 link2.m'
     """
     if not isinstance(model, Model):
         raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
@@ -630,6 +754,20 @@ def least_squares(
     the same minimum-norm estimate comes back silently: check :func:`condition_number` or
     ``jnp.linalg.cond`` of the regressor first. Remedies: the base regressor
     (:meth:`BaseParameters.regressor`), a better excitation (:func:`optimize_excitation`).
+
+    Example:
+        The double pendulum's torques at 40 random states (``Y pi``, the inverse dynamics) give
+        back its base parameters:
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()
+        >>> base, pi = kj.identify.base_parameters(model), kj.identify.standard_parameters(model)
+        >>> Y = kj.identify.regressor(model, *np.random.default_rng(0).normal(size=(3, 40, 2)))
+        >>> beta = kj.identify.least_squares(base.regressor(Y), Y @ pi)
+        >>> beta.shape, bool(jnp.allclose(beta, base.from_standard(pi)))
+        ((6,), True)
     """
     y, tau = _rows(y, tau)
     if sigma is not None:
@@ -682,6 +820,23 @@ def weighted_least_squares(
 
     Returns ``(beta, sigma)``: the estimate ``(r,)`` and the joints' error standard deviations
     ``(n,)``.
+
+    Example:
+        The double pendulum's torques at 40 random states with noise of standard deviation 0.01
+        N m on joint 1 and 0.1 N m on joint 2: the noise levels come back (to the sampling error
+        of 40 samples), and the base parameters to about 0.01.
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()
+        >>> base, pi = kj.identify.base_parameters(model), kj.identify.standard_parameters(model)
+        >>> rng = np.random.default_rng(0)
+        >>> Y = kj.identify.regressor(model, *rng.normal(size=(3, 40, 2)))
+        >>> tau = Y @ pi + rng.normal(size=(40, 2)) * np.array([0.01, 0.1])
+        >>> beta, sigma = kj.identify.weighted_least_squares(base.regressor(Y), tau)
+        >>> bool(np.allclose(sigma, [0.01, 0.1], rtol=0.3)), bool(jnp.allclose(beta, base.from_standard(pi), atol=0.01))
+        (True, True)
     """
     y, tau = _rows(y, tau)
     if y.ndim != 3:
@@ -806,6 +961,26 @@ def physically_consistent(
 
     Returns:
         ``(pi, losses)``: the estimate ``(p,)`` and the loss before each step.
+
+    Example:
+        A pendulum (one link swinging in the ``x-y`` plane, gravity ``-y``), identified from
+        exact torques at 40 random states starting from a body 1.5 times too heavy: the estimate
+        reproduces the torques and is a realisable body. (The torques fix only its 3 base
+        parameters; the other 7 stay near the start, or the prior.)
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.from_joints([kj.Joint("R", axis=(0, 0, 1), lower=-1.0, upper=1.0, velocity=2.0)],
+        ...                        [kj.Inertial(mass=1.0, com=(0.3, 0.0, 0.0), inertia=(0.01, 0.02, 0.02))],
+        ...                        gravity=(0, -9.81, 0))
+        >>> pi = kj.identify.standard_parameters(model)
+        >>> Y = kj.identify.regressor(model, *np.random.default_rng(0).normal(size=(3, 40, 1)))
+        >>> estimate, losses = kj.identify.physically_consistent(model, Y, Y @ pi, initial=1.5 * pi, steps=100)
+        >>> bool(jnp.allclose(Y @ estimate, Y @ pi)), bool(losses[-1] < 1e-9 * losses[0])
+        (True, True)
+        >>> bool(np.linalg.eigvalsh(kj.identify.pseudo_inertia(estimate)).min() > 0)
+        True
     """
     if not isinstance(model, Model):
         raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
@@ -883,6 +1058,30 @@ class FourierTrajectory(eqx.Module):
         offset: ``q0``, ``(n,)``.
         sine, cosine: ``a`` and ``b``, ``(n, L)`` (amplitudes of the velocity, rad/s or m/s).
         frequency: fundamental frequency in Hz (static).
+
+    Examples:
+        Two joints, two harmonics of 0.5 Hz (period 2 s); at ``t = 0`` the velocity is ``sum_l
+        a_jl``:
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> traj = kj.identify.FourierTrajectory(offset=[0.0, 0.5], sine=[[1.0, 0.0], [0.5, 0.2]],
+        ...                                      cosine=[[0.0, 0.0], [0.0, 0.3]], frequency=0.5)
+        >>> q, qd, qdd = traj(jnp.linspace(0.0, 4.0, 9))  # every 0.5 s over two periods
+        >>> q.shape, traj.period
+        ((9, 2), 2.0)
+        >>> print(np.round(qd[0], 6))
+        [1.  0.7]
+        >>> bool(jnp.allclose(q[:4], q[4:8]))  # periodic
+        True
+
+        :meth:`fit` recovers the coefficients from positions sampled over a period:
+
+        >>> t = jnp.linspace(0.0, 2.0, 40, endpoint=False)
+        >>> fitted = kj.identify.FourierTrajectory.fit(t, traj(t)[0], harmonics=2, frequency=0.5)
+        >>> bool(jnp.allclose(fitted.sine, traj.sine) and jnp.allclose(fitted.cosine, traj.cosine))
+        True
     """
 
     offset: Float[Array, " n"] = eqx.field(converter=jnp.asarray)
@@ -1011,6 +1210,25 @@ def fit_to_limits(
         ValueError: naming the joint, when a joint's position range has zero width
             (``lower >= upper``) or its velocity limit is 0 (checked when the limits are concrete,
             not traced).
+
+    Example:
+        A joint limited to ``|q| <= 1`` rad and ``|qd| <= 2`` rad/s, and ``|qdd| <= 5`` rad/s^2,
+        and a trajectory far too large: scaled down until the tightest limit, here the
+        acceleration, is met.
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.from_joints([kj.Joint("R", axis=(0, 0, 1), lower=-1.0, upper=1.0, velocity=2.0)],
+        ...                        [kj.Inertial(mass=1.0, com=(0.3, 0.0, 0.0), inertia=(0.01, 0.02, 0.02))],
+        ...                        gravity=(0, -9.81, 0))
+        >>> wide = kj.identify.FourierTrajectory(offset=[0.0], sine=[[3.0, 1.0]], cosine=[[0.0, 2.0]], frequency=0.5)
+        >>> fitted = kj.identify.fit_to_limits(model, wide, acceleration=5.0)
+        >>> q, qd, qdd = fitted(jnp.linspace(0.0, fitted.period, 1000, endpoint=False))  # the instants it checks
+        >>> bool(np.abs(q).max() <= 1.0 and np.abs(qd).max() <= 2.0)
+        True
+        >>> print(np.round(float(np.abs(qdd).max()), 6))
+        5.0
     """
     require_one_dof_joints(model, "fit_to_limits")
     _check_excitable(model, "fit_to_limits")
@@ -1050,7 +1268,24 @@ def condition_number(
 ) -> Float[Array, ""]:
     """Condition number ``s_max / s_min`` of the base regressor stacked over the samples of the
     trajectory at ``times`` (Gautier and Khalil 1992; Swevers et al. 1997): the criterion an
-    excitation trajectory minimises. Jit-able and differentiable in the trajectory."""
+    excitation trajectory minimises. Jit-able and differentiable in the trajectory.
+
+    Example:
+        A pendulum (3 base parameters: ``m c_x``, ``m c_y``, ``Izz``) on a random excitation of
+        3 harmonics of 0.5 Hz, sampled 25 times over its period:
+
+        >>> import jax
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> model = kj.from_joints([kj.Joint("R", axis=(0, 0, 1), lower=-1.0, upper=1.0, velocity=2.0)],
+        ...                        [kj.Inertial(mass=1.0, com=(0.3, 0.0, 0.0), inertia=(0.01, 0.02, 0.02))],
+        ...                        gravity=(0, -9.81, 0))
+        >>> base = kj.identify.base_parameters(model)
+        >>> traj = kj.identify.FourierTrajectory.random(jax.random.PRNGKey(0), model, harmonics=3, frequency=0.5)
+        >>> times = jnp.linspace(0.0, 2.0, 25, endpoint=False)
+        >>> base.rank, bool(kj.identify.condition_number(model, traj, times, base) >= 1.0)
+        (3, True)
+    """
     require_one_dof_joints(model, "condition_number")
     q, qd, qdd = trajectory(times)
     w = base.regressor(regressor(model, q, qd, qdd, friction=friction, armature=armature)).reshape(-1, base.rank)
@@ -1089,6 +1324,23 @@ def optimize_excitation(
     Raises:
         ValueError: naming the joint, as :func:`fit_to_limits`, when a joint's limits leave it no
             motion.
+
+    Example:
+        A pendulum (3 base parameters: ``m c_x``, ``m c_y``, ``Izz``) limited to ``|q| <= 1``
+        rad and ``|qd| <= 2`` rad/s, from a random start of 3 harmonics of 0.5 Hz, 20 steps:
+
+        >>> import jax
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> model = kj.from_joints([kj.Joint("R", axis=(0, 0, 1), lower=-1.0, upper=1.0, velocity=2.0)],
+        ...                        [kj.Inertial(mass=1.0, com=(0.3, 0.0, 0.0), inertia=(0.01, 0.02, 0.02))],
+        ...                        gravity=(0, -9.81, 0))
+        >>> base = kj.identify.base_parameters(model)
+        >>> start = kj.identify.FourierTrajectory.random(jax.random.PRNGKey(0), model, harmonics=3, frequency=0.5)
+        >>> times = jnp.linspace(0.0, 2.0, 25, endpoint=False)  # the regressor's instants over a period
+        >>> best, history = kj.identify.optimize_excitation(model, start, times, base, steps=20)
+        >>> history.shape, bool(history.min() < history[0])  # condition numbers: the start's, then every step's
+        ((21,), True)
     """
     require_one_dof_joints(model, "optimize_excitation")
     _check_excitable(model, "optimize_excitation")

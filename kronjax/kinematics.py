@@ -65,6 +65,18 @@ class FramePoses(NamedTuple):
     Attributes:
         rotations: ``(nb, 3, 3)``: ``rotations[i] = A_i^(0)``, columns are the body axes in the base frame.
         origins: ``(nb, 3)``: ``origins[i] = ^0 d_i^(0)``, the body frame's origin.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> poses = kj.forward_kinematics(model, jnp.array([jnp.pi / 2, 0.0]))
+        >>> poses.rotations.shape, poses.origins.shape
+        ((2, 3, 3), (2, 3))
+        >>> rotations, origins = poses  # a NamedTuple
+        >>> print(np.round(origins[1], 4))  # link 2 starts at the tip of link 1, pointing up
+        [0.   1.22 0.  ]
     """
 
     rotations: Float[Array, "nb 3 3"]
@@ -72,7 +84,22 @@ class FramePoses(NamedTuple):
 
 
 def forward_kinematics(model: Model, q: Float[ArrayLike, " n"]) -> FramePoses:
-    """Rotation matrices and origins of every body frame (Tuan eqs. 22, 26-27, 71-72)."""
+    """Rotation matrices and origins of every body frame (Tuan eqs. 22, 26-27, 71-72).
+
+    Example:
+        Link 1 turned by ``pi/2`` about ``z`` puts link 2's frame at ``(0, L, 0)`` with its ``x``
+        axis (the first column of its rotation) along ``+y``:
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> poses = kj.forward_kinematics(model, jnp.array([jnp.pi / 2, 0.0]))
+        >>> print(np.round(poses.origins[1], 4))
+        [0.   1.22 0.  ]
+        >>> print(np.round(poses.rotations[1][:, 0], 4))
+        [0. 1. 0.]
+    """
     return FramePoses(*model.poses(model.check_q(q)))
 
 
@@ -206,6 +233,24 @@ def jacobians(
         method: ``"analytic"`` (Tree models: from the joint axes of one forward-kinematics pass,
             :mod:`kronjax._jacobians`), ``"autodiff"`` (``jax.jacfwd`` of the poses; any model),
             ``"auto"`` (the first for Tree models).
+
+    Example:
+        At ``q = 0`` link 2's origin ``(L, 0, 0)`` moves along ``y`` with joint 1 only, and link 2
+        turns with both joints:
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> J_T, J_R = kj.jacobians(model, jnp.zeros(2))
+        >>> J_T.shape, J_R.shape  # (bodies, 3, n)
+        ((2, 3, 2), (2, 3, 2))
+        >>> print(np.round(J_T[1], 4))
+        [[0.   0.  ]
+         [1.22 0.  ]
+         [0.   0.  ]]
+        >>> J_R[1].tolist()
+        [[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]]
     """
     _check_frame(frame, _JACOBIAN_FRAMES)
     q = model.check_q(q)
@@ -225,6 +270,21 @@ def hessians(
     Translational Hessians are symmetric in ``(j, k)``, rotational ones are not.
 
     Args: as :func:`jacobians`.
+
+    Example:
+        Turning joint 1 at unit speed from ``q = 0`` gives link 2's origin the centripetal
+        acceleration ``H_T (qd ⊗ qd) = (-L, 0, 0)``:
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> H_T, H_R = kj.hessians(model, jnp.zeros(2))
+        >>> H_T.shape  # (bodies, 3, n^2)
+        (2, 3, 4)
+        >>> qd = jnp.array([1.0, 0.0])
+        >>> print(np.round(H_T[1] @ kj.kron(qd, qd), 4))
+        [-1.22  0.    0.  ]
     """
     _check_frame(frame, _HESSIAN_FRAMES)
     q = model.check_q(q)
@@ -246,6 +306,21 @@ def jacobians_dot(
     ``frame="base"`` or ``"body"`` (the derivative of the body-frame Jacobian ``A_0^(i) J``).
 
     Args: as :func:`jacobians`; ``qd``: ``(n,)`` joint velocities.
+
+    Example:
+        ``dJ/dt = H (E_n ⊗ qd)``; ``(dJ_T/dt) qd`` is the centripetal acceleration of
+        :func:`hessians`' example:
+
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> q, qd = jnp.array([0.3, 0.5]), jnp.array([1.0, -2.0])
+        >>> dJ_T, dJ_R = kj.jacobians_dot(model, q, qd)
+        >>> dJ_T.shape
+        (2, 3, 2)
+        >>> H_T, _ = kj.hessians(model, q)
+        >>> bool(jnp.allclose(dJ_T, H_T @ kj.kron(jnp.eye(2), qd[:, None])))
+        True
     """
     _check_frame(frame, _JACOBIAN_FRAMES)
     q, qd = model.check_q(q), model.check_v(qd, "qd")
@@ -291,6 +366,18 @@ def translational_jacobian(
     Args:
         point: ``None`` (the frame origin), ``"com"`` (the body's centre of mass) or a 3-vector in
             the body frame (``p_b^(b)``).
+
+    Example:
+        Link 2's centre of mass, ``Lc = 0.61`` m along it, at ``q = 0`` is at ``x = L + Lc``:
+        joint 1 moves it along ``y`` at ``L + Lc``, joint 2 at ``Lc``.
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> J_T = kj.translational_jacobian(model, jnp.zeros(2), "link2", point="com")
+        >>> bool(np.allclose(J_T, [[0.0, 0.0], [1.83, 0.61], [0.0, 0.0]]))
+        True
     """
     _check_frame(frame, _JACOBIAN_FRAMES)
     q, b, points = _prepare(model, q, body, point)
@@ -301,7 +388,17 @@ def rotational_jacobian(
     model: Model, q: Float[ArrayLike, " n"], body: int | str, frame: str = "base"
 ) -> Float[Array, "3 n"]:
     """Rotational Jacobian ``J_R`` (3 x n): ``omega = J_R qd`` in the base frame (37) or in the
-    body frame (40)."""
+    body frame (40).
+
+    Example:
+        Both joint axes of the double pendulum are ``z``:
+
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> kj.rotational_jacobian(model, jnp.array([0.3, 0.5]), "link2").tolist()
+        [[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]]
+    """
     _check_frame(frame, _JACOBIAN_FRAMES)
     q, b, _ = _prepare(model, q, body)
     return _jacobians(model, q, None, frame)[1][b]
@@ -315,6 +412,23 @@ def translational_hessian(
     ``"base"``: ``H_T^(0) = dJ_T^(0)/dq`` (51; 67 for a point), ``a^(0) = J_T qdd + H_T (qd ⊗ qd)`` (52, 66).
     ``"body"``: ``H_T^(i) = dJ_T^(i)/dq`` (53): the derivative of the body-frame velocity components (54).
     ``"body*"``: ``H*_T^(i) = A_0^(i) H_T^(0)`` (58): ``a^(i) = J_T^(i) qdd + H*_T (qd ⊗ qd)`` (59).
+
+    Example:
+        Link 2's centre of mass at ``x = L + Lc`` (``q = 0``), joint 1 turning at unit speed:
+        centripetal acceleration ``-(L + Lc) = -1.83`` along ``x``.
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> H_T = kj.translational_hessian(model, jnp.zeros(2), "link2", point="com")
+        >>> H_T.shape
+        (3, 4)
+        >>> qd = jnp.array([1.0, 0.0])
+        >>> bool(np.allclose(H_T @ kj.kron(qd, qd), [-1.83, 0.0, 0.0]))
+        True
+        >>> bool(jnp.allclose(H_T, kj.symmetrize(H_T)))  # a point's translational Hessian is symmetric
+        True
     """
     _check_frame(frame, _HESSIAN_FRAMES)
     q, b, points = _prepare(model, q, body, point)
@@ -325,7 +439,22 @@ def rotational_hessian(
     model: Model, q: Float[ArrayLike, " n"], body: int | str, frame: str = "base"
 ) -> Float[Array, "3 n*n"]:
     """Rotational Hessian (3 x n^2, Khang's layout): ``dJ_R/dq`` in the base frame (60) or the
-    body frame (61); ``alpha = J_R qdd + H_R (qd ⊗ qd)`` (62-64). Not symmetric in general."""
+    body frame (61); ``alpha = J_R qdd + H_R (qd ⊗ qd)`` (62-64). Not symmetric in general.
+
+    Example:
+        Joint 1 about ``z``, joint 2 about the ``y`` axis it carries: joint 2's axis turns with
+        ``q1``, ``dJ_R[:, 1]/dq_0 = z x y = -x`` (column ``1 n + 0 = 2``), and nothing else varies.
+
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> arm = kj.from_joints([kj.Joint("R", axis=(0, 0, 1)),
+        ...                       kj.Joint("R", parent=0, axis=(0, 1, 0), translation=(1, 0, 0))])
+        >>> H_R = kj.rotational_hessian(arm, jnp.zeros(2), 1)
+        >>> H_R.tolist()
+        [[0.0, 0.0, -1.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]
+        >>> bool(jnp.allclose(H_R, kj.symmetrize(H_R)))
+        False
+    """
     _check_frame(frame, _JACOBIAN_FRAMES)
     q, b, _ = _prepare(model, q, body)
     return _hessians(model, q, None, frame)[1][b]
@@ -334,12 +463,37 @@ def rotational_hessian(
 def linear_velocity(
     model: Model, q, qd, body: int | str, point=None, frame: str = "base"
 ) -> Float[Array, "3"]:
-    """``v = J_T qd`` of a frame origin or body point, in the base (30, 44) or body frame (32, 46)."""
+    """``v = J_T qd`` of a frame origin or body point, in the base (30, 44) or body frame (32, 46).
+
+    Example:
+        ``v`` matches a finite difference of the position along ``qd``:
+
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> q, qd = jnp.array([0.3, 0.5]), jnp.array([1.0, -2.0])
+        >>> v = kj.linear_velocity(model, q, qd, "link2")
+        >>> position = lambda q: kj.forward_kinematics(model, q).origins[1]
+        >>> eps = 1e-3
+        >>> fd = (position(q + eps * qd) - position(q - eps * qd)) / (2 * eps)  # central difference
+        >>> bool(jnp.allclose(v, fd, atol=1e-4))
+        True
+    """
     return translational_jacobian(model, q, body, point, frame) @ model.check_v(qd, "qd")
 
 
 def angular_velocity(model: Model, q, qd, body: int | str, frame: str = "base") -> Float[Array, "3"]:
-    """``omega = J_R qd`` in the base (38) or body frame (39)."""
+    """``omega = J_R qd`` in the base (38) or body frame (39).
+
+    Example:
+        In the plane, link 2 turns at ``qd1 + qd2`` about ``z``:
+
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> kj.angular_velocity(model, jnp.array([0.3, 0.5]), jnp.array([1.0, 2.0]), "link2").tolist()
+        [0.0, 0.0, 3.0]
+    """
     return rotational_jacobian(model, q, body, frame) @ model.check_v(qd, "qd")
 
 
@@ -364,6 +518,20 @@ def linear_acceleration(
     """Acceleration of a frame origin or body point: ``J_T qdd + H_T (qd ⊗ qd)``.
 
     In the base frame (52, 66), or in body axes with ``H*_T`` (58-59).
+
+    Example:
+        Joint 1 turning at unit speed from ``q = 0``: the centripetal accelerations of link 2's
+        origin (``-L``) and centre of mass (``-(L + Lc)``), along ``x``:
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> q, qd, qdd = jnp.zeros(2), jnp.array([1.0, 0.0]), jnp.zeros(2)
+        >>> print(np.round(kj.linear_acceleration(model, q, qd, qdd, "link2"), 4))
+        [-1.22  0.    0.  ]
+        >>> bool(np.allclose(kj.linear_acceleration(model, q, qd, qdd, "link2", point="com"), [-1.83, 0.0, 0.0]))
+        True
     """
     return _accelerations(model, q, qd, qdd, body, point, frame)[0]
 
@@ -371,7 +539,20 @@ def linear_acceleration(
 def angular_acceleration(
     model: Model, q, qd, qdd, body: int | str, frame: str = "base"
 ) -> Float[Array, "3"]:
-    """Angular acceleration ``J_R qdd + H_R (qd ⊗ qd)`` in the base (62) or body frame (63-64)."""
+    """Angular acceleration ``J_R qdd + H_R (qd ⊗ qd)`` in the base (62) or body frame (63-64).
+
+    Example:
+        Joint 1 about ``z`` and joint 2 about the ``y`` axis it carries: ``alpha = qdd1 z + qdd2 y +
+        qd1 qd2 (z x y)`` at ``q = 0`` (see :func:`rotational_hessian`).
+
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> arm = kj.from_joints([kj.Joint("R", axis=(0, 0, 1)),
+        ...                       kj.Joint("R", parent=0, axis=(0, 1, 0), translation=(1, 0, 0))])
+        >>> q, qd, qdd = jnp.zeros(2), jnp.array([2.0, 3.0]), jnp.array([1.0, 0.5])
+        >>> kj.angular_acceleration(arm, q, qd, qdd, 1).tolist()
+        [-6.0, 0.5, 1.0]
+    """
     return _accelerations(model, q, qd, qdd, body, None, frame)[1]
 
 
@@ -391,6 +572,22 @@ class RelativeMotion(eqx.Module):
         expressed_in: ``"reference"``: vectors in frame ``b`` (``^bJ_Tc^(b)``, ``^bH_Tc^(b)``, eqs.
             29, 37, 51, 60); ``"moving"``: in frame ``c`` (``^bJ_Tc^(c)``, ``^bJ_Rc^(c)``,
             ``^bH*_Tc^(c)``, ``^bH_Rc^(c)``; eqs. 31, 40, 58, 61).
+
+    Example:
+        Link 2 of the double pendulum relative to link 1: its origin stays at ``(L, 0, 0)``
+        and it turns with ``q2`` alone.
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> rel = kj.relative_motion(model, jnp.array([0.3, 0.5]), "link2", reference="link1")
+        >>> rel.rotation.shape, rel.J_T.shape, rel.H_T.shape, rel.expressed_in
+        ((3, 3), (3, 2), (3, 4), 'reference')
+        >>> bool(np.allclose(rel.origin, [1.22, 0.0, 0.0])), bool(np.allclose(rel.J_T, 0.0, atol=1e-6))
+        (True, True)
+        >>> bool(np.allclose(rel.J_R, [[0.0, 0.0], [0.0, 0.0], [0.0, 1.0]], atol=1e-6))
+        True
     """
 
     rotation: Float[Array, "3 3"]
@@ -421,6 +618,20 @@ def relative_motion(
     the derivatives are taken along the tangent space, ``d/dxi f(q ⊕ xi)`` at ``xi = 0``
     (:func:`kronjax.integrate`); the Hessian differentiates the Jacobian at ``q ⊕ xi`` the same
     way, so ``H (v ⊗ v)`` is ``(dJ/dt) v`` along any motion with velocity ``v``.
+
+    Example:
+        With ``reference=None`` it is the motion in the base frame, as :func:`translational_jacobian`
+        and :func:`translational_hessian` give it:
+
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> q = jnp.array([0.3, 0.5])
+        >>> motion = kj.relative_motion(model, q, "link2")
+        >>> bool(jnp.allclose(motion.J_T, kj.translational_jacobian(model, q, "link2")))
+        True
+        >>> bool(jnp.allclose(motion.H_T, kj.translational_hessian(model, q, "link2")))
+        True
     """
     if expressed_in not in ("reference", "moving"):
         raise ValueError(f"expressed_in must be 'reference' or 'moving', got {expressed_in!r}")
@@ -474,6 +685,21 @@ def compose(ab: RelativeMotion, bc: RelativeMotion) -> RelativeMotion:
 
     The Hessians are those of the papers' relations, which hold for the quadratic form
     ``H (qd ⊗ qd)``: they equal the jacobian-of-jacobian Hessians in their symmetric part.
+
+    Example:
+        Base -> link 1 composed with link 1 -> link 2 is base -> link 2:
+
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> q = jnp.array([0.3, 0.5])
+        >>> ab = kj.relative_motion(model, q, "link1")
+        >>> bc = kj.relative_motion(model, q, "link2", reference="link1")
+        >>> ac, direct = kj.compose(ab, bc), kj.relative_motion(model, q, "link2")
+        >>> bool(jnp.allclose(ac.origin, direct.origin) and jnp.allclose(ac.J_T, direct.J_T))
+        True
+        >>> bool(jnp.allclose(kj.symmetrize(ac.H_T), kj.symmetrize(direct.H_T)))
+        True
     """
     if ab.expressed_in != bc.expressed_in:
         raise ValueError(
@@ -524,6 +750,19 @@ def point_motion(
     """``(J_TG, H_TG)`` of a point fixed on the moving frame, given in moving-frame coordinates.
 
     Eqs. (79), (88) (``expressed_in="reference"``) or (82), (91) (``"moving"``).
+
+    Example:
+        Link 2's centre of mass is ``(Lc, 0, 0) = (0.61, 0, 0)`` in its frame:
+
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> q = jnp.array([0.3, 0.5])
+        >>> J_TG, H_TG = kj.point_motion(kj.relative_motion(model, q, "link2"), jnp.array([0.61, 0.0, 0.0]))
+        >>> bool(jnp.allclose(J_TG, kj.translational_jacobian(model, q, "link2", point="com")))
+        True
+        >>> bool(jnp.allclose(H_TG, kj.translational_hessian(model, q, "link2", point="com")))
+        True
     """
     point = jnp.asarray(point, motion.J_T.dtype)
     if point.shape != (3,):

@@ -45,7 +45,15 @@ __all__ = ["MJCFError", "load_mjcf", "to_mujoco", "from_mujoco"]
 
 class MJCFError(ValueError):
     """An MJCF that MuJoCo refuses or that kronjax cannot turn into a model; the message names the
-    file and the offending element."""
+    file and the offending element.
+
+    Example:
+        >>> import kronjax as kj
+        >>> kj.load_mjcf("<mujoco><worldbody><body><joint type='nope'/></body></worldbody></mujoco>")
+        Traceback (most recent call last):
+            ...
+        kronjax.mjcf.MJCFError: MuJoCo cannot compile the MJCF text: ...
+    """
 
 
 def _compile(source, mujoco):
@@ -294,6 +302,32 @@ def load_mjcf(source, *, gravity=None, sites: bool = False) -> Model | Mechanism
         ImportError: ``mujoco`` is not installed.
         MJCFError: (a ``ValueError``) MuJoCo's own error when it cannot compile the file (the file
             named), or a source that is neither a file nor XML text.
+
+    Example:
+        A pendulum from MJCF text (needs ``mujoco``): 2 kg at 0.5 m below a hinge about ``y``,
+        ``I_yy = 0.1``, so ``M = 2 * 0.5^2 + 0.1 = 0.6``; MuJoCo's range in degrees becomes limits
+        in radians.
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.load_mjcf('''
+        ... <mujoco>
+        ...   <worldbody>
+        ...     <body name="arm">
+        ...       <joint name="hinge" type="hinge" axis="0 1 0" range="-90 90"/>
+        ...       <inertial pos="0 0 -0.5" mass="2" diaginertia="0.1 0.1 0.01"/>
+        ...     </body>
+        ...   </worldbody>
+        ... </mujoco>''')
+        >>> model.body_names, model.joint_names
+        (('arm',), ('hinge',))
+        >>> print(model.gravity)  # MuJoCo's default
+        [ 0.    0.   -9.81]
+        >>> bool(np.allclose(model.limits.upper, [np.pi / 2]))
+        True
+        >>> print(np.round(float(kj.mass_matrix(model, jnp.zeros(1))[0, 0]), 6))
+        0.6
     """
     try:
         import mujoco
@@ -426,7 +460,25 @@ def to_mujoco(
     """MuJoCo's ``(qpos, qvel, qacc, qfrc)`` of a kronjax state ``(q, v, a, tau)`` (module doc):
     each output is ``None`` where its input is. One state (``jax.vmap`` for batches); ``a`` needs
     ``v``. ``qfrc`` is a generalised force in MuJoCo's coordinates (``qfrc_applied``, ``mj_rne``'s
-    result, ``qfrc_bias``), ``tau`` in kronjax's: both do the same work on the same motion."""
+    result, ``qfrc_bias``), ``tau`` in kronjax's: both do the same work on the same motion.
+
+    Example:
+        A free body turned by ``pi/2`` about ``z`` and moving along its own ``x`` axis: MuJoCo's
+        quaternion is ``(w, x, y, z)`` and its linear velocity is in the world frame, along ``y``.
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.from_joints([kj.Joint("free")])
+        >>> s = np.sqrt(0.5)
+        >>> q = jnp.array([1.0, 2.0, 3.0, 0.0, 0.0, s, s])  # kronjax: (x, y, z, qx, qy, qz, qw)
+        >>> v = jnp.array([1.0, 0.0, 0.0, 0.0, 0.0, 0.0])  # linear velocity in the body frame
+        >>> qpos, qvel, qacc, qfrc = kj.mjcf.to_mujoco(model, q, v)
+        >>> bool(np.allclose(qpos, [1.0, 2.0, 3.0, s, 0.0, 0.0, s])), bool(np.allclose(qvel[:3], [0.0, 1.0, 0.0], atol=1e-6))
+        (True, True)
+        >>> qacc is None and qfrc is None
+        True
+    """
     return _convert(model, q, v, a, tau, to=True)
 
 
@@ -437,7 +489,21 @@ def from_mujoco(
     qacc: Float[ArrayLike, " nv"] | None = None,
     qfrc: Float[ArrayLike, " nv"] | None = None,
 ) -> tuple[Array, Array | None, Array | None, Array | None]:
-    """kronjax's ``(q, v, a, tau)`` of a MuJoCo state; the inverse of :func:`to_mujoco`."""
+    """kronjax's ``(q, v, a, tau)`` of a MuJoCo state; the inverse of :func:`to_mujoco`.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.from_joints([kj.Joint("free")])
+        >>> qpos = jnp.array([1.0, 2.0, 3.0, 1.0, 0.0, 0.0, 0.0])  # MuJoCo: (x, y, z, qw, qx, qy, qz)
+        >>> q, v, a, tau = kj.mjcf.from_mujoco(model, qpos)
+        >>> q.tolist()
+        [1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 1.0]
+        >>> q2, v2, _, _ = kj.mjcf.from_mujoco(model, *kj.mjcf.to_mujoco(model, q, jnp.arange(6.0))[:2])
+        >>> bool(np.allclose(q2, q)), bool(np.allclose(v2, jnp.arange(6.0)))
+        (True, True)
+    """
     return _convert(model, qpos, qvel, qacc, qfrc, to=False)
 
 

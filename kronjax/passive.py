@@ -30,7 +30,25 @@ def passive_forces(
 ) -> Float[Array, " nv"]:
     """``-d v - f sign(v)`` (``(nv,)``), or ``-d v - f tanh(v / smoothing)`` with ``smoothing >
     0`` (module doc). ``q`` (``(nq,)``, checked) is unused by dampers and friction; it is part of
-    the signature as every state-dependent force's."""
+    the signature as every state-dependent force's.
+
+    Example:
+        A pendulum whose joint has damping ``d = 0.5`` and Coulomb friction ``f = 0.1``:
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> joint = kj.Joint("R", axis=(0.0, 0.0, 1.0), damping=0.5, friction=0.1)
+        >>> model = kj.from_joints([joint], [kj.Inertial(mass=1.0, com=(0.5, 0.0, 0.0), inertia=(0.0, 0.1, 0.1))])
+        >>> q, v = jnp.zeros(1), jnp.array([2.0])
+        >>> bool(np.allclose(kj.passive_forces(model, q, v), -0.5 * 2.0 - 0.1))
+        True
+        >>> smooth = kj.passive_forces(model, q, v, smoothing=0.5)  # -d v - f tanh(v / 0.5)
+        >>> bool(np.allclose(smooth, -0.5 * 2.0 - 0.1 * np.tanh(4.0)))
+        True
+        >>> bool(kj.passive_forces(model, q, jnp.zeros(1))[0] == 0)  # at rest: sign(0) = 0
+        True
+    """
     model.check_q(q, "q")
     v = model.check_v(v, "v")
     if not smoothing >= 0:

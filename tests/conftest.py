@@ -59,6 +59,7 @@ SLOW_FIRST = (
     "test_fuzz_urdf.py",  # slow tier: 2000 mutated files
     "test_soak.py",  # slow tier
     "test_dynamics_principles.py",
+    "test_docstrings.py",  # every public name's examples, one worker (~95 s on 2 busy cores)
     "test_dynamics_derivatives.py",
     "test_identify.py",
     "test_constrained.py",

@@ -38,7 +38,8 @@ def public_objects():
         names = getattr(module, "__all__", None) or [n for n in vars(module) if not n.startswith("_")]
         for attr in names:
             obj = getattr(module, attr)
-            if inspect.ismodule(obj) or not (inspect.isfunction(obj) or inspect.isclass(obj)) or id(obj) in seen:
+            # functions wrapped by equinox.filter_jit (or functools.wraps) count as functions
+            if not (inspect.isfunction(inspect.unwrap(obj)) or inspect.isclass(obj)) or id(obj) in seen:
                 continue
             seen.add(id(obj))
             out[f"{obj.__module__}.{obj.__qualname__}"] = obj
@@ -54,6 +55,7 @@ def test_every_public_function_and_class_has_an_example():
 
 
 def _examples(obj):
+    obj = inspect.unwrap(obj) if not inspect.isclass(obj) else obj
     return [t for t in doctest.DocTestFinder(recurse=False).find(obj, name=obj.__qualname__) if t.examples]
 
 

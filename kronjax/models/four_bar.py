@@ -220,6 +220,18 @@ def four_bar(
             or branch; Grashof's condition violated (or the crank not the shortest link) for
             ``"crank_rocker"``; ``a + b != c + d`` for ``"change_point"``; a crank angle at which
             the loop cannot be closed.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> mechanism = kj.models.four_bar()  # the crank-rocker (0.2, 0.6, 0.5, 0.7) m at crank angle pi/3
+        >>> mechanism.model.body_names, mechanism.model.nv, mechanism.constraints.n_equations
+        (('crank', 'coupler', 'rocker'), 3, 2)
+        >>> bool(np.isclose(mechanism.q0[0], np.pi / 3))
+        True
+        >>> bool(jnp.allclose(mechanism.constraints.residual(mechanism.q0), 0.0, atol=1e-6))  # assembled
+        True
     """
     if variant not in FOUR_BAR_VARIANTS:
         raise ValueError(f"unknown four-bar variant {variant!r}; expected one of {FOUR_BAR_VARIANTS}")

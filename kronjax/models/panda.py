@@ -58,6 +58,22 @@ def panda(*, gravity=(0.0, 0.0, -9.81)) -> Model:
     Args:
         gravity: gravitational acceleration in the base frame (default ``[0, 0, -9.81]``, rtb's
             too: the base z axis points up).
+
+    Example:
+        At ``q = 0`` the flange points down at ``x = a3 + a4 + a6 = 0.088``, ``z = d1 + d3 + d5 -
+        0.107 = 0.926`` (the table above):
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.panda()
+        >>> model.nv, model.limits.effort.tolist()
+        (7, [87.0, 87.0, 87.0, 87.0, 12.0, 12.0, 12.0])
+        >>> flange = kj.forward_kinematics(model, jnp.zeros(7))
+        >>> bool(np.allclose(flange.origins[6], [0.088, 0.0, 0.926]))
+        True
+        >>> bool(np.allclose(flange.rotations[6], np.diag([1.0, -1.0, -1.0]), atol=1e-6))
+        True
     """
     half_pi = math.pi / 2
     # modified D-H rows: (kind, d_i, theta_i, a_{i-1}, alpha_{i-1})

@@ -95,6 +95,20 @@ def puma560(*, gravity=(0.0, 0.0, -9.81), motors: bool = True) -> Model:
         gravity: gravitational acceleration in the base frame (rtb's default ``[0, 0, -9.81]``:
             the base z axis points up).
         motors: include the motors' reflected inertias ``Jm G^2`` as ``armature`` (default).
+
+    Example:
+        The motors add their ``Jm G^2`` (the table above) to the diagonal of ``M``:
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.puma560()
+        >>> model.nv, bool(np.allclose(model.armature, [0.78403, 2.32481, 0.57687, 0.19079, 0.17071, 0.19406], atol=1e-5))
+        (6, True)
+        >>> q = jnp.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+        >>> links = kj.mass_matrix(kj.models.puma560(motors=False), q)
+        >>> bool(jnp.allclose(kj.mass_matrix(model, q) - links, jnp.diag(model.armature)))
+        True
     """
     half_pi = math.pi / 2
     rows = [

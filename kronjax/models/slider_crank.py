@@ -98,6 +98,22 @@ def slider_crank(
     Raises:
         ValueError: non-positive or non-finite lengths, masses or inertias, a non-finite offset
             or crank angle, or ``rod <= crank + |offset|``.
+
+    Example:
+        The slider's position at the default crank angle ``t = pi/3`` (``r = 0.1``, ``l = 0.35``,
+        ``e = 0``) is ``r cos t + sqrt(l^2 - (e - r sin t)^2)``:
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> mechanism = kj.models.slider_crank()
+        >>> mechanism.model.kinematics.kinds, mechanism.constraints.n_equations
+        (('R', 'R', 'P'), 2)
+        >>> r, l, t = 0.1, 0.35, np.pi / 3
+        >>> bool(np.isclose(mechanism.q0[2], r * np.cos(t) + np.sqrt(l**2 - (r * np.sin(t)) ** 2)))
+        True
+        >>> bool(jnp.allclose(mechanism.constraints.residual(mechanism.q0), 0.0, atol=1e-6))
+        True
     """
     r = _positive(crank, "the crank length")
     l = _positive(rod, "the rod length")

@@ -42,6 +42,18 @@ def stacker(
     The paper is symbolic; the numeric defaults are those of the reference data. The paper gives
     no gravity: the default ``[0, +9.81, 0]`` (``y0`` pointing down, ``q1`` horizontal, ``q2`` a slew
     about the vertical) gives ``g(q) = [0, 0, m3 g0 l3 cos q3]``.
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.stacker()
+        >>> model.kinematics.kinds, model.joint_names
+        (('P', 'R', 'R'), ('travel', 'slew', 'luff'))
+        >>> q = jnp.array([0.5, 0.3, 0.7])
+        >>> m3, g0, l3 = 1.8, 9.81, 0.65  # the defaults
+        >>> bool(np.allclose(kj.gravity(model, q), [0.0, 0.0, m3 * g0 * l3 * np.cos(q[2])], atol=1e-4))
+        True
     """
     half_pi = math.pi / 2
     rows = [

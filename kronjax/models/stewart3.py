@@ -177,6 +177,17 @@ def stewart3(*, swap_j7_j8: bool = True, gravity=(0.0, 0.0, -9.81), platform: st
 
     The motors are the coordinates ``q[0:3]``; a positive torque turns the shaft counter-clockwise
     about its normalised axis direction (right-hand rule about the tabulated direction cosines).
+
+    Example:
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> mechanism = kj.models.stewart3()
+        >>> mechanism.model.nq, mechanism.model.nv, mechanism.constraints.n_equations  # 12 - 9 = 3 DoF
+        (13, 12, 9)
+        >>> mechanism.model.joint_names[:3], mechanism.q0[9:].tolist()  # the motors; the identity quaternion
+        (('J7', 'J8', 'J9'), [0.0, 0.0, 0.0, 1.0])
+        >>> bool(jnp.allclose(mechanism.constraints.residual(mechanism.q0), 0.0, atol=1e-6))
+        True
     """
     if not isinstance(swap_j7_j8, (bool, np.bool_)):
         raise TypeError(f"swap_j7_j8 must be True or False, got {swap_j7_j8!r}")

@@ -46,6 +46,20 @@ def truc_elbow(
 
     Centroids in the body frames (eq. 60): ``r_C1 = [0, l0 - r0, 0]``, ``r_C2 = [r1 - l1, 0, 0]``,
     ``r_C3 = [r2 - l2, 0, 0]`` (with (71): ``[0, 0.154, 0]``, ``[-0.102, 0, 0]``, ``[-0.090, 0, 0]``).
+
+    Example:
+        The centroids of eq. (60), and ``M[2, 2] = m3 r2^2 + I3zz`` (link 3 turning about joint 3,
+        its centroid ``r2`` from the axis) at any ``q``:
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.truc_elbow()
+        >>> model.nv, bool(np.allclose(model.inertials.com, [[0, 0.154, 0], [-0.102, 0, 0], [-0.090, 0, 0]]))
+        (3, True)
+        >>> M = kj.mass_matrix(model, jnp.array([0.3, -0.4, 0.5]))
+        >>> bool(np.isclose(M[2, 2], 1.577 * 0.080**2 + 20.2e-3))
+        True
     """
     half_pi = math.pi / 2
     rows = [

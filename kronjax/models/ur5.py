@@ -83,6 +83,20 @@ def ur5(*, gravity=(0.0, 0.0, -9.81)) -> Model:
     Args:
         gravity: gravitational acceleration in the base frame (default ``[0, 0, -9.81]``: the base
             z axis, joint 1's axis, points up).
+
+    Example:
+        At ``q = 0`` the arm lies stretched out along ``-x``: the last frame is at ``(a2 + a3, -(d4
+        + d6), d1 - d5)`` (the table above):
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.ur5()
+        >>> model.nv, model.joint_names[0], model.limits.effort.tolist()
+        (6, 'shoulder_pan_joint', [150.0, 150.0, 150.0, 28.0, 28.0, 28.0])
+        >>> tip = kj.forward_kinematics(model, jnp.zeros(6)).origins[5]
+        >>> bool(np.allclose(tip, [-0.425 - 0.39225, -(0.10915 + 0.0823), 0.089159 - 0.09465]))
+        True
     """
     half_pi = math.pi / 2
     rows = [

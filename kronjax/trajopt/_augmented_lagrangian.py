@@ -196,7 +196,15 @@ def _outer_batch(problem, state, optimizer, inner, gtol, tol, rho_growth, rho_ma
 
 class AugmentedLagrangianState(NamedTuple):
     """What a warm start reuses (``Result.state`` of an :class:`AugmentedLagrangian` solution), per
-    guess: multipliers ``lam`` (``(G, c)``), penalties ``rho`` and the cost's scale (``(G,)``)."""
+    guess: multipliers ``lam`` (``(G, c)``), penalties ``rho`` and the cost's scale (``(G,)``).
+
+    Example:
+        ``result.state`` of an :class:`AugmentedLagrangian` solution holds, per guess:
+
+        >>> from kronjax import trajopt
+        >>> trajopt.AugmentedLagrangianState._fields
+        ('lam', 'rho', 'scale')
+    """
 
     lam: Array
     rho: Array
@@ -225,6 +233,17 @@ class AugmentedLagrangian(eqx.Module):
         rho_init, rho_growth, rho_max: the penalty parameter.
         violation_tol, cost_tol: stop when every guess has violation ``<= violation_tol`` and a
             relative cost change ``<= cost_tol`` over the last outer iteration.
+
+    Example:
+        For ``trajopt.optimize(model, boundary, cost, solver=solver)``: L-BFGS (the default), or
+        any optax optimiser for the inner minimisations:
+
+        >>> import optax
+        >>> from kronjax import trajopt
+        >>> solver = trajopt.AugmentedLagrangian(max_outer_iterations=10)
+        >>> solver.max_inner_iterations, solver.rho_init, solver.optimizer is None
+        (500, 10.0, True)
+        >>> adam = trajopt.AugmentedLagrangian(optimizer=optax.adam(1e-2), max_inner_iterations=2000)
     """
 
     optimizer: optax.GradientTransformation | None = None

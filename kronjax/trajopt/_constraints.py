@@ -22,7 +22,33 @@ from ._spline import BSpline
 class AbstractConstraint(eqx.Module):
     """``constraint(model, trajectory, samples) -> (k,)`` values, ``<= 0`` for an inequality or
     ``= 0`` where ``equality`` is ``True``; passed to :func:`~kronjax.trajopt.transcribe` and
-    :func:`~kronjax.trajopt.optimize` as ``constraints=(...)``."""
+    :func:`~kronjax.trajopt.optimize` as ``constraints=(...)``.
+
+    Example:
+        A constraint of one's own, ``q <= 0.9`` at every sample, on a rotor moving from 0 to 1 rad
+        in 1 s (the minimum-jerk motion, which breaks it at the end by 0.1 rad):
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> problem = trajopt.transcribe(rotor, trajopt.BoundaryConditions([0.0], [1.0], 1.0), trajopt.TorqueEffort(),
+        ...                              num_control_points=9)
+        >>> z = problem.initial_guess()  # the minimum-jerk motion q = 10 t^3 - 15 t^4 + 6 t^5
+        >>> trajectory, samples = problem.trajectory(z), problem.samples(z)
+        >>> class Below(trajopt.AbstractConstraint):
+        ...     def __call__(self, model, trajectory, samples):
+        ...         return samples.q[:, 0] - 0.9
+        >>> values = Below()(rotor, trajectory, samples)
+        >>> values.shape  # one value per sample (K = 53)
+        (53,)
+        >>> print(np.round(float(values.max()), 6))
+        0.1
+        >>> constrained = trajopt.transcribe(rotor, problem.boundary, trajopt.TorqueEffort(), num_control_points=9,
+        ...                                  constraints=(Below(),))  # optimize(..., constraints=(Below(),)) alike
+        >>> constrained.extra_constraints
+        (Below(),)
+    """
 
     equality: ClassVar[bool] = False
 
@@ -40,6 +66,24 @@ class AvoidSpheres(AbstractConstraint):
         points: ``(P, 3)`` the points in their bodies' frames.
         centres: ``(S, 3)`` the spheres' centres in the base frame.
         radii: ``(S,)`` their radii (positive).
+
+    Example:
+        A point 0.5 m along ``x`` of a rotor's body (it turns from 0 to 1 rad in 1 s) and a
+        sphere of radius 0.25 m about the axis: the point stays 0.5 m from its centre, ``1 - 0.5 /
+        0.25 = -1`` at every sample.
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> problem = trajopt.transcribe(rotor, trajopt.BoundaryConditions([0.0], [1.0], 1.0), trajopt.TorqueEffort(),
+        ...                              num_control_points=9)
+        >>> z = problem.initial_guess()  # the minimum-jerk motion q = 10 t^3 - 15 t^4 + 6 t^5
+        >>> trajectory, samples = problem.trajectory(z), problem.samples(z)
+        >>> avoid = trajopt.AvoidSpheres(bodies=(0,), points=[(0.5, 0.0, 0.0)], centres=[(0.0, 0.0, 0.0)], radii=[0.25])
+        >>> values = avoid(rotor, trajectory, samples)  # (K P S,) = (53 * 1 * 1,)
+        >>> values.shape, bool(np.allclose(values, -1.0))
+        ((53,), True)
     """
 
     bodies: tuple[int | str, ...] = eqx.field(static=True)
@@ -67,7 +111,25 @@ class TaskConstraint(TaskPoint, AbstractConstraint):
     (``(3,)``, metres), the fields of :class:`~kronjax.trajopt.TaskPoint`; the equality form of
     the cost :class:`~kronjax.trajopt.TaskTarget`. With ``time=None`` (the end) leave ``q_end=None``
     in the :class:`~kronjax.trajopt.BoundaryConditions` (:func:`~kronjax.trajopt.transcribe`
-    refuses a target where ``q`` is fixed)."""
+    refuses a target where ``q`` is fixed).
+
+    Example:
+        A point 0.5 m along ``x`` of a rotor's body at ``(0.5, 0, 0)`` half-way through a motion
+        from 0 to 1 rad in 1 s; the minimum-jerk motion is at 0.5 rad then, so the values are
+        ``0.5 (cos 0.5 - 1, sin 0.5, 0)``:
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> problem = trajopt.transcribe(rotor, trajopt.BoundaryConditions([0.0], [1.0], 1.0), trajopt.TorqueEffort(),
+        ...                              num_control_points=9)
+        >>> z = problem.initial_guess()  # the minimum-jerk motion q = 10 t^3 - 15 t^4 + 6 t^5
+        >>> trajectory, samples = problem.trajectory(z), problem.samples(z)
+        >>> reach = trajopt.TaskConstraint(body=0, target=(0.5, 0.0, 0.0), point=(0.5, 0.0, 0.0), time=0.5)
+        >>> bool(np.allclose(reach(rotor, trajectory, samples), [0.5 * np.cos(0.5) - 0.5, 0.5 * np.sin(0.5), 0.0]))
+        True
+    """
 
     equality: ClassVar[bool] = True
 

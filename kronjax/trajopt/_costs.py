@@ -26,6 +26,25 @@ class Samples(NamedTuple):
         q, qd, qdd, qddd: ``(K, n)`` position, velocity, acceleration, jerk.
         tau: ``(K, n)`` joint torques by inverse dynamics (Tuan 100).
         duration: ``T``.
+
+    Example:
+        A rotor (``tau = 0.1 qdd``) moving from rest at 0 to rest at 1 rad in 1 s along the
+        minimum-jerk motion (:meth:`Problem.samples`, the initial guess of :func:`transcribe`):
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> problem = trajopt.transcribe(rotor, trajopt.BoundaryConditions([0.0], [1.0], 1.0), trajopt.TorqueEffort(),
+        ...                              num_control_points=9)
+        >>> z = problem.initial_guess()  # the minimum-jerk motion q = 10 t^3 - 15 t^4 + 6 t^5
+        >>> trajectory, samples = problem.trajectory(z), problem.samples(z)
+        >>> samples.t.shape, samples.q.shape, samples.tau.shape  # K = 53 samples, n = 1 joint
+        ((53,), (53, 1), (53, 1))
+        >>> print(np.round(float(samples.weights.sum()), 12))  # the quadrature weights sum to T
+        1.0
+        >>> bool(np.allclose(samples.tau, 0.1 * samples.qdd))  # the rotor's inverse dynamics, tau = I qdd
+        True
     """
 
     t: Float[Array, " K"]
@@ -49,7 +68,28 @@ def _points_in_base(model: Model, q, bodies: tuple[int, ...], points):
 
 class AbstractCost(eqx.Module):
     """A cost ``f(model, trajectory, samples) -> scalar``. Costs add and scale:
-    ``TorqueEffort() + 0.01 * Smoothness()``."""
+    ``TorqueEffort() + 0.01 * Smoothness()``.
+
+    Example:
+        A cost of one's own, the squared speed at mid-motion, evaluated on a rotor (``tau = 0.1
+        qdd``) moving from rest at 0 to rest at 1 rad in 1 s along the minimum-jerk motion, whose
+        peak speed at ``T / 2`` is ``15 / 8`` rad/s:
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> problem = trajopt.transcribe(rotor, trajopt.BoundaryConditions([0.0], [1.0], 1.0), trajopt.TorqueEffort(),
+        ...                              num_control_points=9)
+        >>> z = problem.initial_guess()  # the minimum-jerk motion q = 10 t^3 - 15 t^4 + 6 t^5
+        >>> trajectory, samples = problem.trajectory(z), problem.samples(z)
+        >>> class MidSpeed(trajopt.AbstractCost):
+        ...     def __call__(self, model, trajectory, samples):
+        ...         return jnp.sum(trajectory.derivative(samples.duration / 2, 1) ** 2)
+        >>> print(np.round(float(MidSpeed()(rotor, trajectory, samples)), 6), (15 / 8) ** 2)
+        3.515625 3.515625
+    """
 
     def __call__(self, model: Model, trajectory: BSpline, samples: Samples) -> Float[Array, ""]:
         raise NotImplementedError
@@ -68,7 +108,26 @@ class AbstractCost(eqx.Module):
 
 
 class CostSum(AbstractCost):
-    """``sum_i weights[i] * terms[i]``."""
+    """``sum_i weights[i] * terms[i]``: what ``+`` and ``*`` of costs build.
+
+    Example:
+        A rotor (``tau = 0.1 qdd``) moving from rest at 0 to rest at 1 rad in 1 s along the
+        minimum-jerk motion: ``int tau^2 dt = 0.1^2 * 120 / 7`` and ``int qddd^2 dt = 720``.
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> problem = trajopt.transcribe(rotor, trajopt.BoundaryConditions([0.0], [1.0], 1.0), trajopt.TorqueEffort(),
+        ...                              num_control_points=9)
+        >>> z = problem.initial_guess()  # the minimum-jerk motion q = 10 t^3 - 15 t^4 + 6 t^5
+        >>> trajectory, samples = problem.trajectory(z), problem.samples(z)
+        >>> cost = 2.0 * trajopt.TorqueEffort() + trajopt.Smoothness()
+        >>> type(cost).__name__
+        'CostSum'
+        >>> print(np.round(float(cost(rotor, trajectory, samples)), 6), np.round(2 * 0.01 * 120 / 7 + 720, 6))
+        720.342857 720.342857
+    """
 
     terms: tuple[AbstractCost, ...]
     weights: tuple[Float[ArrayLike, ""], ...]
@@ -78,7 +137,28 @@ class CostSum(AbstractCost):
 
 
 class AbstractRunningCost(AbstractCost):
-    """A cost ``int_0^T l(t) dt``: subclasses give the integrand ``l`` at the samples."""
+    """A cost ``int_0^T l(t) dt``: subclasses give the integrand ``l`` at the samples.
+
+    Example:
+        A running cost of one's own, ``int |qd|^2 dt``, on a rotor (``tau = 0.1 qdd``) moving from
+        rest at 0 to rest at 1 rad in 1 s along the minimum-jerk motion (``qd = 30 t^2 (1 -
+        t)^2``, ``int qd^2 dt = 10 / 7``):
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> problem = trajopt.transcribe(rotor, trajopt.BoundaryConditions([0.0], [1.0], 1.0), trajopt.TorqueEffort(),
+        ...                              num_control_points=9)
+        >>> z = problem.initial_guess()  # the minimum-jerk motion q = 10 t^3 - 15 t^4 + 6 t^5
+        >>> trajectory, samples = problem.trajectory(z), problem.samples(z)
+        >>> class Speed(trajopt.AbstractRunningCost):
+        ...     def integrand(self, model, samples):
+        ...         return jnp.sum(samples.qd**2, axis=-1)
+        >>> print(np.round(float(Speed()(rotor, trajectory, samples)), 6), np.round(10 / 7, 6))
+        1.428571 1.428571
+    """
 
     def integrand(self, model: Model, samples: Samples) -> Float[Array, " K"]:
         raise NotImplementedError
@@ -93,7 +173,26 @@ def _weights_vector(weights):
 
 class TorqueEffort(AbstractRunningCost):
     """Torque effort ``int_0^T sum_i w_i tau_i(t)^2 dt`` (N^2 m^2 s). ``weights``: ``(n,)`` or a
-    scalar (default 1); ``1 / effort^2`` makes the joints count relative to their limits."""
+    scalar (default 1); ``1 / effort^2`` makes the joints count relative to their limits.
+
+    Example:
+        A rotor (``tau = 0.1 qdd``) moving from rest at 0 to rest at 1 rad in 1 s along the
+        minimum-jerk motion: ``int tau^2 dt = 0.1^2 int qdd^2 dt = 0.1^2 * 120 / 7``; weights ``1 /
+        0.1^2`` leave ``int qdd^2 dt``.
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> problem = trajopt.transcribe(rotor, trajopt.BoundaryConditions([0.0], [1.0], 1.0), trajopt.TorqueEffort(),
+        ...                              num_control_points=9)
+        >>> z = problem.initial_guess()  # the minimum-jerk motion q = 10 t^3 - 15 t^4 + 6 t^5
+        >>> trajectory, samples = problem.trajectory(z), problem.samples(z)
+        >>> print(np.round(float(trajopt.TorqueEffort()(rotor, trajectory, samples)), 6), np.round(0.01 * 120 / 7, 6))
+        0.171429 0.171429
+        >>> print(np.round(float(trajopt.TorqueEffort(weights=100.0)(rotor, trajectory, samples)), 6))
+        17.142857
+    """
 
     weights: Float[Array, "*n"] | None = eqx.field(default=None, converter=_weights_vector)
 
@@ -105,7 +204,25 @@ class TorqueEffort(AbstractRunningCost):
 class Energy(AbstractRunningCost):
     """Mechanical energy spent by the actuators ``int_0^T sum_i |tau_i qd_i| dt`` (J), with
     ``|x|`` smoothed to ``sqrt(x^2 + epsilon^2) - epsilon`` (``epsilon`` in W) so that the cost is
-    differentiable (no regeneration: braking costs energy too)."""
+    differentiable (no regeneration: braking costs energy too).
+
+    Example:
+        A rotor (``tau = 0.1 qdd``) moving from rest at 0 to rest at 1 rad in 1 s along the
+        minimum-jerk motion: the rotor is given its peak kinetic energy ``0.1 qd_max^2 / 2``
+        (``qd_max = 15 / 8`` rad/s) and brakes it away, ``0.1 qd_max^2`` in all.
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> problem = trajopt.transcribe(rotor, trajopt.BoundaryConditions([0.0], [1.0], 1.0), trajopt.TorqueEffort(),
+        ...                              num_control_points=9)
+        >>> z = problem.initial_guess()  # the minimum-jerk motion q = 10 t^3 - 15 t^4 + 6 t^5
+        >>> trajectory, samples = problem.trajectory(z), problem.samples(z)
+        >>> energy = trajopt.Energy(epsilon=1e-9)(rotor, trajectory, samples)
+        >>> print(np.round(float(energy), 4), np.round(0.1 * (15 / 8) ** 2, 4))
+        0.3516 0.3516
+    """
 
     epsilon: float = 1e-3
 
@@ -116,7 +233,26 @@ class Energy(AbstractRunningCost):
 
 class Smoothness(AbstractRunningCost):
     """``int_0^T |d^order q / dt^order|^2 dt``: ``order=3`` (default) the squared jerk,
-    ``order=2`` the squared acceleration."""
+    ``order=2`` the squared acceleration.
+
+    Example:
+        A rotor (``tau = 0.1 qdd``) moving from rest at 0 to rest at 1 rad in 1 s along the
+        minimum-jerk motion (Flash and Hogan's, ``int qddd^2 dt = 720 (q1 - q0)^2 / T^5``, ``int
+        qdd^2 dt = 120 / 7``):
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> problem = trajopt.transcribe(rotor, trajopt.BoundaryConditions([0.0], [1.0], 1.0), trajopt.TorqueEffort(),
+        ...                              num_control_points=9)
+        >>> z = problem.initial_guess()  # the minimum-jerk motion q = 10 t^3 - 15 t^4 + 6 t^5
+        >>> trajectory, samples = problem.trajectory(z), problem.samples(z)
+        >>> print(np.round(float(trajopt.Smoothness()(rotor, trajectory, samples)), 6))
+        720.0
+        >>> print(np.round(float(trajopt.Smoothness(order=2)(rotor, trajectory, samples)), 6), np.round(120 / 7, 6))
+        17.142857 17.142857
+    """
 
     order: int = eqx.field(default=3, static=True)
 
@@ -136,6 +272,25 @@ def _ramp(s):
 class TimeWeighted(AbstractRunningCost):
     """A running cost weighted in time: ``int_0^T w(t / T) l(t) dt`` with ``l`` the integrand of
     ``term`` and ``w`` a function of normalised time (default ``w(s) = s``: late costs count more).
+
+    Example:
+        A rotor (``tau = 0.1 qdd``) moving from rest at 0 to rest at 1 rad in 1 s along the
+        minimum-jerk motion: its ``qdd^2`` is symmetric about ``T / 2``, so weighting it by ``w(s) =
+        s`` halves the torque effort.
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> problem = trajopt.transcribe(rotor, trajopt.BoundaryConditions([0.0], [1.0], 1.0), trajopt.TorqueEffort(),
+        ...                              num_control_points=9)
+        >>> z = problem.initial_guess()  # the minimum-jerk motion q = 10 t^3 - 15 t^4 + 6 t^5
+        >>> trajectory, samples = problem.trajectory(z), problem.samples(z)
+        >>> late = trajopt.TimeWeighted(trajopt.TorqueEffort())(rotor, trajectory, samples)
+        >>> effort = trajopt.TorqueEffort()(rotor, trajectory, samples)
+        >>> print(np.round(float(late / effort), 6))
+        0.5
+        >>> squared = trajopt.TimeWeighted(trajopt.TorqueEffort(), weight=lambda s: s**2)  # any function of s = t / T
     """
 
     term: AbstractRunningCost
@@ -155,6 +310,23 @@ class TaskPoint(eqx.Module):
         point: the point in the body frame (``(3,)``, default its frame origin).
         time: ``t*`` in seconds (``None``: the end of the motion ``T``). With a fixed ``q_end``
             (:class:`BoundaryConditions`) the end position is fixed too: leave ``q_end=None``.
+
+    Example:
+        A point 0.5 m along ``x`` of a rotor's body, which turns from 0 to 1 rad in 1 s: at the
+        end it is at ``0.5 (cos 1, sin 1, 0)``.
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> problem = trajopt.transcribe(rotor, trajopt.BoundaryConditions([0.0], [1.0], 1.0), trajopt.TorqueEffort(),
+        ...                              num_control_points=9)
+        >>> z = problem.initial_guess()  # the minimum-jerk motion q = 10 t^3 - 15 t^4 + 6 t^5
+        >>> trajectory, samples = problem.trajectory(z), problem.samples(z)
+        >>> tip = trajopt.TaskPoint(body=0, target=(0.5, 0.0, 0.0), point=(0.5, 0.0, 0.0))
+        >>> error = tip.error(rotor, trajectory, samples)  # p(q(T)) - target
+        >>> bool(np.allclose(error, [0.5 * np.cos(1.0) - 0.5, 0.5 * np.sin(1.0), 0.0]))
+        True
     """
 
     body: int | str = eqx.field(static=True)
@@ -176,7 +348,24 @@ class TaskPoint(eqx.Module):
 
 class TaskTarget(TaskPoint, AbstractCost):
     """A task-space target for a point of a body, as a cost: ``|p(q(t*)) - target|^2`` (m^2), the
-    fields of :class:`TaskPoint`."""
+    fields of :class:`TaskPoint`.
+
+    Example:
+        A point 0.5 m along ``x`` of a rotor's body, which turns from 0 to 1 rad in 1 s, and its
+        start as the target: ``|0.5 (cos 1 - 1, sin 1, 0)|^2 = 0.5 (1 - cos 1)``.
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> problem = trajopt.transcribe(rotor, trajopt.BoundaryConditions([0.0], [1.0], 1.0), trajopt.TorqueEffort(),
+        ...                              num_control_points=9)
+        >>> z = problem.initial_guess()  # the minimum-jerk motion q = 10 t^3 - 15 t^4 + 6 t^5
+        >>> trajectory, samples = problem.trajectory(z), problem.samples(z)
+        >>> target = trajopt.TaskTarget(body=0, target=(0.5, 0.0, 0.0), point=(0.5, 0.0, 0.0))
+        >>> print(np.round(float(target(rotor, trajectory, samples)), 6), np.round(0.5 * (1 - np.cos(1.0)), 6))
+        0.229849 0.229849
+    """
 
     def __call__(self, model, trajectory, samples):
         return jnp.sum(self.error(model, trajectory, samples) ** 2)
@@ -184,7 +373,23 @@ class TaskTarget(TaskPoint, AbstractCost):
 
 class Duration(AbstractCost):
     """The duration ``T`` of the motion (s): with ``free_time`` (:func:`~kronjax.trajopt.transcribe`),
-    ``Duration()`` is the minimum-time problem, ``Duration() + w * TorqueEffort()`` a trade-off."""
+    ``Duration()`` is the minimum-time problem, ``Duration() + w * TorqueEffort()`` a trade-off.
+
+    Example:
+        On a motion of 1 s (see :class:`FreeTime` for the duration as a decision variable):
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> problem = trajopt.transcribe(rotor, trajopt.BoundaryConditions([0.0], [1.0], 1.0), trajopt.TorqueEffort(),
+        ...                              num_control_points=9)
+        >>> z = problem.initial_guess()  # the minimum-jerk motion q = 10 t^3 - 15 t^4 + 6 t^5
+        >>> trajectory, samples = problem.trajectory(z), problem.samples(z)
+        >>> float(trajopt.Duration()(rotor, trajectory, samples))
+        1.0
+        >>> cost = trajopt.Duration() + 0.1 * trajopt.TorqueEffort()  # time against effort
+    """
 
     def __call__(self, model, trajectory, samples):
         return samples.duration

@@ -87,6 +87,19 @@ class InteriorPoint(eqx.Module):
         barrier_init: the first barrier parameter ``mu`` of a cold start.
         warm_barrier: the first ``mu`` of a warm start (``optimize(..., init=previous_result)``),
             small so that the previous solution's active set is kept.
+
+    Example:
+        Settings other than the defaults, for ``trajopt.optimize(model, boundary, cost,
+        solver=solver)`` (each setting is compiled into the solver):
+
+        >>> from kronjax import trajopt
+        >>> solver = trajopt.InteriorPoint(max_iterations=50)
+        >>> solver.max_iterations, solver.violation_tol, solver.tol  # tol None: 1e-8 in float64, 1e-5 in float32
+        (50, 1e-06, None)
+        >>> trajopt.InteriorPoint(max_iterations=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: max_iterations must be a positive integer, got 0
     """
 
     tol: float | None = None
@@ -140,7 +153,24 @@ class InteriorPoint(eqx.Module):
 class InteriorPointState(NamedTuple):
     """What a warm start reuses (``Result.state`` of an :class:`InteriorPoint` solution), per guess:
     slacks ``s`` and multipliers ``lam`` of the inequalities (``(G, c)``), multipliers ``y`` of the
-    equalities (``(G, e)``) and the cost's scale (``(G,)``)."""
+    equalities (``(G, e)``) and the cost's scale (``(G,)``).
+
+    Example:
+        The state of the torque-optimal motion of a rotor (``tau = 0.1 qdd``) from rest at 0 to rest
+        at 1 rad in 1 s, end accelerations free (the example of :func:`optimize`): one guess, ``6 K
+        n = 240`` inequalities (the limits at ``K = 40`` samples), no equalities.
+        ``trajopt.optimize(..., init=result)`` starts from it.
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> bc = trajopt.BoundaryConditions([0.0], [1.0], 1.0, qdd_start=None, qdd_end=None)
+        >>> result = trajopt.optimize(rotor, bc, trajopt.TorqueEffort(), num_control_points=8)
+        >>> state = result.state
+        >>> type(state).__name__, state.s.shape, state.lam.shape, state.y.shape, state.scale.shape
+        ('InteriorPointState', (1, 240), (1, 240), (1, 0), (1,))
+    """
 
     s: Array
     lam: Array

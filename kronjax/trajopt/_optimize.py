@@ -34,6 +34,22 @@ class Result(NamedTuple):
             it was free, ``transcribe(..., free_time=...)``).
         state: the solver's multipliers and scales per guess (:class:`InteriorPointState` or
             :class:`AugmentedLagrangianState`), for a warm start: ``optimize(..., init=result)``.
+
+    Example:
+        The result of the torque-optimal motion of a rotor (``tau = 0.1 qdd``) from rest at 0 to
+        rest at 1 rad in 1 s, end accelerations free (the example of :func:`optimize`):
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> bc = trajopt.BoundaryConditions([0.0], [1.0], 1.0, qdd_start=None, qdd_end=None)
+        >>> result = trajopt.optimize(rotor, bc, trajopt.TorqueEffort(), num_control_points=8)
+        >>> result.z.shape, result.duration.tolist()  # (G, m_free, n): 1 guess, 8 - 4 free control points
+        ((1, 4, 1), [1.0])
+        >>> q, qd, qdd = result.trajectory(0.5)  # the best guess's BSpline, (q, qd, qdd) at t = 0.5 s
+        >>> print(np.round(float(q[0]), 6))
+        0.5
     """
 
     trajectory: BSpline
@@ -74,7 +90,23 @@ def _best(cost: np.ndarray, violation: np.ndarray, tol: float) -> int:
 
 def print_progress(progress: Progress) -> None:
     """A progress display for :func:`optimize` (``callback=print_progress``): one line per report
-    with the best guess's cost and violation."""
+    with the best guess's cost and violation.
+
+    Example:
+        What it prints for two reports on two guesses (the best: the lowest cost among the
+        feasible ones); ``trajopt.optimize(..., callback=trajopt.print_progress)`` prints one line
+        per iteration.
+
+        >>> import numpy as np
+        >>> from kronjax import trajopt
+        >>> trajopt.print_progress(trajopt.Progress(1, np.array([1, 1]), np.array([0.5, 0.2]), np.array([0.0, 0.3]),
+        ...                                         np.array([0.02, 0.02]), 0.3))
+          iter           cost  violation   mu/rho    time
+             1            0.5   0.00e+00  2.0e-02    0.3s
+        >>> trajopt.print_progress(trajopt.Progress(2, np.array([2, 2]), np.array([0.15, 0.1]), np.array([0.0, 0.0]),
+        ...                                         np.array([0.004, 0.004]), 0.4))
+             2            0.1   0.00e+00  4.0e-03    0.4s
+    """
     k = _best(progress.cost, progress.violation, 1e-6)
     if progress.step == 1:
         print(f"  {'iter':>5} {'cost':>14} {'violation':>10} {'mu/rho':>8} {'time':>7}")
@@ -128,6 +160,24 @@ def optimize(
     Returns:
         A :class:`Result`: ``result.trajectory`` (a :class:`BSpline`, also a reference for
         :mod:`kronjax.simulate`) and ``result.report`` (:class:`SolverReport`).
+
+    Example:
+        A rotor (``tau = I qdd``, ``I = 0.1``) from rest at 0 to rest at 1 rad in ``T = 1`` s,
+        end accelerations free, at least ``int tau^2 dt``: the optimum is the cubic ``q = 3 t^2 -
+        2 t^3``, of cost ``12 I^2 / T^3 = 0.12``, which the quintic spline holds exactly. (The
+        first call compiles the solver, several seconds; a new goal or duration reuses it.)
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> bc = trajopt.BoundaryConditions([0.0], [1.0], 1.0, qdd_start=None, qdd_end=None)
+        >>> result = trajopt.optimize(rotor, bc, trajopt.TorqueEffort(), num_control_points=8)
+        >>> print(np.round(float(result.report.cost[0]), 6), bool(result.report.converged[0]))
+        0.12 True
+        >>> q, qd, qdd = result.trajectory(0.5)  # at T / 2 the cubic is at 0.5 rad, 1.5 rad/s
+        >>> print(np.round([float(q[0]), float(qd[0])], 6))
+        [0.5 1.5]
     """
     require_one_dof_joints(model, "optimize")
     start = time.perf_counter()

@@ -26,6 +26,20 @@ class Progress(NamedTuple):
         parameter: ``(G,)`` the barrier parameter ``mu`` (interior point) or the penalty ``rho``
             (augmented Lagrangian).
         elapsed: seconds since the start (compilation included).
+
+    Example:
+        A callback of one's own (``trajopt.optimize(..., callback=record)``), here handed a
+        report on two guesses by hand:
+
+        >>> import numpy as np
+        >>> from kronjax import trajopt
+        >>> costs = []
+        >>> def record(progress):
+        ...     costs.append(float(progress.cost.min()))
+        >>> record(trajopt.Progress(step=1, iterations=np.array([1, 1]), cost=np.array([0.5, 0.2]),
+        ...                         violation=np.array([0.0, 0.0]), parameter=np.array([0.02, 0.02]), elapsed=0.3))
+        >>> costs
+        [0.2]
     """
 
     step: int
@@ -55,6 +69,24 @@ class SolverReport(NamedTuple):
             (for plots of the convergence; a guess that has converged repeats its last value).
         wall_time: seconds, compilation included; ``compile_time``: of which lowering and
             compiling (0 when the compiled solver was reused from memory).
+
+    Example:
+        The report of the torque-optimal motion of a rotor (``tau = 0.1 qdd``) from rest at 0 to
+        rest at 1 rad in 1 s, end accelerations free (the example of :func:`optimize`):
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> bc = trajopt.BoundaryConditions([0.0], [1.0], 1.0, qdd_start=None, qdd_end=None)
+        >>> result = trajopt.optimize(rotor, bc, trajopt.TorqueEffort(), num_control_points=8)
+        >>> report = result.report
+        >>> report.best, report.converged.tolist()
+        (0, [True])
+        >>> print(np.round(report.cost, 6))  # (G,): one per guess
+        [0.12]
+        >>> report.history_cost.shape == (report.outer_iterations, 1)  # (I, G): after every iteration
+        True
     """
 
     best: int

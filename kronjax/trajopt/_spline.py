@@ -69,6 +69,22 @@ class BSpline(eqx.Module):
     ``trajectory(t)`` returns ``(q, qd, qdd)`` at a scalar time (each ``(n,)``), so a BSpline is a
     reference for :func:`kronjax.simulate.feedforward` and :func:`kronjax.simulate.computed_torque`.
     Outside ``[0, duration]`` the end polynomial pieces are extrapolated.
+
+    Example:
+        With ``degree + 1`` control points the spline is one polynomial (a Bézier curve): equally
+        spaced control points give the straight line ``q = t / T``, and a clamped spline starts
+        at its first control point and ends at its last.
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> from kronjax import trajopt
+        >>> line = trajopt.BSpline(jnp.linspace(0.0, 1.0, 6)[:, None], jnp.asarray(2.0), 5)  # m = 6, n = 1, T = 2 s
+        >>> q, qd, qdd = line(1.0)
+        >>> print(np.round([float(q[0]), float(qd[0]), float(qdd[0])], 9))
+        [0.5 0.5 0. ]
+        >>> q, qd, qdd = line.sample(jnp.linspace(0.0, 2.0, 5))  # at 5 times
+        >>> q.shape, float(q[0, 0]), float(q[-1, 0])
+        ((5, 1), 0.0, 1.0)
     """
 
     control_points: Float[Array, "m n"]

@@ -42,6 +42,19 @@ class BoundaryConditions(eqx.Module):
 
     Scalars broadcast to ``(n,)``. The values are pytree leaves (they may be traced and batched);
     which ones are fixed is static.
+
+    Example:
+        Rest to rest (the default), and the same motion with free end accelerations:
+
+        >>> from kronjax import trajopt
+        >>> bc = trajopt.BoundaryConditions([0.0, 0.0], [1.0, -0.5], 2.0)
+        >>> bc.n_dof, bc.qd_end.tolist()
+        (2, [0.0, 0.0])
+        >>> [order for order, _ in bc.fixed("start")]  # q, qd and qdd fixed at t = 0
+        [0, 1, 2]
+        >>> free = trajopt.BoundaryConditions([0.0, 0.0], [1.0, -0.5], 2.0, qdd_start=None, qdd_end=None)
+        >>> [order for order, _ in free.fixed("end")]
+        [0, 1]
     """
 
     duration: Float[Array, ""]
@@ -91,7 +104,24 @@ class BoundaryConditions(eqx.Module):
 class FreeTime(eqx.Module):
     """The duration as a decision variable, between ``lower`` and ``upper`` seconds
     (``transcribe(..., free_time=FreeTime(0.1, 5.0))``); the boundary conditions' ``duration`` is
-    its initial guess. Pair it with the cost :class:`Duration` for minimum time."""
+    its initial guess. Pair it with the cost :class:`Duration` for minimum time.
+
+    Example:
+        A rotor (``tau = 0.1 qdd``) from 0 to 1 rad in a free time between 0.1 s and 5 s; the last
+        two inequalities of :meth:`Problem.evaluate` are the bounds on ``T``, ``(lower - T) /
+        lower`` and ``(T - upper) / upper``, here at the initial guess ``T = 1``:
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> bc = trajopt.BoundaryConditions([0.0], [1.0], 1.0)
+        >>> problem = trajopt.transcribe(rotor, bc, trajopt.Duration(), num_control_points=9,
+        ...                              free_time=trajopt.FreeTime(0.1, 5.0))
+        >>> f, g, h = problem.evaluate(problem.initial_guess())
+        >>> print(float(f), np.round(g[-2:], 6))
+        1.0 [-9.  -0.8]
+    """
 
     lower: float
     upper: float
@@ -142,6 +172,26 @@ class Problem(eqx.Module):
             :class:`TaskConstraint`, ...).
         free_time: a :class:`FreeTime` where the duration is a decision variable (then
             ``boundary.duration`` is only its initial guess), else ``None``.
+
+    Example:
+        A rotor (``tau = 0.1 qdd``) from rest at 0 to rest at 1 rad in 1 s: of its 9 control
+        points the boundary conditions fix 6 (``q``, ``qd``, ``qdd`` at each end), 3 are free.
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> bc = trajopt.BoundaryConditions([0.0], [1.0], 1.0)
+        >>> problem = trajopt.transcribe(rotor, bc, trajopt.TorqueEffort(), num_control_points=9)
+        >>> z = problem.initial_guess()  # the minimum-jerk motion
+        >>> problem.shape, problem.free, problem.control_points(z).shape
+        ((3, 1), (3, 4, 5), (9, 1))
+        >>> q, qd, qdd = problem.trajectory(z)(1.0)  # at t = T: the boundary conditions
+        >>> float(q[0]), bool(np.allclose([qd[0], qdd[0]], 0.0, atol=1e-9))
+        (1.0, True)
+        >>> f, g, h = problem.evaluate(z)  # 6 K n limit rows (K = 53 samples; -1: unlimited), no equalities
+        >>> g.shape, h.shape
+        ((318,), (0,))
     """
 
     model: Model
@@ -370,6 +420,23 @@ def transcribe(
         free_time: :class:`FreeTime` to make the duration a decision variable between its bounds
             (``boundary.duration`` is then its initial guess): with the cost :class:`Duration`, the
             minimum-time problem.
+
+    Example:
+        A rotor (``tau = 0.1 qdd``) from rest at 0 to rest at 1 rad in 1 s, ``m = 9`` control
+        points of degree 5 (4 knot spans); the torque effort of the minimum-jerk motion (the
+        initial guess) is ``0.1^2 int_0^1 qdd^2 dt = 0.01 * 120 / 7``:
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+        >>> bc = trajopt.BoundaryConditions([0.0], [1.0], 1.0)
+        >>> problem = trajopt.transcribe(rotor, bc, trajopt.TorqueEffort(), num_control_points=9)
+        >>> problem.s.shape  # K = (r - 1 + checks_per_span)(m - p) + 1 = (5 + 8) * 4 + 1 samples
+        (53,)
+        >>> f, g, h = problem.evaluate(problem.initial_guess())
+        >>> print(np.round(float(f), 6), np.round(0.01 * 120 / 7, 6))
+        0.171429 0.171429
     """
     if not isinstance(model, Model):
         raise TypeError(f"model must be a kronjax Model, got {type(model).__name__}")
