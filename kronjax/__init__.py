@@ -71,7 +71,6 @@ from .kinematics import rotational_hessian as rotational_hessian
 from .kinematics import rotational_jacobian as rotational_jacobian
 from .kinematics import translational_hessian as translational_hessian
 from .kinematics import translational_jacobian as translational_jacobian
-
 from .mjcf import load_mjcf as load_mjcf
 from .passive import passive_forces as passive_forces
 from .urdf import load_urdf as load_urdf

@@ -47,7 +47,7 @@ def to_rpy(r) -> tuple[float, float, float]:
     return float(np.arctan2(r[2, 1], r[2, 2])), pitch, float(np.arctan2(r[1, 0], r[0, 0]))
 
 
-def axis_angle(axis: Float[Array, "3"], angle, xp=jnp) -> Float[Array, "3 3"]:
+def axis_angle(axis: Float[Array, 3], angle, xp=jnp) -> Float[Array, "3 3"]:
     """Rodrigues' formula ``E + sin(t) [u] + (1 - cos(t)) [u]^2`` for a unit axis ``u``."""
     k = skew(axis) if xp is jnp else np.cross(np.eye(3), np.asarray(axis))
     return xp.eye(3, dtype=k.dtype) + xp.sin(angle) * k + (1 - xp.cos(angle)) * (k @ k)

@@ -37,7 +37,8 @@ one joint are each other's ancestors (``group``), as the tangent space at ``q`` 
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import jax
 import jax.numpy as jnp

@@ -176,7 +176,7 @@ def product_rule(
     return da_dx @ jnp.kron(b, jnp.eye(n, dtype=b.dtype)) + a @ db_dx
 
 
-def skew(a: Float[ArrayLike, "3"]) -> Float[Array, "3 3"]:
+def skew(a: Float[ArrayLike, 3]) -> Float[Array, "3 3"]:
     """Skew-symmetric matrix of a 3-vector (eq. 15): ``skew(a) @ b = a x b``.
 
     Example:

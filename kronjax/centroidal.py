@@ -59,7 +59,7 @@ def _centres(model: Model, ine: Inertials, q: Array) -> tuple[Array, Array, Arra
     return rotations, origins + jnp.einsum("bij,bj->bi", rotations, com), com
 
 
-def center_of_mass(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, "3"]:
+def center_of_mass(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, 3]:
     """The system's centre of mass ``c = sum_b m_b p_b / m``, ``(3,)`` in the base frame.
 
     Pinocchio's ``centerOfMass(model, data, q)`` (``data.com[0]``).
@@ -161,7 +161,7 @@ def centroidal_momentum_matrix(model: Model, q: Float[ArrayLike, " nq"]) -> Floa
 
 def centroidal_momentum(
     model: Model, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv"]
-) -> Float[Array, "6"]:
+) -> Float[Array, 6]:
     """The centroidal momentum ``h_G = A_g v``, ``(6,)``: linear momentum, then angular momentum
     about the centre of mass, base-frame axes (:func:`centroidal_momentum_matrix`). Pinocchio's
     ``computeCentroidalMomentum(model, data, q, v)`` (``data.hg``).

@@ -587,7 +587,7 @@ class Model(eqx.Module):
 
     kinematics: Tree | PosesFunction
     inertials: Inertials | None
-    gravity: Float[Array, "3"]
+    gravity: Float[Array, 3]
     body_names: tuple[str, ...] = eqx.field(static=True)
     joint_names: tuple[str, ...] = eqx.field(static=True)
     limits: JointLimits | None = None
@@ -904,7 +904,7 @@ def from_dh(
     dtype = jnp.result_type(*[v for row in parsed for v in row[1:]])
     pre_r, pre_p, post_r, post_p = [], [], [], []
     z = jnp.zeros((), dtype)
-    for kind, d, theta, a, alpha in parsed:
+    for _kind, d, theta, a, alpha in parsed:
         if convention == "standard":
             pre_r.append(rot_z(theta))
             pre_p.append(jnp.stack([z, z, d]))

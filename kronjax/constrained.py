@@ -263,10 +263,10 @@ class _LoopClosure(eqx.Module):
     body_a: int = eqx.field(static=True)
     body_b: int = eqx.field(static=True)
     kind: str = eqx.field(static=True)
-    point_a: Float[Array, "3"]
-    point_b: Float[Array, "3"]
-    axis_a: Float[Array, "3"]
-    axis_b: Float[Array, "3"]
+    point_a: Float[Array, 3]
+    point_b: Float[Array, 3]
+    axis_a: Float[Array, 3]
+    axis_b: Float[Array, 3]
     normals_a: Float[Array, "2 3"]
     normals_b: Float[Array, "2 3"]
     rotation: Float[Array, "3 3"]

@@ -43,13 +43,13 @@ from jax.custom_derivatives import SymbolicZero
 from jaxtyping import Array, ArrayLike, Float
 
 from . import _aba, _composite, _derivatives, _rnea
+from . import _spatial as sp
 from ._finite import all_finite
 from .calculus import product_rule, skew
 from .chain import Model, Tree, armature_force, choose_method, with_armature
-from .passive import passive_forces
 from .configuration import configuration_tangent
-from . import _spatial as sp
 from .kinematics import _along_tangent, _hessians, _jacobians, _tangent_jvp, _tangent_origin
+from .passive import passive_forces
 
 __all__ = [
     "CORIOLIS_FORMS",
@@ -527,9 +527,9 @@ class Wrench(eqx.Module):
     """
 
     body: int | str = eqx.field(static=True)
-    force: Float[Array, "3"]
-    moment: Float[Array, "3"]
-    point: Float[Array, "3"] | None
+    force: Float[Array, 3]
+    moment: Float[Array, 3]
+    point: Float[Array, 3] | None
     at_com: bool = eqx.field(static=True)
     frame: str = eqx.field(static=True)
 

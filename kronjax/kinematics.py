@@ -462,7 +462,7 @@ def rotational_hessian(
 
 def linear_velocity(
     model: Model, q, qd, body: int | str, point=None, frame: str = "base"
-) -> Float[Array, "3"]:
+) -> Float[Array, 3]:
     """``v = J_T qd`` of a frame origin or body point, in the base (30, 44) or body frame (32, 46).
 
     Example:
@@ -482,7 +482,7 @@ def linear_velocity(
     return translational_jacobian(model, q, body, point, frame) @ model.check_v(qd, "qd")
 
 
-def angular_velocity(model: Model, q, qd, body: int | str, frame: str = "base") -> Float[Array, "3"]:
+def angular_velocity(model: Model, q, qd, body: int | str, frame: str = "base") -> Float[Array, 3]:
     """``omega = J_R qd`` in the base (38) or body frame (39).
 
     Example:
@@ -514,7 +514,7 @@ def _accelerations(model: Model, q, qd, qdd, body, point, frame: str) -> tuple[A
 
 def linear_acceleration(
     model: Model, q, qd, qdd, body: int | str, point=None, frame: str = "base"
-) -> Float[Array, "3"]:
+) -> Float[Array, 3]:
     """Acceleration of a frame origin or body point: ``J_T qdd + H_T (qd ⊗ qd)``.
 
     In the base frame (52, 66), or in body axes with ``H*_T`` (58-59).
@@ -538,7 +538,7 @@ def linear_acceleration(
 
 def angular_acceleration(
     model: Model, q, qd, qdd, body: int | str, frame: str = "base"
-) -> Float[Array, "3"]:
+) -> Float[Array, 3]:
     """Angular acceleration ``J_R qdd + H_R (qd ⊗ qd)`` in the base (62) or body frame (63-64).
 
     Example:
@@ -591,7 +591,7 @@ class RelativeMotion(eqx.Module):
     """
 
     rotation: Float[Array, "3 3"]
-    origin: Float[Array, "3"]
+    origin: Float[Array, 3]
     J_T: Float[Array, "3 n"]
     J_R: Float[Array, "3 n"]
     H_T: Float[Array, "3 n*n"]
@@ -745,7 +745,7 @@ def compose(ab: RelativeMotion, bc: RelativeMotion) -> RelativeMotion:
 
 
 def point_motion(
-    motion: RelativeMotion, point: Float[ArrayLike, "3"]
+    motion: RelativeMotion, point: Float[ArrayLike, 3]
 ) -> tuple[Float[Array, "3 n"], Float[Array, "3 n*n"]]:
     """``(J_TG, H_TG)`` of a point fixed on the moving frame, given in moving-frame coordinates.
 

@@ -32,7 +32,6 @@ from pathlib import Path
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
-
 from jaxtyping import Array, ArrayLike, Float
 
 from . import _lie
@@ -198,10 +197,10 @@ class _JointCoupling(eqx.Module):
 
     first: int = eqx.field(static=True)
     second: int | None = eqx.field(static=True)
-    refs: Float[Array, "2"]
-    coefficients: Float[Array, "5"]
+    refs: Float[Array, 2]
+    coefficients: Float[Array, 5]
 
-    def __call__(self, q: Float[Array, " nq"]) -> Float[Array, "1"]:
+    def __call__(self, q: Float[Array, " nq"]) -> Float[Array, 1]:
         lhs = q[self.first] - self.refs[0] - self.coefficients[0]
         if self.second is None:
             return lhs[None]

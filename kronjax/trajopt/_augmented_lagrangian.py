@@ -16,6 +16,7 @@ from jaxtyping import Array
 from ._solver import Progress, Solution, SolverReport, compile_clock
 from ._transcription import Problem
 
+
 class _State(NamedTuple):
     z: Array
     lam: Array

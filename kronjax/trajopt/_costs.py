@@ -16,6 +16,7 @@ from jaxtyping import Array, ArrayLike, Float
 from ..chain import Model
 from ._spline import BSpline
 
+
 class Samples(NamedTuple):
     """The trajectory at the sample times, handed to the costs.
 
@@ -330,15 +331,15 @@ class TaskPoint(eqx.Module):
     """
 
     body: int | str = eqx.field(static=True)
-    target: Float[Array, "3"] = eqx.field(converter=jnp.asarray)
-    point: Float[Array, "3"] = eqx.field(default=(0.0, 0.0, 0.0), converter=jnp.asarray)
+    target: Float[Array, 3] = eqx.field(converter=jnp.asarray)
+    point: Float[Array, 3] = eqx.field(default=(0.0, 0.0, 0.0), converter=jnp.asarray)
     time: float | None = None
 
     def __check_init__(self):
         if self.target.shape != (3,) or self.point.shape != (3,):
             raise ValueError(f"target and point must be 3-vectors, got {self.target.shape}, {self.point.shape}")
 
-    def error(self, model: Model, trajectory: BSpline, samples: Samples) -> Float[Array, "3"]:
+    def error(self, model: Model, trajectory: BSpline, samples: Samples) -> Float[Array, 3]:
         """``p(q(t*)) - target`` (m), ``p`` the point in the base frame (forward kinematics, Tuan
         22-27)."""
         t = samples.duration if self.time is None else self.time

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
+
 def _knots(m: int, p: int) -> np.ndarray:
     """Clamped uniform knot vector on ``[0, 1]``: ``p + 1`` zeros, ``m - p - 1`` interior knots,
     ``p + 1`` ones (``m + p + 1`` knots for ``m`` control points)."""

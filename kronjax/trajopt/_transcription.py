@@ -17,6 +17,7 @@ from ._constraints import AbstractConstraint, TaskConstraint
 from ._costs import AbstractCost, Samples
 from ._spline import BSpline, _design
 
+
 def _vector(x, n: int, what: str, dtype) -> Array:
     x = jnp.asarray(x, dtype)
     if x.ndim == 0:
