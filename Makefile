@@ -1,10 +1,11 @@
 # Two commands on a fresh machine with Python 3.11+ and make: `make demo`, `make test`.
 # `make bench`: the benchmark suite against Pinocchio, adam, jaxsim, MJX and frax (bench/, results in bench/results/).
+# `make docs`: the documentation site (mkdocs.yml, docs/) into site/, with `mkdocs build --strict`.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test test-slow test-extended bench bench-gpu clean
+.PHONY: demo test test-slow test-extended bench bench-gpu docs clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,6 +15,10 @@ $(VENV)/.installed: pyproject.toml
 
 $(VENV)/.installed-test: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[test]"
+	touch $@
+
+$(VENV)/.installed-docs: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e ".[docs]"
 	touch $@
 
 # The bench extra holds the peers; if it cannot install in full, its parts are tried one by one
@@ -42,7 +47,8 @@ PYTEST := $(PY) -m pytest -q -n logical --maxprocesses 4 --dist loadfile --no-lo
 test: $(VENV)/.installed-test
 	KRONJAX_TEST_XLA_OPT=0 $(PYTEST) -m "not slow and not extended"
 
-test-slow: $(VENV)/.installed-test
+# The slow tier includes tests/test_docs.py, which builds the site: the docs extra as well.
+test-slow: $(VENV)/.installed-test $(VENV)/.installed-docs
 	$(PYTEST) -m "slow and not extended"
 
 # Not in CI (its 30 minutes): second instances of checks CI runs elsewhere, and the soak run.
@@ -55,5 +61,11 @@ bench: $(VENV)/.installed-bench
 bench-gpu: $(VENV)/.installed-bench
 	$(PY) -m bench.gpu
 
+# The site: API reference from the docstrings (mkdocstrings), the notebooks with their committed
+# outputs (nothing is executed), the benchmark results as committed. A warning fails the build.
+# NO_MKDOCS_2_WARNING: mkdocs-material's banner about MkDocs 2.0, not a warning of this build.
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis site
