@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test test-slow test-extended bench bench-gpu docs clean
+.PHONY: demo test test-fast test-slow test-extended bench bench-gpu docs clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,10 @@ PYTEST := $(PY) -m pytest -q -n logical --maxprocesses 4 --dist loadfile --no-lo
 # a sixth off its wall time (475 s vs 569 s on 2 cores); the slow tier holds the run-bound tests.
 test: $(VENV)/.installed-test
 	KRONJAX_TEST_XLA_OPT=0 $(PYTEST) -m "not slow and not extended"
+
+# For iteration: the fast tier without its heaviest files (tests/conftest.py's HEAVY), under 2 minutes.
+test-fast: $(VENV)/.installed-test
+	KRONJAX_TEST_XLA_OPT=0 $(PYTEST) -m "not slow and not extended and not heavy"
 
 # The slow tier includes tests/test_docs.py, which builds the site: the docs extra as well.
 test-slow: $(VENV)/.installed-test $(VENV)/.installed-docs
