@@ -36,7 +36,7 @@ up to a rotation of pi (where ``log3`` returns an angle in ``[0, pi]``).
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import Array, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from .calculus import skew
 
@@ -283,7 +283,7 @@ def _rot2(c, s, p):
 
 
 def integrate(
-    kind: str, q: Float[Array, " nq"], v: Float[Array, " nv"]
+    kind: str, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv"]
 ) -> Float[Array, " nq"]:
     """``q (+) v``: the configuration reached from ``q`` by moving with the constant velocity ``v``
     for unit time (``pin.integrate``; see the module docstring for each kind's group law)."""

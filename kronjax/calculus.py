@@ -126,7 +126,7 @@ def khang_jacobian(f: Callable[..., ArrayLike], argnums: int = 0) -> Callable[..
 
 
 def time_derivative(
-    da_dx: Float[ArrayLike, "r s*n"], xdot: Float[ArrayLike, " n"]
+    da_dx: Float[ArrayLike, "r sn"], xdot: Float[ArrayLike, " n"]
 ) -> Float[Array, "r s"]:
     """Theorem 1, eq. (8): ``dA/dt = dA/dx (E_s ⊗ xdot)``.
 
@@ -176,7 +176,7 @@ def product_rule(
     return da_dx @ jnp.kron(b, jnp.eye(n, dtype=b.dtype)) + a @ db_dx
 
 
-def skew(a: Float[ArrayLike, 3]) -> Float[Array, "3 3"]:
+def skew(a: Float[ArrayLike, "*batch 3"]) -> Float[Array, "*batch 3 3"]:
     """Skew-symmetric matrix of a 3-vector (eq. 15): ``skew(a) @ b = a x b``.
 
     Example:
@@ -243,7 +243,7 @@ def block_skew(a: Float[ArrayLike, "3 m"]) -> Float[Array, "3 3*m"]:
     )
 
 
-def symmetrize(h: Float[ArrayLike, "r n*n"]) -> Float[Array, "r n*n"]:
+def symmetrize(h: Float[ArrayLike, "r nn"]) -> Float[Array, "r nn"]:
     """Symmetric part of a Khang-layout Hessian: columns ``(j, k)`` and ``(k, j)`` averaged.
 
     Only this part is determined by a quadratic form ``H (qd ⊗ qd)`` (Tuan, remark after eq. 52):

@@ -182,7 +182,7 @@ class Inertials(eqx.Module):
             _check_inertial(i, mass[i], inertia[i])
 
 
-def _check_inertial(body: int | str, mass: np.ndarray, inertia: np.ndarray) -> None:
+def _check_inertial(body: int | str, mass: np.ndarray | np.floating | float, inertia: np.ndarray) -> None:
     if not (np.isfinite(mass) and np.all(np.isfinite(inertia))):
         raise ValueError(f"body {body}: mass {float(mass)} and inertia tensor must be finite:\n{inertia}")
     # a massless body with no inertia is a frame (a URDF link without <inertial>, a tool frame)
@@ -827,7 +827,7 @@ def with_armature(model: Model, mass: Array) -> Array:
 # --------------------------------------------------------------------------------------------
 
 
-def _dh_row(i: int, row) -> tuple[str, Array, Array, Array, Array]:
+def _dh_row(i: int, row) -> tuple[str, ArrayLike, ArrayLike, ArrayLike, ArrayLike]:
     if isinstance(row, dict):
         missing = {"kind", "d", "theta", "a", "alpha"} - set(row)
         if missing:
@@ -985,7 +985,7 @@ class Joint:
     friction: Any = 0.0
 
 
-def _unit_axis(axis, what: str) -> Array:
+def _unit_axis(axis, what: str) -> Float[ArrayLike, 3]:
     axis = _float_array(axis, what, (3,))
     if not _is_concrete(axis):
         return axis / jnp.linalg.norm(axis)
