@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test test-fast test-slow test-extended bench bench-gpu docs clean
+.PHONY: demo lint test test-fast test-slow test-extended bench bench-gpu docs clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -64,6 +64,11 @@ bench: $(VENV)/.installed-bench
 
 bench-gpu: $(VENV)/.installed-bench
 	$(PY) -m bench.gpu
+
+# ruff (configured in pyproject.toml): lint, and the formatting checked (`ruff format .` applies it).
+lint: $(VENV)/.installed-docs
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 # The site: API reference from the docstrings (mkdocstrings), the notebooks with their committed
 # outputs (nothing is executed), the benchmark results as committed. A warning fails the build.

@@ -30,8 +30,9 @@ from pathlib import Path
 def parse(argv=None) -> argparse.Namespace:
     from .suite import SECTIONS
 
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="a smoke run: small batches, n up to 24")
     parser.add_argument("--no-peers", action="store_true", help="only kronjax and Pinocchio")
     parser.add_argument("--no-float32", action="store_true", help="float64 only")
@@ -56,19 +57,28 @@ def main(argv=None) -> dict:
     from .peers import PEERS, detect
     from .suite import Config, Suite
 
-    changes = {k: v for k, v in {
-        "batches": tuple(args.batches) if args.batches else None, "big": args.big,
-        "scaling_n": tuple(args.scaling_n) if args.scaling_n else None, "chain_n": args.chain_n,
-        "threads": args.threads, "sections": tuple(args.sections) if args.sections else None,
-    }.items() if v is not None}
+    changes = {
+        k: v
+        for k, v in {
+            "batches": tuple(args.batches) if args.batches else None,
+            "big": args.big,
+            "scaling_n": tuple(args.scaling_n) if args.scaling_n else None,
+            "chain_n": args.chain_n,
+            "threads": args.threads,
+            "sections": tuple(args.sections) if args.sections else None,
+        }.items()
+        if v is not None
+    }
     changes.update(peers=not args.no_peers, float32=not args.no_float32)
     config = Config.quick(**changes) if args.quick else Config(**changes)
 
     start = time.perf_counter()
     meta = report.environment()
     meta["command"] = " ".join(["python -m bench", *(argv if argv is not None else sys.argv[1:])])
-    print(f"kronjax benchmark on {meta['machine']} ({meta['cpu']}, {meta['cores']} cores), "
-          f"load average {meta['load_average_start']}; jax {meta['jax']}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")
+    print(
+        f"kronjax benchmark on {meta['machine']} ({meta['cpu']}, {meta['cores']} cores), "
+        f"load average {meta['load_average_start']}; jax {meta['jax']}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}"
+    )
     names = ("pinocchio",) + (tuple(n for n in PEERS if n != "pinocchio") if config.peers else ())
     peers = detect(names)
     for name, info in peers.items():
@@ -93,8 +103,9 @@ def main(argv=None) -> dict:
         print("\n== fitted exponents of time per sample in n ==")
         for e in exps:
             if e["exponent"] is not None:
-                print(f"  {e['library']:<9} {e['method']:<38} n = {e['n']}: {e['exponent']:.2f} "
-                      f"(last two: {e['last_slope']:.2f})")
+                print(
+                    f"  {e['library']:<9} {e['method']:<38} n = {e['n']}: {e['exponent']:.2f} (last two: {e['last_slope']:.2f})"
+                )
     failures = [r for r in records if r.note.startswith("failed")]
     if failures:
         print(f"\n{len(failures)} measurement(s) failed: " + "; ".join(f"{r.library} {r.method}" for r in failures))

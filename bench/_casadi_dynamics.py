@@ -58,8 +58,10 @@ def inverse_dynamics(model: Model, q, qd, qdd):
     a revolute child's origin accelerates as the parent's point ``o`` plus the rotation about it.
     """
     tree = _check_model(model)
-    axes, pre_r, pre_p, post_r, post_p = (np.asarray(x, float) for x in (
-        tree.axes, tree.pre_rotation, tree.pre_translation, tree.post_rotation, tree.post_translation))
+    axes, pre_r, pre_p, post_r, post_p = (
+        np.asarray(x, float)
+        for x in (tree.axes, tree.pre_rotation, tree.pre_translation, tree.post_rotation, tree.post_translation)
+    )
     mass, com, inertia = (np.asarray(x, float) for x in (model.inertials.mass, model.inertials.com, model.inertials.inertia))
     armature = np.zeros(model.n_dof) if model.armature is None else np.asarray(model.armature, float)
     zero = ca.DM.zeros(3)
@@ -84,8 +86,11 @@ def inverse_dynamics(model: Model, q, qd, qdd):
             a_i = a_o - ca.cross(dw_i, o) - ca.cross(w_i, ca.cross(w_i, o))
         else:
             w_i, dw_i = e @ w_p, e @ dw_p
-            a_i = (e @ (a_p + ca.cross(dw_p, local_p) + ca.cross(w_p, ca.cross(w_p, local_p)))
-                   + z * qdd[k] + 2 * ca.cross(w_i, z * qd[k]))
+            a_i = (
+                e @ (a_p + ca.cross(dw_p, local_p) + ca.cross(w_p, ca.cross(w_p, local_p)))
+                + z * qdd[k]
+                + 2 * ca.cross(w_i, z * qd[k])
+            )
         w.append(w_i)
         dw.append(dw_i)
         a.append(a_i)
@@ -158,7 +163,8 @@ def transcription(problem: Problem) -> tuple[ca.SX, ca.SX, ca.SX]:
     f = ca.dot(ca.DM(weights), (tau * tau) @ ca.DM(joint_weights))
 
     lower, upper, scale, lo_mask, up_mask, vel, vel_mask, eff, eff_mask = (
-        np.asarray(x) for x in _limit_scales(problem.limits, problem.margin, design.dtype))
+        np.asarray(x) for x in _limit_scales(problem.limits, problem.margin, design.dtype)
+    )
     position = _limit_rows(q, lower, upper, scale, lo_mask, up_mask)
     velocity = _limit_rows(qd, -vel, vel, vel, vel_mask, vel_mask)
     torque = _limit_rows(tau, -eff, eff, eff, eff_mask, eff_mask)

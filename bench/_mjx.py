@@ -48,8 +48,10 @@ def main(spec_path: str) -> None:
         out = jax.block_until_ready(compiled(*args))
         per_sample = best_time(lambda: jax.block_until_ready(compiled(*args)), repeats=1, min_seconds=0.0) / probe
         if per_sample * batch > spec["max_call_s"]:
-            note = (f"batch {probe}, not {batch}: one call at {batch} would take ~{per_sample * batch:.0f} s "
-                    f"(> {spec['max_call_s']} s)")
+            note = (
+                f"batch {probe}, not {batch}: one call at {batch} would take ~{per_sample * batch:.0f} s "
+                f"(> {spec['max_call_s']} s)"
+            )
             batch = probe
             measured = (best_time(lambda: jax.block_until_ready(compiled(*args)), **spec["timing"]), compile_s, out)
     per_call, compile_s, out = measured or time_jax(batched, inputs(batch), spec["timing"])

@@ -76,8 +76,10 @@ CHUNK = 2000  # kronjax's second row: kj.chunked_vmap(fn, CHUNK); not a power of
 
 def _timed(times: list[float]) -> dict:
     """Record fields of per-call times: the median, and the range in ``extra``."""
-    return {"seconds_per_call": float(np.median(times)),
-            "extra": {"seconds_per_call_range": [float(min(times)), float(max(times))], "rounds": len(times)}}
+    return {
+        "seconds_per_call": float(np.median(times)),
+        "extra": {"seconds_per_call_range": [float(min(times)), float(max(times))], "rounds": len(times)},
+    }
 
 
 def time_compiled(fn: Callable, args: tuple, timing: dict) -> tuple[dict, float, Any]:
@@ -97,11 +99,14 @@ def time_compiled(fn: Callable, args: tuple, timing: dict) -> tuple[dict, float,
 def rotations(quaternion_xyzw: np.ndarray) -> np.ndarray:
     """``(batch, 3, 3)`` rotation matrices of unit quaternions ``[qx, qy, qz, qw]`` ``(batch, 4)``."""
     x, y, z, w = np.moveaxis(np.asarray(quaternion_xyzw, float), -1, 0)
-    return np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
-        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
-        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1),
-    ], -2)
+    return np.stack(
+        [
+            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
+            np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
+            np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1),
+        ],
+        -2,
+    )
 
 
 def _rotate(r: np.ndarray, x: np.ndarray, transpose: bool = False) -> np.ndarray:
@@ -174,8 +179,10 @@ class Humanoid:
         self.threads = threads
         self.pool = pin.ModelPool(self.pm, threads) if hasattr(pin, "ModelPool") else None
         c = min(check, batch)
-        self.ref = {"floating_inverse_dynamics": self._per_row(pin.rnea, self.q[:c], self.v[:c], self.a[:c]),
-                    "floating_forward_dynamics": self._per_row(pin.aba, self.q[:c], self.v[:c], self.tau[:c])}
+        self.ref = {
+            "floating_inverse_dynamics": self._per_row(pin.rnea, self.q[:c], self.v[:c], self.a[:c]),
+            "floating_forward_dynamics": self._per_row(pin.aba, self.q[:c], self.v[:c], self.tau[:c]),
+        }
 
     def pin_q(self, q: np.ndarray) -> np.ndarray:
         out = np.empty_like(q)
@@ -218,8 +225,12 @@ def adam_functions(robot: Humanoid):
     from adam.core.constants import Representations
     from adam.jax import KinDynComputations
 
-    kd = KinDynComputations(robot.urdf, list(robot.joint_names), dtype=jnp.float64,
-                            gravity=np.array([*np.asarray(robot.model.gravity, float), 0, 0, 0]))
+    kd = KinDynComputations(
+        robot.urdf,
+        list(robot.joint_names),
+        dtype=jnp.float64,
+        gravity=np.array([*np.asarray(robot.model.gravity, float), 0, 0, 0]),
+    )
     kd.set_frame_velocity_representation(Representations.BODY_FIXED_REPRESENTATION)
     factory = getattr(getattr(kd.rbdalgos, "math", None), "factory", None)
     if factory is not None and hasattr(factory, "_device"):  # see bench.peers.adam_inverse_dynamics
@@ -227,9 +238,13 @@ def adam_functions(robot: Humanoid):
 
     def transform(q):
         x, y, z, w = q[3], q[4], q[5], q[6]
-        r = jnp.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                       [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                       [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+        r = jnp.array(
+            [
+                [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+            ]
+        )
         return jnp.eye(4, dtype=q.dtype).at[:3, :3].set(r).at[:3, 3].set(q[:3])
 
     def inverse(q, v, a):
@@ -255,9 +270,15 @@ def jaxsim_functions(robot: Humanoid):
 
     def data(q, v):
         return js.data.JaxSimModelData.build(
-            model=model, base_position=q[:3], base_quaternion=jnp.concatenate([q[6:7], q[3:6]]),
-            joint_positions=q[7:][index], base_linear_velocity=v[:3], base_angular_velocity=v[3:6],
-            joint_velocities=v[6:][index], velocity_representation=VelRepr.Body)
+            model=model,
+            base_position=q[:3],
+            base_quaternion=jnp.concatenate([q[6:7], q[3:6]]),
+            joint_positions=q[7:][index],
+            base_linear_velocity=v[:3],
+            base_angular_velocity=v[3:6],
+            joint_velocities=v[6:][index],
+            velocity_representation=VelRepr.Body,
+        )
 
     def back(base, joints):  # jaxsim's joint order to kronjax's
         return jnp.concatenate([base, jnp.zeros_like(joints).at[index].set(joints)])
@@ -362,8 +383,10 @@ def sharded_main(spec: dict) -> None:
     batch = NamedSharding(Mesh(np.array(jax.devices()), ("batch",)), PartitionSpec("batch"))
     s = {k: jax.device_put(jnp.asarray(x), batch) for k, x in np.load(spec["samples"]).items()}
     result = {"devices": len(jax.devices())}
-    for operation, fn, args in (("floating_inverse_dynamics", kj.inverse_dynamics, ("q", "v", "a")),
-                                ("floating_forward_dynamics", kj.forward_dynamics, ("q", "v", "tau"))):
+    for operation, fn, args in (
+        ("floating_inverse_dynamics", kj.inverse_dynamics, ("q", "v", "a")),
+        ("floating_forward_dynamics", kj.forward_dynamics, ("q", "v", "tau")),
+    ):
         batched = kj.chunked_vmap(lambda *x, fn=fn: fn(model, *x), spec["chunk"])
         fields, compile_s, out = time_compiled(batched, tuple(s[k] for k in args), spec["timing"])
         result[operation] = {**fields, "compile_s": compile_s, "head": np.asarray(out[: spec["check"]]).tolist()}
@@ -393,8 +416,10 @@ def mjx_main(spec: dict) -> None:
     s = dict(np.load(spec["samples"]))
     mj = to_mujoco(s["q"], s["v"], s["a"], s["tau"], index)
     result = {}
-    for operation, fn, args, kind in (("floating_inverse_dynamics", inverse, ("q", "v", "a"), "tau"),
-                                      ("floating_forward_dynamics", forward, ("q", "v", "tau"), "a")):
+    for operation, fn, args, kind in (
+        ("floating_inverse_dynamics", inverse, ("q", "v", "a"), "tau"),
+        ("floating_forward_dynamics", forward, ("q", "v", "tau"), "a"),
+    ):
         r = mjx_timed(jax.vmap(fn), [mj[k] for k in args], spec)
         result[operation] = {**r, "head": from_mujoco(kind, np.asarray(r["head"]), s["q"], s["v"], index).tolist()}
     result["xla_flags"] = os.environ.get("XLA_FLAGS", "")
@@ -418,8 +443,10 @@ def section(suite) -> None:
     batch = c.big
     robot = Humanoid(HUMANOID, batch, c.check, c.threads)
     common = dict(batch=batch, precision="float64", model=MODEL, n_dof=robot.nv)
-    arrays = {"floating_inverse_dynamics": (robot.q, robot.v, robot.a),
-              "floating_forward_dynamics": (robot.q, robot.v, robot.tau)}
+    arrays = {
+        "floating_inverse_dynamics": (robot.q, robot.v, robot.a),
+        "floating_forward_dynamics": (robot.q, robot.v, robot.tau),
+    }
     suite.log(f"  Romeo with a free-flyer root: nq = {robot.nq}, nv = {robot.nv}; batch {batch}, float64")
 
     def jax_row(library, operation, method, fn, convert=None, note="", chunk=None):
@@ -437,16 +464,33 @@ def section(suite) -> None:
     model = robot.model
     for chunk in (None, CHUNK):  # one vmap, and chunks whose per-body arrays stay in the CPU's cache
         suffix = f", chunked_vmap({chunk})" if chunk else ""
-        jax_row("kronjax", "floating_inverse_dynamics", f"inverse_dynamics (rnea){suffix}",
-                lambda q, v, a: kj.inverse_dynamics(model, q, v, a), chunk=chunk)
-        jax_row("kronjax", "floating_forward_dynamics", f"forward_dynamics (aba){suffix}",
-                lambda q, v, tau: kj.forward_dynamics(model, q, v, tau), chunk=chunk)
+        jax_row(
+            "kronjax",
+            "floating_inverse_dynamics",
+            f"inverse_dynamics (rnea){suffix}",
+            lambda q, v, a: kj.inverse_dynamics(model, q, v, a),
+            chunk=chunk,
+        )
+        jax_row(
+            "kronjax",
+            "floating_forward_dynamics",
+            f"forward_dynamics (aba){suffix}",
+            lambda q, v, tau: kj.forward_dynamics(model, q, v, tau),
+            chunk=chunk,
+        )
     sharded_rows(suite, robot, common)
     pinocchio_rows(suite, robot, arrays, common)
 
-    peers = [("adam", "M a + h", "aba", lambda: adam_functions(robot), ""),
-             ("jaxsim", "inverse_dynamics", "forward_dynamics_aba", lambda: jaxsim_functions(robot),
-              "massless root link given 1e-9 kg")]
+    peers = [
+        ("adam", "M a + h", "aba", lambda: adam_functions(robot), ""),
+        (
+            "jaxsim",
+            "inverse_dynamics",
+            "forward_dynamics_aba",
+            lambda: jaxsim_functions(robot),
+            "massless root link given 1e-9 kg",
+        ),
+    ]
     for library, inverse_name, forward_name, build, note in peers:
         if not suite.available(library):
             continue
@@ -476,8 +520,15 @@ def sharded_rows(suite, robot: Humanoid, common: dict) -> None:
     with tempfile.TemporaryDirectory(prefix="kronjax-bench-") as tmp:
         samples = Path(tmp, "samples.npz")
         np.savez(samples, q=robot.q, v=robot.v, a=robot.a, tau=robot.tau)
-        spec = {"library": "kronjax", "urdf": str(robot.path), "samples": str(samples), "timing": suite.timing,
-                "check": c.check, "chunk": CHUNK, "out": str(Path(tmp, "result.json"))}
+        spec = {
+            "library": "kronjax",
+            "urdf": str(robot.path),
+            "samples": str(samples),
+            "timing": suite.timing,
+            "check": c.check,
+            "chunk": CHUNK,
+            "out": str(Path(tmp, "result.json")),
+        }
         flag = f"--xla_force_host_platform_device_count={robot.threads}"
         try:
             result = run_module("bench.floating", spec, False, tmp, extra_flags=[flag])
@@ -489,9 +540,18 @@ def sharded_rows(suite, robot: Humanoid, common: dict) -> None:
             return
     for operation, method in methods.items():
         r = result[operation]
-        suite.add(Record(operation=operation, library="kronjax", method=method, **common, seconds_per_call=r["seconds_per_call"],
-                         compile_s=r["compile_s"], rel_err=robot.error(operation)(np.asarray(r["head"])),
-                         extra={**r["extra"], "xla_flags": flag}))
+        suite.add(
+            Record(
+                operation=operation,
+                library="kronjax",
+                method=method,
+                **common,
+                seconds_per_call=r["seconds_per_call"],
+                compile_s=r["compile_s"],
+                rel_err=robot.error(operation)(np.asarray(r["head"])),
+                extra={**r["extra"], "xla_flags": flag},
+            )
+        )
 
 
 def frax_rows(suite, robot: Humanoid, common: dict) -> None:
@@ -503,23 +563,39 @@ def frax_rows(suite, robot: Humanoid, common: dict) -> None:
     c = suite.config
     index = list(range(len(robot.joint_names)))
     mj = to_mujoco(robot.q, robot.v, robot.a, robot.tau, index)
-    arrays = {"floating_inverse_dynamics": (mj["q"], mj["v"], mj["a"]),
-              "floating_forward_dynamics": (mj["q"], mj["v"], mj["tau"])}
+    arrays = {
+        "floating_inverse_dynamics": (mj["q"], mj["v"], mj["a"]),
+        "floating_forward_dynamics": (mj["q"], mj["v"], mj["tau"]),
+    }
     try:
         inverse, forward = frax_functions(robot)
     except Exception as exc:
         for operation in OPERATIONS:
-            suite.failed(exc, operation=operation, library="frax", method="rnea" if operation == "floating_inverse_dynamics"
-                         else "forward_dynamics (CRBA + Cholesky)", **common)
+            suite.failed(
+                exc,
+                operation=operation,
+                library="frax",
+                method="rnea" if operation == "floating_inverse_dynamics" else "forward_dynamics (CRBA + Cholesky)",
+                **common,
+            )
         return
-    for operation, method, fn, kind in (("floating_inverse_dynamics", "rnea", inverse, "tau"),
-                                        ("floating_forward_dynamics", "forward_dynamics (CRBA + Cholesky)", forward, "a")):
+    for operation, method, fn, kind in (
+        ("floating_inverse_dynamics", "rnea", inverse, "tau"),
+        ("floating_forward_dynamics", "forward_dynamics (CRBA + Cholesky)", forward, "a"),
+    ):
         fields = dict(operation=operation, library="frax", method=method, **common)
         try:
             timed, compile_s, out = time_compiled(jax.vmap(fn), tuple(jnp.asarray(x) for x in arrays[operation]), suite.timing)
             head = from_mujoco(kind, np.asarray(out[: c.check]), robot.q, robot.v, index)
-            suite.add(Record(**fields, compile_s=compile_s, rel_err=robot.error(operation)(head),
-                             note="MuJoCo's free-joint conventions, converted", **timed))
+            suite.add(
+                Record(
+                    **fields,
+                    compile_s=compile_s,
+                    rel_err=robot.error(operation)(head),
+                    note="MuJoCo's free-joint conventions, converted",
+                    **timed,
+                )
+            )
         except Exception as exc:
             suite.failed(exc, **fields)
 
@@ -540,8 +616,11 @@ def pinocchio_rows(suite, robot: Humanoid, arrays: dict, common: dict) -> None:
 
         fields = dict(operation=operation, library="pinocchio", **common)
         timed = _timed([t / len(rows) for t in rounds(run, **suite.timing)])
-        suite.add(Record(**{**fields, "batch": 1}, method=f"{name} (per call)", rel_err=0.0,
-                         note="from Python, binding included", **timed))
+        suite.add(
+            Record(
+                **{**fields, "batch": 1}, method=f"{name} (per call)", rel_err=0.0, note="from Python, binding included", **timed
+            )
+        )
         method = f"{name}InParallel({robot.threads})"
         parallel = getattr(pin, f"{name}InParallel", None)
         if parallel is None or robot.pool is None:
@@ -583,16 +662,37 @@ def mjx_rows(suite, robot: Humanoid, common: dict) -> None:
     with tempfile.TemporaryDirectory(prefix="kronjax-bench-") as tmp:
         samples = Path(tmp, "samples.npz")
         np.savez(samples, q=robot.q, v=robot.v, a=robot.a, tau=robot.tau)
-        spec = {"urdf": str(robot.path), "samples": str(samples), "joint_names": list(robot.joint_names),
-                "batch": common["batch"], "probe": c.mjx_probe, "max_call_s": c.mjx_max_call_s,
-                "timing": suite.timing, "check": c.check}
+        spec = {
+            "urdf": str(robot.path),
+            "samples": str(samples),
+            "joint_names": list(robot.joint_names),
+            "batch": common["batch"],
+            "probe": c.mjx_probe,
+            "max_call_s": c.mjx_max_call_s,
+            "timing": suite.timing,
+            "check": c.check,
+        }
         operations = {"floating_inverse_dynamics": "inverse", "floating_forward_dynamics": "forward"}
         for operation, method, r, flags in mjx_results(suite, "bench.floating", spec, operations, common):
-            note = "; ".join(x for x in (r["note"], "MuJoCo balances an inertia (see bench.floating): values differ from Pinocchio's") if x)
-            suite.add(Record(operation=operation, library="mjx", method=method, batch=r["batch"], precision="float64",
-                             model=MODEL, n_dof=robot.nv, seconds_per_call=r["seconds_per_call"],
-                             compile_s=r["compile_s"], rel_err=robot.error(operation)(np.asarray(r["head"])), note=note,
-                             extra={**r["extra"], "xla_flags": flags}))
+            note = "; ".join(
+                x for x in (r["note"], "MuJoCo balances an inertia (see bench.floating): values differ from Pinocchio's") if x
+            )
+            suite.add(
+                Record(
+                    operation=operation,
+                    library="mjx",
+                    method=method,
+                    batch=r["batch"],
+                    precision="float64",
+                    model=MODEL,
+                    n_dof=robot.nv,
+                    seconds_per_call=r["seconds_per_call"],
+                    compile_s=r["compile_s"],
+                    rel_err=robot.error(operation)(np.asarray(r["head"])),
+                    note=note,
+                    extra={**r["extra"], "xla_flags": flags},
+                )
+            )
 
 
 if __name__ == "__main__":

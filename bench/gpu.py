@@ -102,8 +102,9 @@ def _round_down(x: float) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bench.gpu", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.gpu", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--batches", type=int, nargs="+", default=[10_000, 1_000_000], help="fixed batches (default 1e4 1e6)")
     parser.add_argument("--no-max", action="store_true", help="skip the largest batch that fits")
     parser.add_argument("--max-batch", type=int, default=10**9, help="cap of the largest batch (default 1e9)")
@@ -135,8 +136,9 @@ def main(argv=None) -> int:
             out = Path(tmp, f"{precision}.json")
             env = dict(os.environ)
             env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-            rc = subprocess.run([sys.executable, "-m", "bench.gpu", *argv, "--precisions", precision, "--child", str(out)],
-                                env=env, cwd=ROOT).returncode
+            rc = subprocess.run(
+                [sys.executable, "-m", "bench.gpu", *argv, "--precisions", precision, "--child", str(out)], env=env, cwd=ROOT
+            ).returncode
             if rc != 0:
                 return rc  # 2: no GPU (the child said so)
             result = json.loads(out.read_text())
@@ -158,17 +160,23 @@ def _child(args) -> int:
 
     gpus = _gpu_devices(jax)
     if not gpus and not args.allow_cpu:
-        print(f"bench.gpu: no GPU visible to JAX (devices: {jax.devices()}). This benchmark is for an NVIDIA GPU: "
-              "install JAX's CUDA build (pip install -U 'jax[cuda12]') on a machine with one, or run "
-              "`python -m bench` for the CPU suite.", file=sys.stderr)
+        print(
+            f"bench.gpu: no GPU visible to JAX (devices: {jax.devices()}). This benchmark is for an NVIDIA GPU: "
+            "install JAX's CUDA build (pip install -U 'jax[cuda12]') on a machine with one, or run "
+            "`python -m bench` for the CPU suite.",
+            file=sys.stderr,
+        )
         return 2
     device = gpus[0] if gpus else jax.devices()[0]
     meta = report.environment()
     meta["device"] = f"{device.device_kind} ({device.platform})"
     limit = int(args.memory_gib * 2**30) if args.memory_gib else _memory_limit(device)
     meta["memory_limit_bytes"] = limit
-    print(f"\n== {precision}: bench.gpu on {meta['device']}, memory limit "
-          f"{'unknown (no largest batch)' if limit is None else f'{limit / 2**30:.1f} GiB'}; jax {meta['jax']} ==", flush=True)
+    print(
+        f"\n== {precision}: bench.gpu on {meta['device']}, memory limit "
+        f"{'unknown (no largest batch)' if limit is None else f'{limit / 2**30:.1f} GiB'}; jax {meta['jax']} ==",
+        flush=True,
+    )
     urdf = models.panda_urdf()
     with_mjx = not args.no_mjx
     if with_mjx:
@@ -210,12 +218,24 @@ def _child(args) -> int:
         per_call = best_time(lambda: jax.block_until_ready(compiled(q, qd, qdd)), repeats=3, min_seconds=0.2)
         if out.dtype != dtype:
             note = ", ".join(filter(None, [note, f"output is {out.dtype}"]))
-        record = Record("gpu", _library(op), op, batch, precision, per_call, compile_s,
-                        error(op, out, q, qd, qdd), note=note, extra={"bytes": _bytes(compiled)})
+        record = Record(
+            "gpu",
+            _library(op),
+            op,
+            batch,
+            precision,
+            per_call,
+            compile_s,
+            error(op, out, q, qd, qdd),
+            note=note,
+            extra={"bytes": _bytes(compiled)},
+        )
         records.append(record)
-        print(f"  {op:<24} {precision:<7} batch {batch:>11,}  {record.samples_per_s:>16,.0f} samples/s  "
-              f"{record.seconds_per_sample * 1e9:>10.2f} ns/sample  compile {compile_s:5.2f} s  "
-              f"err {'-' if record.rel_err is None else f'{record.rel_err:.1e}'}" + (f"  [{note}]" if note else ""))
+        print(
+            f"  {op:<24} {precision:<7} batch {batch:>11,}  {record.samples_per_s:>16,.0f} samples/s  "
+            f"{record.seconds_per_sample * 1e9:>10.2f} ns/sample  compile {compile_s:5.2f} s  "
+            f"err {'-' if record.rel_err is None else f'{record.rel_err:.1e}'}" + (f"  [{note}]" if note else "")
+        )
         return record, compiled
 
     fns = _functions(precision, urdf, with_mjx)
@@ -247,36 +267,57 @@ def _child(args) -> int:
                 batch = _round_down(batch * 0.6)
 
     meta["duration_s"] = time.perf_counter() - start_all
-    args.child.write_text(json.dumps({"meta": meta, "records": [
-        dataclasses.asdict(r) | {"samples_per_s": r.samples_per_s, "seconds_per_sample": r.seconds_per_sample}
-        for r in records]}, default=str))
+    args.child.write_text(
+        json.dumps(
+            {
+                "meta": meta,
+                "records": [
+                    dataclasses.asdict(r) | {"samples_per_s": r.samples_per_s, "seconds_per_sample": r.seconds_per_sample}
+                    for r in records
+                ],
+            },
+            default=str,
+        )
+    )
     return 0
 
 
 def _write(records: list[dict], meta: dict, args) -> int:
     from . import report
 
-    best64 = max((r["samples_per_s"] or 0 for r in records if r["method"] == "inverse_dynamics rnea" and r["precision"] == "float64"),
-                 default=0)
-    print(f"\ninverse dynamics (rnea), float64: {best64:,.0f} samples/s at best; goal >= {GOAL:,.0f} "
-          + ("(met)" if best64 >= GOAL else "(not met)"))
+    best64 = max(
+        (r["samples_per_s"] or 0 for r in records if r["method"] == "inverse_dynamics rnea" and r["precision"] == "float64"),
+        default=0,
+    )
+    print(
+        f"\ninverse dynamics (rnea), float64: {best64:,.0f} samples/s at best; goal >= {GOAL:,.0f} "
+        + ("(met)" if best64 >= GOAL else "(not met)")
+    )
     out_dir = Path(args.out or report.RESULTS)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / f"{meta['date'][:10]}-{meta['machine']}-gpu"
     fmt = lambda x, spec: "-" if x is None else format(x, spec)  # noqa: E731
-    lines = [f"# kronjax on {meta['device']}, {meta['date'][:10]}, {meta['machine']}", "",
-             f"jax {meta['jax']}, kronjax {meta['kronjax']}; float32 runs without jax_enable_x64 and with "
-             "jax_default_matmul_precision=\"highest\"; inputs made on the device.", "",
-             "| operation | precision | batch | samples/s | ns/sample | compile s | rel. err vs Pinocchio | note |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    lines = [
+        f"# kronjax on {meta['device']}, {meta['date'][:10]}, {meta['machine']}",
+        "",
+        f"jax {meta['jax']}, kronjax {meta['kronjax']}; float32 runs without jax_enable_x64 and with "
+        'jax_default_matmul_precision="highest"; inputs made on the device.',
+        "",
+        "| operation | precision | batch | samples/s | ns/sample | compile s | rel. err vs Pinocchio | note |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
     for r in records:
         ns = r["seconds_per_sample"] and r["seconds_per_sample"] * 1e9
-        lines.append(f"| {r['method']} | {r['precision']} | {r['batch']:,} | {fmt(r['samples_per_s'], ',.0f')} | {fmt(ns, '.2f')} | "
-                     f"{fmt(r['compile_s'], '.2f')} | {fmt(r['rel_err'], '.1e')} | {r['note']} |")
+        lines.append(
+            f"| {r['method']} | {r['precision']} | {r['batch']:,} | {fmt(r['samples_per_s'], ',.0f')} | {fmt(ns, '.2f')} | "
+            f"{fmt(r['compile_s'], '.2f')} | {fmt(r['rel_err'], '.1e')} | {r['note']} |"
+        )
     lines += ["", f"Goal: >= {GOAL:.0e} inverse-dynamics samples/s in float64; best measured {best64:.3g}."]
     Path(f"{stem}.md").write_text("\n".join(lines) + "\n")
-    Path(f"{stem}.json").write_text(json.dumps({"meta": meta, "args": {k: str(v) for k, v in vars(args).items()},
-                                                "records": records}, indent=1, default=str) + "\n")
+    Path(f"{stem}.json").write_text(
+        json.dumps({"meta": meta, "args": {k: str(v) for k, v in vars(args).items()}, "records": records}, indent=1, default=str)
+        + "\n"
+    )
     print(f"wrote {stem}.md\nwrote {stem}.json")
     return 0
 

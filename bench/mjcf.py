@@ -63,8 +63,12 @@ def rigid_model(path: str):
     import mujoco
 
     m = mujoco.MjModel.from_xml_path(path)
-    m.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONSTRAINT | mujoco.mjtDisableBit.mjDSBL_SPRING
-                              | mujoco.mjtDisableBit.mjDSBL_DAMPER | mujoco.mjtDisableBit.mjDSBL_ACTUATION)
+    m.opt.disableflags |= int(
+        mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+        | mujoco.mjtDisableBit.mjDSBL_SPRING
+        | mujoco.mjtDisableBit.mjDSBL_DAMPER
+        | mujoco.mjtDisableBit.mjDSBL_ACTUATION
+    )
     return m
 
 
@@ -124,8 +128,9 @@ def mjx_main(spec_path: str) -> None:
         "mjcf_inverse_dynamics": (lambda q, v, a: mjx.inverse(model, data.replace(qpos=q, qvel=v, qacc=a)).qfrc_inverse, "qacc"),
         "mjcf_forward_dynamics": (lambda q, v, f: mjx.forward(model, data.replace(qpos=q, qvel=v, qfrc_applied=f)).qacc, "qfrc"),
     }
-    result = {operation: mjx_timed(jax.vmap(fn), [s["qpos"], s["qvel"], s[last]], spec)
-              for operation, (fn, last) in functions.items()}
+    result = {
+        operation: mjx_timed(jax.vmap(fn), [s["qpos"], s["qvel"], s[last]], spec) for operation, (fn, last) in functions.items()
+    }
     result["xla_flags"] = os.environ.get("XLA_FLAGS", "")
     Path(spec["out"]).write_text(json.dumps(result))
 
@@ -149,21 +154,47 @@ def section(suite) -> None:
                 model = kj.load_mjcf(path)
             except Exception as exc:
                 for operation in OPERATIONS:
-                    suite.failed(exc, operation=operation, library="kronjax", method="load_mjcf", batch=c.big,
-                                 precision="float64", model=name)
+                    suite.failed(
+                        exc,
+                        operation=operation,
+                        library="kronjax",
+                        method="load_mjcf",
+                        batch=c.big,
+                        precision="float64",
+                        model=name,
+                    )
                 continue
             s = random_states(m, c.big)
             reference = references(m, s, min(c.check, c.big))
             common = dict(batch=c.big, precision="float64", model=name, n_dof=m.nv)
             suite.log(f"  {name}: nq = {m.nq}, nv = {m.nv}, armature {ARMATURE} on hinges and slides; batch {c.big}")
-            q, v, a, f = jax.jit(jax.vmap(lambda *x: from_mujoco(model, *x)))(*(jnp.asarray(s[k]) for k in ("qpos", "qvel", "qacc", "qfrc")))
-            ours = {"mjcf_inverse_dynamics": ("inverse_dynamics (rnea)", lambda q, v, a: kj.inverse_dynamics(model, q, v, a), (q, v, a)),
-                    "mjcf_forward_dynamics": ("forward_dynamics (aba)", lambda q, v, f: kj.forward_dynamics(model, q, v, f), (q, v, f))}
+            q, v, a, f = jax.jit(jax.vmap(lambda *x: from_mujoco(model, *x)))(
+                *(jnp.asarray(s[k]) for k in ("qpos", "qvel", "qacc", "qfrc"))
+            )
+            ours = {
+                "mjcf_inverse_dynamics": (
+                    "inverse_dynamics (rnea)",
+                    lambda q, v, a: kj.inverse_dynamics(model, q, v, a),
+                    (q, v, a),
+                ),
+                "mjcf_forward_dynamics": (
+                    "forward_dynamics (aba)",
+                    lambda q, v, f: kj.forward_dynamics(model, q, v, f),
+                    (q, v, f),
+                ),
+            }
             for operation, (method, fn, args) in ours.items():
                 for chunk in (None, CHUNK):
-                    fields = dict(operation=operation, library="kronjax", method=method + (f", chunked_vmap({chunk})" if chunk else ""), **common)
+                    fields = dict(
+                        operation=operation,
+                        library="kronjax",
+                        method=method + (f", chunked_vmap({chunk})" if chunk else ""),
+                        **common,
+                    )
                     try:
-                        timed, compile_s, out = time_compiled(kj.chunked_vmap(fn, chunk) if chunk else jax.vmap(fn), args, suite.timing)
+                        timed, compile_s, out = time_compiled(
+                            kj.chunked_vmap(fn, chunk) if chunk else jax.vmap(fn), args, suite.timing
+                        )
                         head = slice(0, len(reference[operation]))
                         if operation == "mjcf_inverse_dynamics":
                             mine = jax.vmap(lambda q, v, t: to_mujoco(model, q, v, tau=t)[3])(q[head], v[head], out[head])
@@ -183,15 +214,31 @@ def mjx_rows(suite, path: str, s: dict, reference: dict, common: dict) -> None:
     with tempfile.TemporaryDirectory(prefix="kronjax-bench-") as tmp:
         samples = Path(tmp, "samples.npz")
         np.savez(samples, **s)
-        spec = {"mjcf": path, "samples": str(samples), "batch": common["batch"], "probe": c.mjx_probe,
-                "max_call_s": c.mjx_max_call_s, "timing": suite.timing, "check": c.check}
+        spec = {
+            "mjcf": path,
+            "samples": str(samples),
+            "batch": common["batch"],
+            "probe": c.mjx_probe,
+            "max_call_s": c.mjx_max_call_s,
+            "timing": suite.timing,
+            "check": c.check,
+        }
         operations = {"mjcf_inverse_dynamics": "inverse", "mjcf_forward_dynamics": "forward"}
         for operation, method, r, flags in mjx_results(suite, "bench.mjcf", spec, operations, common):
             head = np.asarray(r["head"])
-            suite.add(Record(**{**common, "batch": r["batch"]}, operation=operation, library="mjx", method=method,
-                             seconds_per_call=r["seconds_per_call"], compile_s=r["compile_s"],
-                             rel_err=models.relative_error(head, reference[operation][: len(head)]), note=r["note"],
-                             extra={**r["extra"], "xla_flags": flags}))
+            suite.add(
+                Record(
+                    **{**common, "batch": r["batch"]},
+                    operation=operation,
+                    library="mjx",
+                    method=method,
+                    seconds_per_call=r["seconds_per_call"],
+                    compile_s=r["compile_s"],
+                    rel_err=models.relative_error(head, reference[operation][: len(head)]),
+                    note=r["note"],
+                    extra={**r["extra"], "xla_flags": flags},
+                )
+            )
 
 
 if __name__ == "__main__":

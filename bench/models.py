@@ -45,7 +45,13 @@ def random_chain(n: int, seed: int = 0):
 
     rng = np.random.default_rng(seed)
     rows = [
-        ("R", float(rng.uniform(0.0, 0.2)), 0.0, float(rng.uniform(0.05, 0.3)), float(rng.choice([-1, 1]) * np.pi / 2 * rng.uniform(0.3, 1.0)))
+        (
+            "R",
+            float(rng.uniform(0.0, 0.2)),
+            0.0,
+            float(rng.uniform(0.05, 0.3)),
+            float(rng.choice([-1, 1]) * np.pi / 2 * rng.uniform(0.3, 1.0)),
+        )
         for _ in range(n)
     ]
     inertials = [
@@ -214,8 +220,9 @@ def sdf_from_urdf(urdf: str, fixed: bool = True) -> str:
         if kind == "fixed":  # an axis all the same: jaxsim hashes every joint's axis when it lumps fixed joints
             ET.SubElement(axis, "xyz").text = "0 0 1"
             continue
-        ET.SubElement(axis, "xyz").text = " ".join(repr(float(v)) for v in _numbers(
-            j.find("axis").get("xyz") if j.find("axis") is not None else None, (1, 0, 0)))
+        ET.SubElement(axis, "xyz").text = " ".join(
+            repr(float(v)) for v in _numbers(j.find("axis").get("xyz") if j.find("axis") is not None else None, (1, 0, 0))
+        )
         limit = j.find("limit")
         limits = ET.SubElement(axis, "limit")
         lower = limit.get("lower") if limit is not None and kind != "continuous" else None

@@ -54,8 +54,12 @@ def detect(names=tuple(PEERS)) -> dict[str, dict]:
                 warnings.simplefilter("ignore")
                 importlib.import_module(module)
         except Exception as exc:  # a broken install or an incompatible jax raises anything
-            found[name] = {"available": False, "version": "", "note": f"skipped: cannot import {module} "
-                           f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); {install}"}
+            found[name] = {
+                "available": False,
+                "version": "",
+                "note": f"skipped: cannot import {module} "
+                f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); {install}",
+            }
             continue
         version = ", ".join(f"{d} {_version(d)}" for d in distributions)
         found[name] = {"available": True, "version": version, "note": ""}
@@ -125,8 +129,12 @@ class Pinocchio:
         """``(J_T, J_R)`` of kronjax's ``jacobians(frame="base")``: ``getFrameJacobian`` in
         LOCAL_WORLD_ALIGNED (the frame origin's velocity and the angular velocity in world axes)."""
         pin = self.pin
-        return self._per_body(pin.computeJointJacobians,
-                              lambda f: pin.getFrameJacobian(self.model, self.data, f, pin.LOCAL_WORLD_ALIGNED), frames, q)
+        return self._per_body(
+            pin.computeJointJacobians,
+            lambda f: pin.getFrameJacobian(self.model, self.data, f, pin.LOCAL_WORLD_ALIGNED),
+            frames,
+            q,
+        )
 
     def hessians(self, q, frames):
         """``(H_T, H_R)`` of kronjax's ``hessians(frame="base")``, each ``(batch, nb, 3, n^2)``:
@@ -156,8 +164,9 @@ class Pinocchio:
             pin.computeJointJacobiansTimeVariation(model, data, q, qd)
             pin.updateFramePlacements(model, data)
 
-        return self._per_body(compute, lambda f: pin.getFrameJacobianTimeVariation(self.model, self.data, f, pin.LOCAL_WORLD_ALIGNED),
-                              frames, q, qd)
+        return self._per_body(
+            compute, lambda f: pin.getFrameJacobianTimeVariation(self.model, self.data, f, pin.LOCAL_WORLD_ALIGNED), frames, q, qd
+        )
 
     def rnea_derivatives(self, q, qd, qdd):
         """``(dtau_dq, dtau_dqd, M)``, each ``(batch, n, n)``, from ``computeRNEADerivatives`` (which
@@ -305,8 +314,12 @@ def frax_functions(urdf: str) -> dict:
     def forward_dynamics(q, qd, tau):
         return robot.forward_dynamics(q, qd, tau, None)
 
-    return {"jacobians": jacobians, "jacobians_dot": jacobians_dot, "inverse_dynamics": inverse_dynamics,
-            "forward_dynamics": forward_dynamics}
+    return {
+        "jacobians": jacobians,
+        "jacobians_dot": jacobians_dot,
+        "inverse_dynamics": inverse_dynamics,
+        "forward_dynamics": forward_dynamics,
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -345,8 +358,9 @@ def run_module(module: str, spec: dict, no_fusion: bool, tmp: str | Path, extra_
     if extra_flags:
         env["XLA_FLAGS"] = " ".join([env.get("XLA_FLAGS", ""), *extra_flags]).strip()
     env["PYTHONPATH"] = str(ROOT) + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    proc = subprocess.run([sys.executable, "-m", module, str(spec_path)], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", module, str(spec_path)], env=env, cwd=ROOT, capture_output=True, text=True, timeout=900
+    )
     if proc.returncode != 0:
         tail = [line for line in proc.stderr.strip().splitlines() if line.strip()][-1:] or ["?"]
         raise RuntimeError(f"subprocess exited {proc.returncode}: {tail[0]}")

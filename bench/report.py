@@ -19,9 +19,14 @@ RESULTS = Path(__file__).resolve().parent / "results"
 # the operations of the `kinematics` and `derivatives` sections (issue 14), each with its table in the report
 ISSUE14 = {
     "jacobians": ("Jacobians J_T, J_R of all bodies (Panda, base frame)", "computeJointJacobians"),
-    "hessians": ("Hessians H_T, H_R of all bodies (Panda, base frame); Pinocchio's call computes the Jacobians too",
-                 "computeJointKinematicHessians"),
-    "jacobians_dot": ("Time derivatives of the Jacobians of all bodies (Panda, base frame)", "computeJointJacobiansTimeVariation"),
+    "hessians": (
+        "Hessians H_T, H_R of all bodies (Panda, base frame); Pinocchio's call computes the Jacobians too",
+        "computeJointKinematicHessians",
+    ),
+    "jacobians_dot": (
+        "Time derivatives of the Jacobians of all bodies (Panda, base frame)",
+        "computeJointJacobiansTimeVariation",
+    ),
     "inverse_dynamics_derivatives": ("Derivatives of inverse dynamics d tau / d(q, qd, qdd) (Panda)", "computeRNEADerivatives"),
     "forward_dynamics_derivatives": ("Derivatives of forward dynamics d qdd / d(q, qd, tau) (Panda)", "computeABADerivatives"),
 }
@@ -107,8 +112,15 @@ def exponents(records: list[Record]) -> list[dict]:
     for (library, method), rs in series.items():
         rs = sorted(rs, key=lambda r: r.n_dof)
         ns, ts = [r.n_dof for r in rs], [r.seconds_per_sample for r in rs]
-        entry = {"library": library, "method": method, "n": ns, "seconds_per_sample": ts,
-                 "batch": [r.batch for r in rs], "exponent": None, "last_slope": None}
+        entry = {
+            "library": library,
+            "method": method,
+            "n": ns,
+            "seconds_per_sample": ts,
+            "batch": [r.batch for r in rs],
+            "exponent": None,
+            "last_slope": None,
+        }
         if len(ns) >= 2:
             entry["exponent"] = fit_exponent(ns, ts)
             entry["last_slope"] = fit_exponent(ns[-2:], ts[-2:])
@@ -130,28 +142,62 @@ def goals(records: list[Record], config) -> list[dict]:
 
     def faster(what, ours, theirs, target):  # ours' samples/s over theirs'
         value = theirs.seconds_per_sample / ours.seconds_per_sample if ours and theirs else None
-        rows.append({"goal": what, "value": value, "target": target, "unit": "x samples/s",
-                     "met": None if value is None or target is None else value >= target})
+        rows.append(
+            {
+                "goal": what,
+                "value": value,
+                "target": target,
+                "unit": "x samples/s",
+                "met": None if value is None or target is None else value >= target,
+            }
+        )
 
     def slower(what, ours, theirs, target):  # ours' time over theirs'
         value = ours.seconds_per_sample / theirs.seconds_per_sample if ours and theirs else None
-        rows.append({"goal": what, "value": value, "target": target, "unit": "x time",
-                     "met": None if value is None or target is None else value <= target})
+        rows.append(
+            {
+                "goal": what,
+                "value": value,
+                "target": target,
+                "unit": "x time",
+                "met": None if value is None or target is None else value <= target,
+            }
+        )
 
     pin = dict(library="pinocchio", precision=f64)
-    faster(f"kronjax rnea vs Pinocchio rneaInParallel({config.threads}), batch {big}", rnea,
-           find(records, operation="inverse_dynamics", method=f"rneaInParallel({config.threads})", batch=big, **pin), 1.0)
-    faster("kronjax rnea vs Pinocchio rnea per call (C++ est.)", rnea,
-           find(records, operation="inverse_dynamics", method="rnea (per call, C++ est.)", **pin), None)
+    faster(
+        f"kronjax rnea vs Pinocchio rneaInParallel({config.threads}), batch {big}",
+        rnea,
+        find(records, operation="inverse_dynamics", method=f"rneaInParallel({config.threads})", batch=big, **pin),
+        1.0,
+    )
+    faster(
+        "kronjax rnea vs Pinocchio rnea per call (C++ est.)",
+        rnea,
+        find(records, operation="inverse_dynamics", method="rnea (per call, C++ est.)", **pin),
+        None,
+    )
     faster(f"kronjax rnea vs adam, batch {big}", rnea, find(records, library="adam", precision=f64), 5.0)
     faster(f"kronjax rnea vs jaxsim, batch {big}", rnea, find(records, operation="inverse_dynamics", library="jaxsim"), None)
     faster(f"kronjax rnea vs MJX, best flags ({mjx_best.method if mjx_best else '-'})", rnea, mjx_best, 3.0)
-    faster(f"kronjax forward_dynamics vs Pinocchio abaInParallel({config.threads}), batch {big}", fd,
-           find(records, operation="forward_dynamics", method=f"abaInParallel({config.threads})", **pin), 1.0)
-    faster("kronjax forward_dynamics vs Pinocchio aba per call (C++ est.)", fd,
-           find(records, operation="forward_dynamics", method="aba (per call, C++ est.)", **pin), 1.0)
-    slower(f"kronjax coriolis_star vs Pinocchio computeCoriolisMatrix per call (C++ est.), batch {big}", star,
-           find(records, operation="coriolis", method="computeCoriolisMatrix (per call, C++ est.)", **pin), 2.0)
+    faster(
+        f"kronjax forward_dynamics vs Pinocchio abaInParallel({config.threads}), batch {big}",
+        fd,
+        find(records, operation="forward_dynamics", method=f"abaInParallel({config.threads})", **pin),
+        1.0,
+    )
+    faster(
+        "kronjax forward_dynamics vs Pinocchio aba per call (C++ est.)",
+        fd,
+        find(records, operation="forward_dynamics", method="aba (per call, C++ est.)", **pin),
+        1.0,
+    )
+    slower(
+        f"kronjax coriolis_star vs Pinocchio computeCoriolisMatrix per call (C++ est.), batch {big}",
+        star,
+        find(records, operation="coriolis", method="computeCoriolisMatrix (per call, C++ est.)", **pin),
+        2.0,
+    )
     slower(f"kronjax kron vs kronjax rnea, batch {big}", kron, rnea, 10.0)
     # issue 14: all bodies' J and H, derivatives of the dynamics, against Pinocchio per call
     # (binding included, as the issue measures; the C++ estimate alongside, without a target)
@@ -161,39 +207,87 @@ def goals(records: list[Record], config) -> list[dict]:
         what = "computeJointJacobians + computeJointKinematicHessians" if operation == "hessians" else pin_name
         target = None if operation == "jacobians_dot" else 0.5  # the issue sets none for dJ/dt
         for suffix, goal in (("per call", target), ("per call, C++ est.", None)):
-            slower(f"kronjax {operation} vs Pinocchio {what} {suffix}, batch {big}", ours,
-                   find(records, operation=operation, method=f"{pin_name} ({suffix})", **pin), goal)
+            slower(
+                f"kronjax {operation} vs Pinocchio {what} {suffix}, batch {big}",
+                ours,
+                find(records, operation=operation, method=f"{pin_name} ({suffix})", **pin),
+                goal,
+            )
     # issue 15: the floating-base humanoid (section `floating`): >= 1x *InParallel, ahead of every JAX peer
-    ours_floating = [r for r in records if r.operation in FLOATING and r.library == "kronjax" and r.precision == f64
-                     and r.seconds_per_call is not None]
+    ours_floating = [
+        r
+        for r in records
+        if r.operation in FLOATING and r.library == "kronjax" and r.precision == f64 and r.seconds_per_call is not None
+    ]
     for ours in ours_floating:  # one vmap, and chunked_vmap
         name = FLOATING[ours.operation]
-        faster(f"humanoid (floating base): kronjax {ours.method} vs Pinocchio {name}InParallel({config.threads}), batch {ours.batch}",
-               ours, find(records, operation=ours.operation, method=f"{name}InParallel({config.threads})", batch=ours.batch, **pin), 1.0)
+        faster(
+            f"humanoid (floating base): kronjax {ours.method} vs Pinocchio {name}InParallel({config.threads}), batch {ours.batch}",
+            ours,
+            find(records, operation=ours.operation, method=f"{name}InParallel({config.threads})", batch=ours.batch, **pin),
+            1.0,
+        )
         for peer in ("adam", "jaxsim", "frax", "mjx"):
             timed = [r for r in records if r.operation == ours.operation and r.library == peer and r.seconds_per_call is not None]
             best = min(timed, key=lambda r: r.seconds_per_sample) if timed else None
             faster(f"humanoid (floating base): kronjax {ours.method} vs {peer} {best.method if best else '-'}", ours, best, 1.0)
-    derivatives = find(records, operation="inverse_dynamics_derivatives", library="kronjax",
-                       method="inverse_dynamics_derivatives", batch=big, precision=f64)
-    slower(f"kronjax jax.jacfwd(inverse_dynamics) vs inverse_dynamics_derivatives, batch {big}",
-           find(records, operation="inverse_dynamics_derivatives", library="kronjax", method="jax.jacfwd(inverse_dynamics)",
-                batch=big, precision=f64), derivatives, 2.0)
+    derivatives = find(
+        records,
+        operation="inverse_dynamics_derivatives",
+        library="kronjax",
+        method="inverse_dynamics_derivatives",
+        batch=big,
+        precision=f64,
+    )
+    slower(
+        f"kronjax jax.jacfwd(inverse_dynamics) vs inverse_dynamics_derivatives, batch {big}",
+        find(
+            records,
+            operation="inverse_dynamics_derivatives",
+            library="kronjax",
+            method="jax.jacfwd(inverse_dynamics)",
+            batch=big,
+            precision=f64,
+        ),
+        derivatives,
+        2.0,
+    )
     for r in records:
         if r.library == "kronjax" and r.operation in ISSUE14 and r.precision == f64 and r.compile_s is not None:
-            rows.append({"goal": f"compile of jit(chunked_vmap({r.method})), batch {r.batch}", "value": r.compile_s,
-                         "target": 2.0, "unit": "s", "met": r.compile_s < 2.0})
+            rows.append(
+                {
+                    "goal": f"compile of jit(chunked_vmap({r.method})), batch {r.batch}",
+                    "value": r.compile_s,
+                    "target": 2.0,
+                    "unit": "s",
+                    "met": r.compile_s < 2.0,
+                }
+            )
     for e in exponents(records):  # the cost grows as the output: C* n x n^2, J 3 x n per body, H 3 x n^2 per body
         target = {"coriolis_star": 3.0, "jacobians": 2.0, "hessians": 3.0}.get(e["method"])
         if e["library"] == "kronjax" and target is not None and e["exponent"] is not None:
-            rows.append({"goal": f"{e['method']} cost exponent in n (n = {', '.join(map(str, e['n']))}; "
-                                 f"slope of the last two {e['last_slope']:.2f})",
-                         "value": e["exponent"], "target": target, "unit": "exponent", "met": e["exponent"] <= target + 0.3})
+            rows.append(
+                {
+                    "goal": f"{e['method']} cost exponent in n (n = {', '.join(map(str, e['n']))}; "
+                    f"slope of the last two {e['last_slope']:.2f})",
+                    "value": e["exponent"],
+                    "target": target,
+                    "unit": "exponent",
+                    "met": e["exponent"] <= target + 0.3,
+                }
+            )
     for r in records:
         if r.operation == "compile" and r.method == "inverse_dynamics rnea" and r.compile_s is not None:
             target = 1.0 if r.model == "panda" else 3.0
-            rows.append({"goal": f"jit of inverse dynamics (rnea), {r.model}", "value": r.compile_s, "target": target,
-                         "unit": "s", "met": r.compile_s <= target})
+            rows.append(
+                {
+                    "goal": f"jit of inverse dynamics (rnea), {r.model}",
+                    "value": r.compile_s,
+                    "target": target,
+                    "unit": "s",
+                    "met": r.compile_s <= target,
+                }
+            )
     return [row for row in rows if row["value"] is not None]  # a goal whose measurements did not run is left out
 
 
@@ -224,7 +318,8 @@ def _operation_table(records: list[Record], operation: str, per_call: str | None
     ref_call = find(records, operation=operation, library="pinocchio", method=per_call) if per_call else None
     lines = [
         f"Speed ratios: Pinocchio's time per sample over this row's (> 1: faster than Pinocchio); "
-        f"\"per call\" against `{per_call}`" + (f", \"parallel\" against `{parallel}` at the same batch (else the largest)." if parallel else "."),
+        f'"per call" against `{per_call}`'
+        + (f', "parallel" against `{parallel}` at the same batch (else the largest).' if parallel else "."),
         "",
         "| library | method | batch | precision | us/sample | samples/s | compile s | rel. err vs Pinocchio | x Pin. per call | x Pin. parallel | note |",
         "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
@@ -262,7 +357,7 @@ def _floating_table(records: list[Record], threads: int) -> list[str]:
         "Romeo (`tests/data/humanoid.urdf`) with a free-flyer root (nq = 38, nv = 37), float64, random states "
         "(`kj.random_configuration`; v, a, joint torques normal; no base wrench), each library in its own conventions, "
         "outputs converted to Pinocchio's before the comparison on the leading samples. Times: median over the timing "
-        f"rounds; samples/s [range over rounds]; \"x parallel\": this row's samples/s over `rneaInParallel({threads})` "
+        f'rounds; samples/s [range over rounds]; "x parallel": this row\'s samples/s over `rneaInParallel({threads})` '
         f"/ `abaInParallel({threads})`'s at the same batch (> 1: faster).",
         "",
         "| operation | library | method | batch | us/sample | samples/s [min, max] | compile s | rel. err vs Pinocchio | x parallel | note |",
@@ -295,7 +390,9 @@ def _mjcf_table(records: list[Record]) -> list[str]:
         "| --- | --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | --- |",
     ]
     for r in rows:
-        peers = [p for p in rows if p.library == "mjx" and p.model == r.model and p.operation == r.operation and p.seconds_per_call]
+        peers = [
+            p for p in rows if p.library == "mjx" and p.model == r.model and p.operation == r.operation and p.seconds_per_call
+        ]
         ref = max(peers, key=lambda p: p.samples_per_s, default=None)
         rate = _rate_with_range(r)
         lines.append(
@@ -323,12 +420,26 @@ def markdown(records: list[Record], meta: dict, peers: dict, config, goal_rows, 
     ]
     for name, info in peers.items():
         lines.append(f"- {name}: " + (info["version"] if info["available"] else info["note"]))
-    agreement = [r for r in records if r.operation == "inverse_dynamics" and r.library not in ("pinocchio",) and r.rel_err is not None]
+    agreement = [
+        r for r in records if r.operation == "inverse_dynamics" and r.library not in ("pinocchio",) and r.rel_err is not None
+    ]
     if agreement:
-        lines += ["", "Agreement of inverse dynamics (tau) with Pinocchio: " + "; ".join(
-            f"{r.library} {r.method} {r.precision} {r.rel_err:.1e}" for r in agreement if r.batch == config.big or r.library != "kronjax")]
-    lines += ["", "## Goals (issues 5, 14 and 15), as ratios measured in this run (float64)", "",
-              "| goal | measured | target | met |", "| --- | ---: | ---: | --- |"]
+        lines += [
+            "",
+            "Agreement of inverse dynamics (tau) with Pinocchio: "
+            + "; ".join(
+                f"{r.library} {r.method} {r.precision} {r.rel_err:.1e}"
+                for r in agreement
+                if r.batch == config.big or r.library != "kronjax"
+            ),
+        ]
+    lines += [
+        "",
+        "## Goals (issues 5, 14 and 15), as ratios measured in this run (float64)",
+        "",
+        "| goal | measured | target | met |",
+        "| --- | ---: | ---: | --- |",
+    ]
     for g in goal_rows:
         met = "-" if g["met"] is None else ("yes" if g["met"] else "no")
         target = "-" if g["target"] is None else (f">= {g['target']:g}" if g["unit"] == "x samples/s" else f"<= {g['target']:g}")
@@ -336,8 +447,12 @@ def markdown(records: list[Record], meta: dict, peers: dict, config, goal_rows, 
     sections = [
         ("Inverse dynamics (Panda)", "inverse_dynamics", "rnea (per call, C++ est.)", f"rneaInParallel({threads})"),
         ("Forward dynamics (Panda)", "forward_dynamics", "aba (per call, C++ est.)", f"abaInParallel({threads})"),
-        ("Coriolis (Panda): kronjax's C* (n x n^2) and C, Pinocchio's and jaxsim's C", "coriolis",
-         "computeCoriolisMatrix (per call, C++ est.)", None),
+        (
+            "Coriolis (Panda): kronjax's C* (n x n^2) and C, Pinocchio's and jaxsim's C",
+            "coriolis",
+            "computeCoriolisMatrix (per call, C++ est.)",
+            None,
+        ),
     ] + [(title, operation, f"{pin_name} (per call, C++ est.)", None) for operation, (title, pin_name) in ISSUE14.items()]
     for title, operation, per_call, parallel in sections:
         table = _operation_table(records, operation, per_call, parallel)
@@ -351,26 +466,43 @@ def markdown(records: list[Record], meta: dict, peers: dict, config, goal_rows, 
         lines += ["", "## The same MJCF in kronjax and MJX, armature included (issue 17)", ""] + table
     if exps:
         ns = sorted({n for e in exps for n in e["n"]})
-        lines += ["", "## Scaling with the number of joints (random serial D-H arms, float64)", "",
-                  f"Time per sample (us); batch per series in the JSON. Plot: `{plot_name}`.", "",
-                  "| library | method | " + " | ".join(f"n = {n}" for n in ns) + " | fitted exponent | slope of the last two |",
-                  "| --- | --- | " + " | ".join("---:" for _ in ns) + " | ---: | ---: |"]
+        lines += [
+            "",
+            "## Scaling with the number of joints (random serial D-H arms, float64)",
+            "",
+            f"Time per sample (us); batch per series in the JSON. Plot: `{plot_name}`.",
+            "",
+            "| library | method | " + " | ".join(f"n = {n}" for n in ns) + " | fitted exponent | slope of the last two |",
+            "| --- | --- | " + " | ".join("---:" for _ in ns) + " | ---: | ---: |",
+        ]
         for e in exps:
             t = dict(zip(e["n"], e["seconds_per_sample"]))
-            lines.append(f"| {e['library']} | {e['method']} | " + " | ".join(_num(t.get(n) and t[n] * 1e6, '.2f') for n in ns)
-                         + f" | {_num(e['exponent'], '.2f')} | {_num(e['last_slope'], '.2f')} |")
+            lines.append(
+                f"| {e['library']} | {e['method']} | "
+                + " | ".join(_num(t.get(n) and t[n] * 1e6, ".2f") for n in ns)
+                + f" | {_num(e['exponent'], '.2f')} | {_num(e['last_slope'], '.2f')} |"
+            )
         errors = [r for r in records if r.operation == "scaling" and r.library == "kronjax" and r.rel_err is not None]
         if errors:
-            lines += ["", f"Largest relative error against Pinocchio over the scaling runs: {max(r.rel_err for r in errors):.1e}."]
+            lines += [
+                "",
+                f"Largest relative error against Pinocchio over the scaling runs: {max(r.rel_err for r in errors):.1e}.",
+            ]
     compile_rows = [r for r in records if r.operation == "compile"]
     if compile_rows:
-        lines += ["", "## Compile time of `jax.jit` of one sample's inverse dynamics (float64)", "",
-                  "| model | n | method | total s | trace + lower s | XLA compile s | HLO lines | note |",
-                  "| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |"]
+        lines += [
+            "",
+            "## Compile time of `jax.jit` of one sample's inverse dynamics (float64)",
+            "",
+            "| model | n | method | total s | trace + lower s | XLA compile s | HLO lines | note |",
+            "| --- | ---: | --- | ---: | ---: | ---: | ---: | --- |",
+        ]
         for r in compile_rows:
             x = r.extra
-            lines.append(f"| {r.model} | {r.n_dof} | {r.method} | {_num(r.compile_s, '.2f')} | {_num(x.get('trace_lower_s'), '.2f')} | "
-                         f"{_num(x.get('xla_compile_s'), '.2f')} | {x.get('hlo_lines', '-')} | {r.note} |")
+            lines.append(
+                f"| {r.model} | {r.n_dof} | {r.method} | {_num(r.compile_s, '.2f')} | {_num(x.get('trace_lower_s'), '.2f')} | "
+                f"{_num(x.get('xla_compile_s'), '.2f')} | {x.get('hlo_lines', '-')} | {r.note} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -421,7 +553,13 @@ def write(records: list[Record], meta: dict, peers: dict, config, out_dir: Path 
     if exps and plot(exps, png, f"kronjax scaling, {meta['machine']}, {meta['date'][:10]}"):
         paths["png"] = png
     paths["md"].write_text(markdown(records, meta, peers, config, goal_rows, exps, png.name if "png" in paths else "-"))
-    data = {"meta": meta, "config": dataclasses.asdict(config), "peers": peers, "goals": goal_rows,
-            "exponents": exps, "records": [r.as_dict() for r in records]}
+    data = {
+        "meta": meta,
+        "config": dataclasses.asdict(config),
+        "peers": peers,
+        "goals": goal_rows,
+        "exponents": exps,
+        "records": [r.as_dict() for r in records],
+    }
     paths["json"].write_text(json.dumps(data, indent=1, default=str) + "\n")
     return paths

@@ -50,8 +50,9 @@ DTYPES = ("float64", "float32")
 
 
 def parse(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.soak", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rollouts", type=int, default=1000, help="rollouts in the batch (default 1000)")
     parser.add_argument("--steps", type=int, default=100_000, help="fixed steps per rollout (default 10^5)")
     parser.add_argument("--chunk-steps", type=int, default=1000, help="steps per call of the chunk function (default 1000)")
@@ -59,9 +60,12 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--dtypes", nargs="+", choices=DTYPES, default=list(DTYPES), help="default: float64 float32")
     parser.add_argument("--dt", type=float, default=1e-3, help="the fixed step in seconds (default 1e-3)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--malloc-trim", action="store_true",
-                        help="glibc malloc_trim(0) after each chunk, before the memory is read: what the allocator "
-                             "keeps of freed memory is returned, so that growth left over would be a leak")
+    parser.add_argument(
+        "--malloc-trim",
+        action="store_true",
+        help="glibc malloc_trim(0) after each chunk, before the memory is read: what the allocator "
+        "keeps of freed memory is returned, so that growth left over would be a leak",
+    )
     parser.add_argument("--out", type=Path, help="results folder (default bench/results)")
     args = parser.parse_args(argv)
     for name in ("rollouts", "steps", "chunk_steps", "chunk_rollouts"):
@@ -195,7 +199,7 @@ class Soak:
             "rss_growth_kb": int(self.rss_kb[-1] - self.rss_kb[min(1, len(self.rss_kb) - 1)]),
             "peak_growth_kb": int(self.peak_kb[-1] - self.peak_kb[min(1, len(self.peak_kb) - 1)]),
             # a leak grows with every chunk; the allocator's warm-up levels off
-            "rss_slope_kb_per_chunk_second_half": _slope(self.rss_kb[len(self.rss_kb) // 2:]),
+            "rss_slope_kb_per_chunk_second_half": _slope(self.rss_kb[len(self.rss_kb) // 2 :]),
         }
 
 
@@ -214,8 +218,18 @@ def initial_states(model, rollouts: int, seed: int = 0) -> tuple[np.ndarray, np.
     return rng.uniform(lower, upper, (rollouts, n)), rng.uniform(-speed, speed, (rollouts, n))
 
 
-def soak(model, q0, qd0, *, steps: int, chunk_steps: int, dt: float, chunk_rollouts: int | None = None,
-         malloc_trim: bool = False, log=print) -> Soak:
+def soak(
+    model,
+    q0,
+    qd0,
+    *,
+    steps: int,
+    chunk_steps: int,
+    dt: float,
+    chunk_rollouts: int | None = None,
+    malloc_trim: bool = False,
+    log=print,
+) -> Soak:
     """Free rollouts of ``model`` (cast to the dtype of ``q0``) from ``(q0, qd0)`` (``(B, n)``)
     for ``steps`` fixed steps of ``dt``, ``chunk_steps`` at a time; see the module's docstring.
     ``malloc_trim``: return the C heap's free memory to the system before each memory reading."""
@@ -279,12 +293,34 @@ def soak(model, q0, qd0, *, steps: int, chunk_steps: int, dt: float, chunk_rollo
         if log and (c < 3 or c == chunks - 1 or (c + 1) % max(1, chunks // 10) == 0):
             rate = batch * chunk_steps / record["seconds"][c]
             eta = (chunks - c - 1) * (time.perf_counter() - begin) / (c + 1)
-            log(f"  {dtype.name} chunk {c + 1:>4}/{chunks}: {rate:,.0f} steps/s, max drift/|E0| {record['drift'][c]:.2e}, "
+            log(
+                f"  {dtype.name} chunk {c + 1:>4}/{chunks}: {rate:,.0f} steps/s, max drift/|E0| {record['drift'][c]:.2e}, "
                 f"non-finite {int(record['nonfinite'][c])}, RSS {record['rss'][c] / 1024:.0f} MiB "
-                f"(peak {record['peak'][c] / 1024:.0f}), about {eta / 60:.1f} min left")
-    return Soak(dtype.name, dt, chunk_steps, q0, qd0, qn, qdn, energy0, total, drift, kinetic_max, speed_max,
-                record["drift"], record["nonfinite"].astype(int), record["seconds"], record["rss"].astype(int),
-                record["peak"].astype(int), reset, steps_taken, compile_s, time.perf_counter() - begin)
+                f"(peak {record['peak'][c] / 1024:.0f}), about {eta / 60:.1f} min left"
+            )
+    return Soak(
+        dtype.name,
+        dt,
+        chunk_steps,
+        q0,
+        qd0,
+        qn,
+        qdn,
+        energy0,
+        total,
+        drift,
+        kinetic_max,
+        speed_max,
+        record["drift"],
+        record["nonfinite"].astype(int),
+        record["seconds"],
+        record["rss"].astype(int),
+        record["peak"].astype(int),
+        reset,
+        steps_taken,
+        compile_s,
+        time.perf_counter() - begin,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -293,9 +329,11 @@ def soak(model, q0, qd0, *, steps: int, chunk_steps: int, dt: float, chunk_rollo
 
 
 def table(summaries: list[dict]) -> str:
-    head = (f"{'dtype':<8} {'rollouts x steps':>18} {'steps/s median [min, max]':>34} {'non-finite':>10} "
-            f"{'drift/|E0|':>10} {'drift/Tmax':>10} {'RSS MiB 2nd..last':>18} {'peak MiB 2nd..last':>18} "
-            f"{'RSS kB/chunk, 2nd half':>22}")
+    head = (
+        f"{'dtype':<8} {'rollouts x steps':>18} {'steps/s median [min, max]':>34} {'non-finite':>10} "
+        f"{'drift/|E0|':>10} {'drift/Tmax':>10} {'RSS MiB 2nd..last':>18} {'peak MiB 2nd..last':>18} "
+        f"{'RSS kB/chunk, 2nd half':>22}"
+    )
     lines = [head, "-" * len(head)]
     for s in summaries:
         second = min(1, len(s["rss_kb"]) - 1)
@@ -308,7 +346,8 @@ def table(summaries: list[dict]) -> str:
             f"{s['nonfinite_rollouts']:>10} {drift:>10} {kin:>10} "
             f"{s['rss_kb'][second] / 1024:>8.1f}..{s['rss_kb'][-1] / 1024:<8.1f} "
             f"{s['peak_kb'][second] / 1024:>8.1f}..{s['peak_kb'][-1] / 1024:<8.1f} "
-            f"{'-' if slope is None else format(slope, '.1f'):>22}")
+            f"{'-' if slope is None else format(slope, '.1f'):>22}"
+        )
     return "\n".join(lines)
 
 
@@ -325,15 +364,25 @@ def main(argv=None) -> dict:
 
     meta = report.environment()
     meta["command"] = " ".join(["python -m bench.soak", *(argv if argv is not None else sys.argv[1:])])
-    print(f"kronjax soak on {meta['machine']} ({meta['cpu']}, {meta['cores']} cores), load average "
-          f"{meta['load_average_start']}: {args.rollouts} free Panda rollouts x {args.steps} steps of "
-          f"dt = {args.dt:g} s (Tsit5), chunks of {args.chunk_steps} steps")
+    print(
+        f"kronjax soak on {meta['machine']} ({meta['cpu']}, {meta['cores']} cores), load average "
+        f"{meta['load_average_start']}: {args.rollouts} free Panda rollouts x {args.steps} steps of "
+        f"dt = {args.dt:g} s (Tsit5), chunks of {args.chunk_steps} steps"
+    )
     model = kj.models.panda(gravity=(0.0, 0.0, -9.81))
     q0, qd0 = initial_states(model, args.rollouts, args.seed)
     results = {}
     for name in args.dtypes:
-        run = soak(model, q0.astype(name), qd0.astype(name), steps=args.steps, chunk_steps=args.chunk_steps,
-                   dt=args.dt, chunk_rollouts=args.chunk_rollouts, malloc_trim=args.malloc_trim)
+        run = soak(
+            model,
+            q0.astype(name),
+            qd0.astype(name),
+            steps=args.steps,
+            chunk_steps=args.chunk_steps,
+            dt=args.dt,
+            chunk_rollouts=args.chunk_rollouts,
+            malloc_trim=args.malloc_trim,
+        )
         results[name] = run
         print(f"  {name}: compiled in {run.compile_s:.1f} s, ran {run.wall_s:.0f} s")
     summaries = [r.summary() for r in results.values()]
@@ -342,13 +391,15 @@ def main(argv=None) -> dict:
     meta["load_average_end"] = report.load_average()
     config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     setup = {
-        "model": "kj.models.panda(), no friction or damping (rigid bodies)", "gravity": [0.0, 0.0, -9.81],
-        "torque": "none (free system)", "integrator": "diffrax Tsit5 (5th order) via kj.rollout, fixed dt",
+        "model": "kj.models.panda(), no friction or damping (rigid bodies)",
+        "gravity": [0.0, 0.0, -9.81],
+        "torque": "none (free system)",
+        "integrator": "diffrax Tsit5 (5th order) via kj.rollout, fixed dt",
         "initial_states": "q uniform within the position limits, qd uniform within half the velocity limits",
         "energy": "kj.kinetic_energy + kj.potential_energy at each chunk end, in float64 with the run's parameter values",
         "float32": "float32 model and states; jax.default_matmul_precision('highest')",
         "memory": "VmRSS after each chunk; VmHWM during each chunk (reset via /proc/self/clear_refs)"
-                  + ("; glibc malloc_trim(0) before each reading" if args.malloc_trim else ""),
+        + ("; glibc malloc_trim(0) before each reading" if args.malloc_trim else ""),
     }
     out_dir = Path(args.out or RESULTS)
     out_dir.mkdir(parents=True, exist_ok=True)

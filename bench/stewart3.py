@@ -417,7 +417,8 @@ def report(results: dict, checks: dict, total: float, platform: str = "free") ->
                 cells.append(f"{a[key][k]:.3f} ({a['ts'][k]:.3f} s)")
             lines.append(
                 f"| {method} | {r['wall']:.1f} | {until} | {r['rank_min']} ({drop}) "
-                f"| {r['residual']:.1e} / {r['velocity_residual']:.1e} | " + " | ".join(cells)
+                f"| {r['residual']:.1e} / {r['velocity_residual']:.1e} | "
+                + " | ".join(cells)
                 + f" | {np.max(a['tilt']):.1f} | {np.min(a['height']):.3f} |"
             )
         lines.append("")
@@ -485,12 +486,15 @@ def report(results: dict, checks: dict, total: float, platform: str = "free") ->
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.stewart3", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.stewart3", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--no-checks", action="store_true", help="skip the torque-sign (mirror), dt = 1 ms and no-gravity runs")
     parser.add_argument("--out", type=Path, default=RESULTS, help="results folder (default bench/results)")
     parser.add_argument(
-        "--platform", choices=PLATFORMS, default="free",
+        "--platform",
+        choices=PLATFORMS,
+        default="free",
         help="the platform's joint: free (default; nq 13, nv 12, unit quaternion) or euler (12 coordinates)",
     )
     args = parser.parse_args(argv)
@@ -539,9 +543,16 @@ def main(argv=None) -> int:
         # first-order convergence of Huang's step towards the (5th-order) Lagrange/Tsit5 solution
         lag = results[True]["lagrange"]["analysis"]
         window = lag["ts"] <= 1.2
-        err = [float(np.max(np.abs(v[:: k][: len(lag["vz"])][window] - lag["vz"][window]))) for v, k in ((plus["vz"], 1), (ha["vz"], 2))]
+        err = [
+            float(np.max(np.abs(v[::k][: len(lag["vz"])][window] - lag["vz"][window])))
+            for v, k in ((plus["vz"], 1), (ha["vz"], 2))
+        ]
         checks["halved"] = {"pairs": pairs, "jumps": ha["jumps"], "wall": half["wall"], "error": err}
-        print("dt/2: " + "; ".join(f"{t:.3f}: {v:.3g} -> {w}" for t, v, w in pairs), f"; |v_z - v_z(lagrange)| to 1.2 s {err}", flush=True)
+        print(
+            "dt/2: " + "; ".join(f"{t:.3f}: {v:.3g} -> {w}" for t, v, w in pairs),
+            f"; |v_z - v_z(lagrange)| to 1.2 s {err}",
+            flush=True,
+        )
         printed = stewart3(swap_j7_j8=False)
         fine = simulate(printed, "lagrange", dt=DT / 2)
         fa_ = analyse(printed, fine, False)
@@ -549,14 +560,22 @@ def main(argv=None) -> int:
         d = np.abs(fa_["vz"][::2][: len(coarse["vz"])] - coarse["vz"][: (len(fa_["vz"]) + 1) // 2])
         t_ = coarse["ts"][: len(d)]
         checks["printed_fine"] = {
-            "run": fine, "analysis": fa_, "before": float(np.max(d[t_ < 0.73])), "after": float(np.max(d[t_ >= 0.73])),
+            "run": fine,
+            "analysis": fa_,
+            "before": float(np.max(d[t_ < 0.73])),
+            "after": float(np.max(d[t_ >= 0.73])),
         }
-        print(f"printed table, lagrange, dt/2: jumps {_fmt(fa_['jumps'])}; passive minima {_fmt(fa_['s_passive_min'])}", flush=True)
+        print(
+            f"printed table, lagrange, dt/2: jumps {_fmt(fa_['jumps'])}; passive minima {_fmt(fa_['s_passive_min'])}", flush=True
+        )
         weightless = stewart3(gravity=(0.0, 0.0, 0.0))
         fr = simulate(weightless, "huang")
         fa = analyse(weightless, fr, True)
         checks["no_gravity"] = {"run": fr, "analysis": fa}
-        print(f"no gravity: jumps {_fmt(fa['jumps'])}; fastest {_fmt(fa['peaks'])}; twist minima {_fmt(fa['s_twist_min'])}", flush=True)
+        print(
+            f"no gravity: jumps {_fmt(fa['jumps'])}; fastest {_fmt(fa['peaks'])}; twist minima {_fmt(fa['s_twist_min'])}",
+            flush=True,
+        )
     total = time.perf_counter() - start
     args.out.mkdir(parents=True, exist_ok=True)
     plot(results, args.out / "stewart3-vz.png", args.platform)

@@ -27,7 +27,18 @@ from . import floating, mjcf, models
 from ._timing import Record, best_time, time_jax
 from .peers import Pinocchio, adam_inverse_dynamics, frax_functions, jaxsim_functions, run_module
 
-SECTIONS = ("inverse", "forward", "coriolis", "scaling", "compile", "kinematics", "derivatives", "kinematics_scaling", "floating", "mjcf")
+SECTIONS = (
+    "inverse",
+    "forward",
+    "coriolis",
+    "scaling",
+    "compile",
+    "kinematics",
+    "derivatives",
+    "kinematics_scaling",
+    "floating",
+    "mjcf",
+)
 
 
 @dataclasses.dataclass
@@ -50,9 +61,17 @@ class Config:
     @classmethod
     def quick(cls, **changes) -> Config:
         """A smoke run: small batches, n up to 24, short timing rounds."""
-        base = dict(batches=(1, 100), big=100, scaling_n=(6, 12, 24), scaling_rnea_batch=128, scaling_work=2**18,
-                    check=16, timing={"repeats": 2, "min_seconds": 0.05, "max_seconds": 5.0}, mjx_probe=20,
-                    mjx_max_call_s=5.0)
+        base = dict(
+            batches=(1, 100),
+            big=100,
+            scaling_n=(6, 12, 24),
+            scaling_rnea_batch=128,
+            scaling_work=2**18,
+            check=16,
+            timing={"repeats": 2, "min_seconds": 0.05, "max_seconds": 5.0},
+            mjx_probe=20,
+            mjx_max_call_s=5.0,
+        )
         return cls(**{**base, **changes})
 
     def scaling_batch(self, n: int) -> int:
@@ -142,8 +161,15 @@ class Suite:
         entry point, ``kj.chunked_vmap``, which is one ``vmap`` at these batches); ``compare(head)`` gives
         the relative error of the leading outputs against Pinocchio (``head`` has the structure of
         ``fn``'s output: an array, or a tuple of arrays)."""
-        fields = dict(operation=operation, library=library, method=method, batch=batch, precision=precision,
-                      model=model, n_dof=n_dof or self.n)
+        fields = dict(
+            operation=operation,
+            library=library,
+            method=method,
+            batch=batch,
+            precision=precision,
+            model=model,
+            n_dof=n_dof or self.n,
+        )
         try:
             dtype = jnp.float64 if precision == "float64" else jnp.float32
             args = tuple(jnp.asarray(a[:batch], dtype) for a in arrays)
@@ -165,23 +191,38 @@ class Suite:
             self._overhead = best_time(self.pin.binding_overhead(), **self.timing)
         run, calls = pin.per_call(name, *[a[: self.config.check] for a in arrays])
         per_call = best_time(run, **self.timing) / calls
-        out = [self.add(Record(**fields, method=f"{name} (per call)", batch=1, seconds_per_call=per_call, rel_err=0.0)),
-               # on a loaded machine the overhead (measured once) can exceed a call of a fast
-               # function: no estimate then, rather than a time near zero that ratios and fits take at face value
-               self.add(Record(**fields, method=f"{name} (per call, C++ est.)", batch=1,
-                               seconds_per_call=per_call - self._overhead if per_call > self._overhead else None,
-                               rel_err=0.0, note=f"less {self._overhead * 1e6:.2f} us binding overhead"
-                               + ("" if per_call > self._overhead else ": more than the call, no estimate")))]
+        out = [
+            self.add(Record(**fields, method=f"{name} (per call)", batch=1, seconds_per_call=per_call, rel_err=0.0)),
+            # on a loaded machine the overhead (measured once) can exceed a call of a fast
+            # function: no estimate then, rather than a time near zero that ratios and fits take at face value
+            self.add(
+                Record(
+                    **fields,
+                    method=f"{name} (per call, C++ est.)",
+                    batch=1,
+                    seconds_per_call=per_call - self._overhead if per_call > self._overhead else None,
+                    rel_err=0.0,
+                    note=f"less {self._overhead * 1e6:.2f} us binding overhead"
+                    + ("" if per_call > self._overhead else ": more than the call, no estimate"),
+                )
+            ),
+        ]
         if not parallel:
             return out
         for batch in [b for b in batches if b > 1]:
             method = f"{name}InParallel({pin.threads})"
             fn = pin.in_parallel(name, *[a[:batch] for a in arrays])
             if fn is None:
-                out.append(self.add(Record(**fields, method=method, batch=batch, note=f"pin.{name}InParallel absent in this Pinocchio")))
+                out.append(
+                    self.add(Record(**fields, method=method, batch=batch, note=f"pin.{name}InParallel absent in this Pinocchio"))
+                )
                 continue
             try:  # a future Pinocchio's variant may take other arguments than rnea's and aba's
-                out.append(self.add(Record(**fields, method=method, batch=batch, seconds_per_call=best_time(fn, **self.timing), rel_err=0.0)))
+                out.append(
+                    self.add(
+                        Record(**fields, method=method, batch=batch, seconds_per_call=best_time(fn, **self.timing), rel_err=0.0)
+                    )
+                )
             except Exception as exc:
                 out.append(self.failed(exc, **fields, method=method, batch=batch))
         return out
@@ -232,7 +273,9 @@ class Suite:
                 try:
                     fn = adam_inverse_dynamics(self.urdf, self.panda["float64"].joint_names, jnp.dtype(precision))
                 except Exception as exc:
-                    self.failed(exc, operation="inverse_dynamics", library="adam", method="M qdd + h", batch=c.big, precision=precision)
+                    self.failed(
+                        exc, operation="inverse_dynamics", library="adam", method="M qdd + h", batch=c.big, precision=precision
+                    )
                     continue
                 self.jax_record("inverse_dynamics", "adam", "M qdd + h", fn, arrays, c.big, precision, self._tau_error)
         if self.available("jaxsim"):
@@ -240,7 +283,14 @@ class Suite:
                 fn, _ = jaxsim_functions(self.urdf)
                 self.jax_record("inverse_dynamics", "jaxsim", "inverse_dynamics", fn, arrays, c.big, "float64", self._tau_error)
             except Exception as exc:
-                self.failed(exc, operation="inverse_dynamics", library="jaxsim", method="inverse_dynamics", batch=c.big, precision="float64")
+                self.failed(
+                    exc,
+                    operation="inverse_dynamics",
+                    library="jaxsim",
+                    method="inverse_dynamics",
+                    batch=c.big,
+                    precision="float64",
+                )
         if self.available("frax"):
             self.frax_record("inverse_dynamics", "rnea", "inverse_dynamics", arrays, self._tau_error)
         if self.available("mjx"):
@@ -258,9 +308,17 @@ class Suite:
             np.savez(samples, **{k: self.samples[k][: c.big] for k in ("q", "qd", "qdd")})
             for label, no_fusion, precision in variants:
                 method = f"inverse ({label})"
-                spec = {"urdf": str(urdf), "samples": str(samples), "batch": c.big, "probe": c.mjx_probe,
-                        "max_call_s": c.mjx_max_call_s, "precision": precision, "timing": self.timing,
-                        "check": c.check, "out": str(Path(tmp, "result.json"))}
+                spec = {
+                    "urdf": str(urdf),
+                    "samples": str(samples),
+                    "batch": c.big,
+                    "probe": c.mjx_probe,
+                    "max_call_s": c.mjx_max_call_s,
+                    "precision": precision,
+                    "timing": self.timing,
+                    "check": c.check,
+                    "out": str(Path(tmp, "result.json")),
+                }
                 fields = dict(operation="inverse_dynamics", library="mjx", method=method, batch=c.big, precision=precision)
                 try:
                     result = run_module("bench._mjx", spec, no_fusion, tmp)
@@ -269,9 +327,16 @@ class Suite:
                     continue
                 fields["batch"] = result["batch"]
                 head = np.asarray(result["head"])
-                self.add(Record(**fields, seconds_per_call=result["seconds_per_call"], compile_s=result["compile_s"],
-                                rel_err=self._tau_error(head), note=result["note"],
-                                extra={"xla_flags": result["xla_flags"], "dtype": result["dtype"]}))
+                self.add(
+                    Record(
+                        **fields,
+                        seconds_per_call=result["seconds_per_call"],
+                        compile_s=result["compile_s"],
+                        rel_err=self._tau_error(head),
+                        note=result["note"],
+                        extra={"xla_flags": result["xla_flags"], "dtype": result["dtype"]},
+                    )
+                )
 
     def section_forward(self):
         c, s = self.config, self.samples
@@ -291,7 +356,9 @@ class Suite:
         qd_head = s["qd"][: c.check]
 
         def star_error(head):  # C* (qd ⊗ qd) against Pinocchio's C qd
-            return models.relative_error(np.einsum("bij,bj->bi", head, _kron_rows(qd_head[: len(head)])), self.ref["Cqd"][: len(head)])
+            return models.relative_error(
+                np.einsum("bij,bj->bi", head, _kron_rows(qd_head[: len(head)])), self.ref["Cqd"][: len(head)]
+            )
 
         def matrix_error(head):  # C against Pinocchio's C (the same matrix, Truc 52)
             return models.relative_error(head, self.ref["C"][: len(head)])
@@ -310,10 +377,19 @@ class Suite:
         if self.available("jaxsim"):
             try:
                 _, fn = jaxsim_functions(self.urdf)
-                record = self.jax_record("coriolis", "jaxsim", "free_floating_coriolis_matrix", fn, (s["q"], s["qd"]), c.big, "float64", force_error)
+                record = self.jax_record(
+                    "coriolis", "jaxsim", "free_floating_coriolis_matrix", fn, (s["q"], s["qd"]), c.big, "float64", force_error
+                )
                 record.note = (record.note + "; " if record.note else "") + "err of C qd (another factorisation of C)"
             except Exception as exc:
-                self.failed(exc, operation="coriolis", library="jaxsim", method="free_floating_coriolis_matrix", batch=c.big, precision="float64")
+                self.failed(
+                    exc,
+                    operation="coriolis",
+                    library="jaxsim",
+                    method="free_floating_coriolis_matrix",
+                    batch=c.big,
+                    precision="float64",
+                )
 
     def chain(self, n: int):
         """The scaling sections' random arm of ``n`` joints: ``(model, name, samples, Pinocchio's
@@ -337,10 +413,14 @@ class Suite:
             arrays = (s["q"], s["qd"], s["qdd"])
             common = dict(precision="float64", model=name, n_dof=n)
             fn = lambda q, model=model: kj.coriolis_star(model, q)  # noqa: E731
-            self.jax_record("scaling", "kronjax", "coriolis_star", fn, (s["q"],), c.scaling_batch(n), compare=star_error, **common)
+            self.jax_record(
+                "scaling", "kronjax", "coriolis_star", fn, (s["q"],), c.scaling_batch(n), compare=star_error, **common
+            )
             for method, batch in (("rnea", c.scaling_rnea_batch), ("kron", c.scaling_batch(n))):
                 fn = lambda q, qd, qdd, m=method, model=model: kj.inverse_dynamics(model, q, qd, qdd, method=m)  # noqa: E731
-                self.jax_record("scaling", "kronjax", f"inverse_dynamics {method}", fn, arrays, batch, compare=tau_error, **common)
+                self.jax_record(
+                    "scaling", "kronjax", f"inverse_dynamics {method}", fn, arrays, batch, compare=tau_error, **common
+                )
             for fname, args in (("rnea", arrays), ("computeCoriolisMatrix", (s["q"], s["qd"]))):
                 self.pin_records("scaling", fname, args, (), model=name, n_dof=n, pin=pin, parallel=False)
 
@@ -348,11 +428,21 @@ class Suite:
         """``jax.jit`` of one sample's inverse dynamics (no vmap): tracing and lowering, then XLA's
         compilation, and the size of the optimised HLO (lines), for the Panda and a long chain."""
         c = self.config
-        for name, model in (("panda", self.panda["float64"]), (f"chain{c.chain_n}", models.random_chain(c.chain_n, seed=c.chain_n))):
+        for name, model in (
+            ("panda", self.panda["float64"]),
+            (f"chain{c.chain_n}", models.random_chain(c.chain_n, seed=c.chain_n)),
+        ):
             x = jnp.asarray(models.samples(model, 1, seed=1)["q"][0])
             for method in ("rnea", "kron"):
-                fields = dict(operation="compile", library="kronjax", method=f"inverse_dynamics {method}", batch=1,
-                              precision="float64", model=name, n_dof=model.n_dof)
+                fields = dict(
+                    operation="compile",
+                    library="kronjax",
+                    method=f"inverse_dynamics {method}",
+                    batch=1,
+                    precision="float64",
+                    model=name,
+                    n_dof=model.n_dof,
+                )
                 try:
                     fn = jax.jit(lambda q, qd, qdd, m=method, model=model: kj.inverse_dynamics(model, q, qd, qdd, method=m))
                     start = time.perf_counter()
@@ -361,9 +451,17 @@ class Suite:
                     compiled = lowered.compile()
                     done = time.perf_counter()
                     jax.block_until_ready(compiled(x, x, x))
-                    self.add(Record(**fields, compile_s=done - start, extra={
-                        "trace_lower_s": traced - start, "xla_compile_s": done - traced,
-                        "hlo_lines": len(compiled.as_text().splitlines())}))
+                    self.add(
+                        Record(
+                            **fields,
+                            compile_s=done - start,
+                            extra={
+                                "trace_lower_s": traced - start,
+                                "xla_compile_s": done - traced,
+                                "hlo_lines": len(compiled.as_text().splitlines()),
+                            },
+                        )
+                    )
                 except Exception as exc:
                     self.failed(exc, **fields)
 
@@ -401,13 +499,20 @@ class Suite:
         cases = {
             "jacobians": ((s["q"],), "computeJointJacobians", self.pin.jacobians(s["q"][:check], frames)),
             "hessians": ((s["q"],), "computeJointKinematicHessians", self.pin.hessians(s["q"][:check], frames)),
-            "jacobians_dot": ((s["q"], s["qd"]), "computeJointJacobiansTimeVariation",
-                              self.pin.jacobians_dot(s["q"][:check], s["qd"][:check], frames)),
+            "jacobians_dot": (
+                (s["q"], s["qd"]),
+                "computeJointJacobiansTimeVariation",
+                self.pin.jacobians_dot(s["q"][:check], s["qd"][:check], frames),
+            ),
         }
-        self.issue14(cases, [(operation, operation, operation, False) for operation in cases], [
-            ("jacobians", "_joint_jacobians (all joints)", "jacobians", False),
-            ("jacobians_dot", "_frame_jacobian_and_derivative (each joint)", "jacobians_dot", False),
-        ])
+        self.issue14(
+            cases,
+            [(operation, operation, operation, False) for operation in cases],
+            [
+                ("jacobians", "_joint_jacobians (all joints)", "jacobians", False),
+                ("jacobians_dot", "_frame_jacobian_and_derivative (each joint)", "jacobians_dot", False),
+            ],
+        )
 
     def section_derivatives(self):
         """The derivatives of inverse and forward dynamics on the Panda: kronjax's functions and
@@ -416,18 +521,29 @@ class Suite:
         c, s = self.config, self.samples
         head = {k: v[: c.check] for k, v in s.items()}
         cases = {
-            "inverse_dynamics_derivatives": ((s["q"], s["qd"], s["qdd"]), "computeRNEADerivatives",
-                                             self.pin.rnea_derivatives(head["q"], head["qd"], head["qdd"])),
-            "forward_dynamics_derivatives": ((s["q"], s["qd"], s["tau"]), "computeABADerivatives",
-                                             self.pin.aba_derivatives(head["q"], head["qd"], head["tau"])),
+            "inverse_dynamics_derivatives": (
+                (s["q"], s["qd"], s["qdd"]),
+                "computeRNEADerivatives",
+                self.pin.rnea_derivatives(head["q"], head["qd"], head["qdd"]),
+            ),
+            "forward_dynamics_derivatives": (
+                (s["q"], s["qd"], s["tau"]),
+                "computeABADerivatives",
+                self.pin.aba_derivatives(head["q"], head["qd"], head["tau"]),
+            ),
         }
-        self.issue14(cases, [(operation, operation, operation, False) for operation in cases] + [
-            ("inverse_dynamics_derivatives", "jax.jacfwd(inverse_dynamics)", "inverse_dynamics", True),
-            ("forward_dynamics_derivatives", "jax.jacfwd(forward_dynamics)", "forward_dynamics", True),
-        ], [
-            ("inverse_dynamics_derivatives", "jax.jacfwd(rnea)", "inverse_dynamics", True),
-            ("forward_dynamics_derivatives", "jax.jacfwd(forward_dynamics)", "forward_dynamics", True),
-        ])
+        self.issue14(
+            cases,
+            [(operation, operation, operation, False) for operation in cases]
+            + [
+                ("inverse_dynamics_derivatives", "jax.jacfwd(inverse_dynamics)", "inverse_dynamics", True),
+                ("forward_dynamics_derivatives", "jax.jacfwd(forward_dynamics)", "forward_dynamics", True),
+            ],
+            [
+                ("inverse_dynamics_derivatives", "jax.jacfwd(rnea)", "inverse_dynamics", True),
+                ("forward_dynamics_derivatives", "jax.jacfwd(forward_dynamics)", "forward_dynamics", True),
+            ],
+        )
 
     def section_kinematics_scaling(self):
         """Growth with n of kronjax's ``jacobians`` and ``hessians`` (all bodies; the outputs grow as
@@ -443,8 +559,16 @@ class Suite:
                 ("hessians", "computeJointKinematicHessians", c.scaling_batch(n), pin.hessians(head["q"], frames)),
             ):
                 if not self.missing(function, operation="scaling", library="kronjax", method=function, batch=batch, **common):
-                    self.jax_record("scaling", "kronjax", function, functools.partial(getattr(kj, function), model), (s["q"],),
-                                    batch, compare=_pieces_error(ref), **common)
+                    self.jax_record(
+                        "scaling",
+                        "kronjax",
+                        function,
+                        functools.partial(getattr(kj, function), model),
+                        (s["q"],),
+                        batch,
+                        compare=_pieces_error(ref),
+                        **common,
+                    )
                 self.pin_records("scaling", pin_name, (s["q"],), (), model=name, n_dof=n, pin=pin, parallel=False)
 
     def section_floating(self):

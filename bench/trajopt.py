@@ -68,14 +68,19 @@ def ur5_problem():
 
 
 def main(argv=None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m bench.trajopt", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.trajopt", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--guesses", type=int, default=64, help="initial guesses solved at once (vmap)")
     parser.add_argument("--iterations", type=int, default=50, help="L-BFGS iterations timed")
     parser.add_argument("--ip-guesses", type=int, default=8, help="guesses the interior-point method solves")
     parser.add_argument("--methods", nargs="+", default=["rnea", "kron"], choices=["rnea", "kron", "lagrangian"])
-    parser.add_argument("--peers", action=argparse.BooleanOptionalAction, default=None,
-                        help="also solve the Panda and UR5 problems by SLSQP and IPOPT (default: when casadi and pinocchio are installed)")
+    parser.add_argument(
+        "--peers",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also solve the Panda and UR5 problems by SLSQP and IPOPT (default: when casadi and pinocchio are installed)",
+    )
     args = parser.parse_args(argv)
     installed = all(importlib.util.find_spec(module) for module in ("casadi", "pinocchio"))
     if args.peers and not installed:
@@ -91,8 +96,10 @@ def main(argv=None) -> dict:
     from ._timing import best_time
 
     model, boundary = panda_problem()
-    print(f"trajectory optimisation of the Panda, {args.guesses} guesses at once, on {platform.node()} "
-          f"({platform.processor() or platform.machine()}), jax {jax.__version__}, {jax.devices()[0].platform}")
+    print(
+        f"trajectory optimisation of the Panda, {args.guesses} guesses at once, on {platform.node()} "
+        f"({platform.processor() or platform.machine()}), jax {jax.__version__}, {jax.devices()[0].platform}"
+    )
     print(f"  {'method':<10} {'samples':>7} {'eval+grad':>12} {'iteration':>12} {'compile':>9} {'cost (best)':>12}")
     results = {}
     for method in args.methods:
@@ -110,8 +117,9 @@ def main(argv=None) -> dict:
         # (gtol = 0: no early stop); the first call compiles, the second is timed
         def run():
             solver = trajopt.AugmentedLagrangian(max_inner_iterations=args.iterations, max_outer_iterations=1, gtol=0.0)
-            return trajopt.optimize(model, boundary, trajopt.TorqueEffort(), num_control_points=10, method=method,
-                                    init=guesses, solver=solver)
+            return trajopt.optimize(
+                model, boundary, trajopt.TorqueEffort(), num_control_points=10, method=method, init=guesses, solver=solver
+            )
 
         first = run()
         second = run()
@@ -121,26 +129,48 @@ def main(argv=None) -> dict:
         # the interior-point method (the default solver) to convergence, on the first
         # `ip_guesses` guesses: a Newton step costs a Hessian per guess
         ip_guesses = guesses[: args.ip_guesses]
-        solve = lambda: trajopt.optimize(model, boundary, trajopt.TorqueEffort(), num_control_points=10,  # noqa: E731
-                                         method=method, init=ip_guesses)
+        solve = lambda: trajopt.optimize(
+            model,
+            boundary,
+            trajopt.TorqueEffort(),
+            num_control_points=10,  # noqa: E731
+            method=method,
+            init=ip_guesses,
+        )
         ip_first = solve()
         ip_times = [solve().report.wall_time for _ in range(3)]
         ip_iterations = int(ip_first.report.iterations.max())
-        results[method] = dict(per_eval=per_eval, per_iteration=per_iteration, compile=compile_s + compile_eval,
-                               iterations=iterations, samples=int(problem.s.shape[0]),
-                               ip_solve=min(ip_times), ip_iterations=ip_iterations, ip_compile=ip_first.report.compile_time,
-                               ip_cost=float(ip_first.report.cost.min()), ip_guesses=int(ip_guesses.shape[0]))
-        print(f"  {method:<10} {problem.s.shape[0]:>7} {per_eval * 1e3:>10.2f}ms {per_iteration * 1e3:>10.2f}ms "
-              f"{compile_s:>8.1f}s {float(second.report.cost.min()):>12.6g}")
-        print(f"  {'':<10} interior point, {ip_guesses.shape[0]} guesses to convergence: {min(ip_times):.2f} s "
-              f"(median of 3: {sorted(ip_times)[1]:.2f} s), {ip_iterations} iterations, "
-              f"{min(ip_times) / ip_iterations * 1e3:.1f} ms per iteration, compile {ip_first.report.compile_time:.1f} s, "
-              f"cost {float(ip_first.report.cost.min()):.8g}")
+        results[method] = dict(
+            per_eval=per_eval,
+            per_iteration=per_iteration,
+            compile=compile_s + compile_eval,
+            iterations=iterations,
+            samples=int(problem.s.shape[0]),
+            ip_solve=min(ip_times),
+            ip_iterations=ip_iterations,
+            ip_compile=ip_first.report.compile_time,
+            ip_cost=float(ip_first.report.cost.min()),
+            ip_guesses=int(ip_guesses.shape[0]),
+        )
+        print(
+            f"  {method:<10} {problem.s.shape[0]:>7} {per_eval * 1e3:>10.2f}ms {per_iteration * 1e3:>10.2f}ms "
+            f"{compile_s:>8.1f}s {float(second.report.cost.min()):>12.6g}"
+        )
+        print(
+            f"  {'':<10} interior point, {ip_guesses.shape[0]} guesses to convergence: {min(ip_times):.2f} s "
+            f"(median of 3: {sorted(ip_times)[1]:.2f} s), {ip_iterations} iterations, "
+            f"{min(ip_times) / ip_iterations * 1e3:.1f} ms per iteration, compile {ip_first.report.compile_time:.1f} s, "
+            f"cost {float(ip_first.report.cost.min()):.8g}"
+        )
     if "rnea" in results and "kron" in results:
-        print(f"  kron / rnea: {results['kron']['per_eval'] / results['rnea']['per_eval']:.2f}x per evaluation, "
-              f"{results['kron']['per_iteration'] / results['rnea']['per_iteration']:.2f}x per iteration")
+        print(
+            f"  kron / rnea: {results['kron']['per_eval'] / results['rnea']['per_eval']:.2f}x per evaluation, "
+            f"{results['kron']['per_iteration'] / results['rnea']['per_iteration']:.2f}x per iteration"
+        )
     if peers:
-        results["peers"] = {name: compare_solvers(name, *make()) for name, make in (("Panda", panda_problem), ("UR5", ur5_problem))}
+        results["peers"] = {
+            name: compare_solvers(name, *make()) for name, make in (("Panda", panda_problem), ("UR5", ur5_problem))
+        }
     return results
 
 
@@ -195,8 +225,9 @@ def _kronjax(problem, z0):
     from kronjax import trajopt
 
     def solve():
-        result = trajopt.optimize(problem.model, problem.boundary, problem.cost,
-                                  num_control_points=problem.num_control_points, init=z0)
+        result = trajopt.optimize(
+            problem.model, problem.boundary, problem.cost, num_control_points=problem.num_control_points, init=z0
+        )
         return result.z[0], int(result.report.iterations[0]), "" if result.report.converged[0] else "not converged"
 
     return solve
@@ -225,7 +256,10 @@ def _slsqp(problem, z0):
 
     def solve():
         result = scipy.optimize.minimize(
-            lambda x: float(at(x, 0)), np.asarray(z0).ravel(), jac=lambda x: at(x, 1), method="SLSQP",
+            lambda x: float(at(x, 0)),
+            np.asarray(z0).ravel(),
+            jac=lambda x: at(x, 1),
+            method="SLSQP",
             constraints=[{"type": "ineq", "fun": lambda x: at(x, 2), "jac": lambda x: at(x, 3)}],
             options={"maxiter": 500, "ftol": 1e-10},
         )
@@ -243,13 +277,18 @@ def _ipopt(problem, z0):
     from ._casadi_dynamics import transcription
 
     z, f, g = transcription(problem)
-    solver = ca.nlpsol("ipopt", "ipopt", {"x": z, "f": f, "g": g},
-                       {"print_time": False, "ipopt.print_level": 0, "ipopt.sb": "yes"})
+    solver = ca.nlpsol(
+        "ipopt", "ipopt", {"x": z, "f": f, "g": g}, {"print_time": False, "ipopt.print_level": 0, "ipopt.sb": "yes"}
+    )
 
     def solve():
         solution = solver(x0=np.asarray(z0).ravel(), ubg=0.0)  # lbg = -inf: g(z) <= 0
         stats = solver.stats()
-        return np.asarray(solution["x"]).reshape(problem.shape), int(stats["iter_count"]), "" if stats["success"] else stats["return_status"]
+        return (
+            np.asarray(solution["x"]).reshape(problem.shape),
+            int(stats["iter_count"]),
+            "" if stats["success"] else stats["return_status"],
+        )
 
     return solve
 
@@ -268,13 +307,17 @@ def compare_solvers(name: str, model, boundary, repeats: int = 3) -> dict:
     z0 = problem.initial_guess()
     m_free, n = problem.shape
     checks = check_casadi(problem)
-    print(f"\n{name}: {n} joints, {m_free * n} free control points, {problem.s.shape[0]} samples, "
-          f"{problem.constraints(z0).shape[0]} constraints, {float(boundary.duration):g} s, one guess (the minimum-jerk fit); "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print("  CasADi program, largest relative difference: inverse dynamics vs kronjax "
-          f"{checks['inverse_dynamics_vs_kronjax']:.1e}, vs Pinocchio {checks['inverse_dynamics_vs_pinocchio']:.1e} "
-          f"(kronjax vs Pinocchio {checks['kronjax_vs_pinocchio']:.1e}; 20 states); cost {checks['objective']:.1e}, "
-          f"constraints {checks['constraints']:.1e} (5 random z)")
+    print(
+        f"\n{name}: {n} joints, {m_free * n} free control points, {problem.s.shape[0]} samples, "
+        f"{problem.constraints(z0).shape[0]} constraints, {float(boundary.duration):g} s, one guess (the minimum-jerk fit); "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
+    print(
+        "  CasADi program, largest relative difference: inverse dynamics vs kronjax "
+        f"{checks['inverse_dynamics_vs_kronjax']:.1e}, vs Pinocchio {checks['inverse_dynamics_vs_pinocchio']:.1e} "
+        f"(kronjax vs Pinocchio {checks['kronjax_vs_pinocchio']:.1e}; 20 states); cost {checks['objective']:.1e}, "
+        f"constraints {checks['constraints']:.1e} (5 random z)"
+    )
     if max(checks.values()) > CHECK_RTOL:
         raise RuntimeError(f"the CasADi program differs from kronjax's or Pinocchio's by more than {CHECK_RTOL}: {checks}")
     rows = {}
@@ -289,19 +332,29 @@ def compare_solvers(name: str, model, boundary, repeats: int = 3) -> dict:
             z, iterations, status = solve()
             seconds.append(time.perf_counter() - start)
         z = jnp.asarray(z)
-        rows[label] = dict(iterations=iterations, status=status, first_call=first, second_call=statistics.median(seconds),
-                           second_range=(min(seconds), max(seconds)), cost=float(problem.objective(z)),
-                           violation=float(problem.violation(z)))
+        rows[label] = dict(
+            iterations=iterations,
+            status=status,
+            first_call=first,
+            second_call=statistics.median(seconds),
+            second_range=(min(seconds), max(seconds)),
+            cost=float(problem.objective(z)),
+            violation=float(problem.violation(z)),
+        )
     best = min((r["cost"] for r in rows.values() if r["violation"] <= VIOLATION_TOL), default=np.inf)
-    print(f"  {'solver':<22} {'iterations':>10} {'to solution':>12} {'first call':>11} "
-          f"{'second call, median [range] of ' + str(repeats):>36} {'cost':>16} {'violation':>10}  status")
+    print(
+        f"  {'solver':<22} {'iterations':>10} {'to solution':>12} {'first call':>11} "
+        f"{'second call, median [range] of ' + str(repeats):>36} {'cost':>16} {'violation':>10}  status"
+    )
     for label, r in rows.items():
         reached = r["violation"] <= VIOLATION_TOL and abs(r["cost"] - best) <= COST_RTOL * abs(best)
         r["to_solution"] = r["second_call"] if reached else None
         lo, hi = r["second_range"]
         to_solution = f"{r['second_call']:.3f} s" if reached else "not reached"
-        print(f"  {label:<22} {r['iterations']:>10} {to_solution:>12} {r['first_call']:>9.2f} s "
-              f"{r['second_call']:>16.3f} s [{lo:.3f}, {hi:.3f}] {r['cost']:>16.10g} {r['violation']:>10.1e}  {r['status'] or 'ok'}")
+        print(
+            f"  {label:<22} {r['iterations']:>10} {to_solution:>12} {r['first_call']:>9.2f} s "
+            f"{r['second_call']:>16.3f} s [{lo:.3f}, {hi:.3f}] {r['cost']:>16.10g} {r['violation']:>10.1e}  {r['status'] or 'ok'}"
+        )
     return dict(checks=checks, solvers=rows, best_cost=best)
 
 

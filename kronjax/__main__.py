@@ -106,15 +106,28 @@ def _trajopt_demo() -> None:
 
     amplitude, omega = jnp.array([1.0, 0.75, 0.5]), 2 * jnp.pi
     ts = jnp.linspace(0.0, duration, 501)
-    tau_73 = jax.jit(jax.vmap(lambda t: kj.inverse_dynamics(
-        model, amplitude * (1 - jnp.cos(omega * t)), amplitude * omega * jnp.sin(omega * t), amplitude * omega**2 * jnp.cos(omega * t)
-    )))(ts)
+    tau_73 = jax.jit(
+        jax.vmap(
+            lambda t: kj.inverse_dynamics(
+                model,
+                amplitude * (1 - jnp.cos(omega * t)),
+                amplitude * omega * jnp.sin(omega * t),
+                amplitude * omega**2 * jnp.cos(omega * t),
+            )
+        )
+    )(ts)
     effort_73 = float(jnp.trapezoid(jnp.sum(tau_73**2, axis=1), ts))
     print(f"  eq. (73) on [0, 0.5 s]: cost {effort_73:.6g} N^2 m^2 s, peak |tau| = {np.abs(np.asarray(tau_73)).max(axis=0)} N m")
 
     out = simulate.rollout(
-        model, jnp.zeros(3), jnp.zeros(3), simulate.feedforward(model, result.trajectory), ts,
-        solver=diffrax.Dopri8(), rtol=1e-10, atol=1e-10,
+        model,
+        jnp.zeros(3),
+        jnp.zeros(3),
+        simulate.feedforward(model, result.trajectory),
+        ts,
+        solver=diffrax.Dopri8(),
+        rtol=1e-10,
+        atol=1e-10,
     )
     error = float(jnp.max(jnp.abs(out.q - result.trajectory.sample(ts)[0])))
     print(f"  open-loop simulation of the optimised torques (Dopri8, rtol = atol = 1e-10): max tracking error {error:.1e} rad")
@@ -182,7 +195,9 @@ def info(argv: list[str] | None = None) -> int:
             print(f"constraint: {part.description} ({part.n_equations} equations)")
         residual = float(jnp.max(jnp.abs(mechanism.constraints.residual(q))))
         dof = mechanism.n_dof
-        print(f"closed chain: {dof} degree{'s' if dof != 1 else ''} of freedom; assembled q0 = {np.asarray(q).round(6)} (residual {residual:.1e})")
+        print(
+            f"closed chain: {dof} degree{'s' if dof != 1 else ''} of freedom; assembled q0 = {np.asarray(q).round(6)} (residual {residual:.1e})"
+        )
     if model.inertials is not None:
         print(f"total mass {float(jnp.sum(model.inertials.mass)):.6g}")
         at = "M(q0)" if mechanism is not None else ("M(q = 0)" if model.nq == model.nv else "M(q = neutral)")

@@ -192,8 +192,7 @@ def _columns(model: Model, q: Array, combine) -> Array:
         same = upto & upto.T
         end = [int(np.flatnonzero(same[j])[-1]) + 1 for j in range(n)]
         blocks = [
-            [terms(j, slice(0, end[j]), ("between",))]
-            + ([terms(j, slice(end[j], n), ("beyond", "below"))] if end[j] < n else [])
+            [terms(j, slice(0, end[j]), ("between",))] + ([terms(j, slice(end[j], n), ("beyond", "below"))] if end[j] < n else [])
             for j in range(n)
         ]
         return jnp.concatenate([combine(jnp.concatenate(b, axis=1)) for b in blocks], axis=1)

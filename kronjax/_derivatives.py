@@ -100,8 +100,20 @@ def _velocity_stage(model: Model, q: Array, qd: Array, dtype) -> dict:
     lower, above = jnp.asarray(upto.T), jnp.asarray(strict)  # j ⪯ k at [k, j]; k ≺ j
     dtau_dqd = jnp.where(lower, _pairs((fa, bts), (dav, s_w)), 0) + jnp.where(above, _pairs(s, dfdv), 0)
     return dict(
-        s=s, inertia=inertia, v=v, v_parent=v_parent, v_body=v_body, p=p, ic=ic, pc=pc, yc=yc, dv=dv, fa=fa,
-        bts=bts, masks=(below, upto, strict, lower, above), dtau_dqd=dtau_dqd,
+        s=s,
+        inertia=inertia,
+        v=v,
+        v_parent=v_parent,
+        v_body=v_body,
+        p=p,
+        ic=ic,
+        pc=pc,
+        yc=yc,
+        dv=dv,
+        fa=fa,
+        bts=bts,
+        masks=(below, upto, strict, lower, above),
+        dtau_dqd=dtau_dqd,
         velocity_product=sp.scale(_composite._cross_motion(v, s), qd),  # (v_j x S_j) qd_j
         mass=_composite._symmetric_from_upto(_pairs(s, fa), upto),
     )

@@ -81,8 +81,19 @@ def _world(tree: Tree, q: Array, points: Array | None, dtype) -> dict:
     row = lambda x: tuple(c[None, :] for c in x)  # noqa: E731
     column = lambda x: tuple(c[:, None] for c in x)  # noqa: E731
     arm = sp.add(column(origin), sp.scale(row(p), -1))
-    return dict(R=rot, P=origin, w=w, t=t, p=p, V=sp.add(row(t), sp.cross(row(w), arm)),
-                support=support, strict=strict, sibling=sibling, row=row, column=column)
+    return dict(
+        R=rot,
+        P=origin,
+        w=w,
+        t=t,
+        p=p,
+        V=sp.add(row(t), sp.cross(row(w), arm)),
+        support=support,
+        strict=strict,
+        sibling=sibling,
+        row=row,
+        column=column,
+    )
 
 
 def _masked(x: tuple, mask: np.ndarray) -> tuple:

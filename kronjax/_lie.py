@@ -53,9 +53,7 @@ def _check_kind(kind: str) -> None:
 def _check_shape(name: str, x, size: int, kind: str) -> Array:
     x = jnp.asarray(x)
     if x.shape != (size,):
-        raise ValueError(
-            f"joint kind {kind!r}: {name} must have shape ({size},), got {x.shape}"
-        )
+        raise ValueError(f"joint kind {kind!r}: {name} must have shape ({size},), got {x.shape}")
     return x
 
 
@@ -88,9 +86,7 @@ def _cos(x2):
     """``cos(x)`` for ``x = sqrt(x2)``."""
     small = x2 < 1e-3
     x = jnp.sqrt(jnp.where(small, 1.0, x2))
-    return jnp.where(
-        small, 1 - x2 / 2 * (1 - x2 / 12 * (1 - x2 / 30 * (1 - x2 / 56))), jnp.cos(x)
-    )
+    return jnp.where(small, 1 - x2 / 2 * (1 - x2 / 12 * (1 - x2 / 30 * (1 - x2 / 56))), jnp.cos(x))
 
 
 def _x_minus_sin_over_cube(x2):
@@ -110,9 +106,7 @@ def quat_multiply(a: Float[Array, "4"], b: Float[Array, "4"]) -> Float[Array, "4
     """Hamilton product ``a b`` (the rotation ``R(a) R(b)``)."""
     u, w = a[:3], a[3]
     s, t = b[:3], b[3]
-    return jnp.concatenate(
-        [w * s + t * u + jnp.cross(u, s), (w * t - jnp.dot(u, s))[None]]
-    )
+    return jnp.concatenate([w * s + t * u + jnp.cross(u, s), (w * t - jnp.dot(u, s))[None]])
 
 
 def quat_conjugate(q: Float[Array, "4"]) -> Float[Array, "4"]:
@@ -282,9 +276,7 @@ def _rot2(c, s, p):
     return jnp.stack([c * p[0] - s * p[1], s * p[0] + c * p[1]])
 
 
-def integrate(
-    kind: str, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv"]
-) -> Float[Array, " nq"]:
+def integrate(kind: str, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv"]) -> Float[Array, " nq"]:
     """``q (+) v``: the configuration reached from ``q`` by moving with the constant velocity ``v``
     for unit time (``pin.integrate``; see the module docstring for each kind's group law)."""
     _check_kind(kind)
@@ -310,9 +302,7 @@ def integrate(
     return jnp.concatenate([_rot2(c0, s0, t) + p0, _rot2(c0, s0, jnp.stack([c, s]))])
 
 
-def difference(
-    kind: str, q0: Float[Array, " nq"], q1: Float[Array, " nq"]
-) -> Float[Array, " nv"]:
+def difference(kind: str, q0: Float[Array, " nq"], q1: Float[Array, " nq"]) -> Float[Array, " nv"]:
     """``q1 (-) q0``: the velocity ``v`` with ``integrate(kind, q0, v) = q1`` (quaternions up to
     sign), rotation angle in ``[0, pi]`` (``pin.difference(model, q0, q1)``)."""
     _check_kind(kind)
@@ -324,9 +314,7 @@ def difference(
         return quat_log3(quat_multiply(quat_conjugate(q0), q1))
     if kind == "free":
         inv0 = quat_conjugate(q0[3:])
-        return _quat_log6(
-            quat_multiply(inv0, q1[3:]), quat_rotate(inv0, q1[:3] - q0[:3])
-        )
+        return _quat_log6(quat_multiply(inv0, q1[3:]), quat_rotate(inv0, q1[:3] - q0[:3]))
     # planar: log of M0^-1 M1 in SE(2)
     p0, c0, s0 = _planar_parts(q0)
     p1, c1, s1 = _planar_parts(q1)
@@ -345,9 +333,7 @@ def _uniform_quat(key) -> Array:
     u1, u2, u3 = jax.random.uniform(key, (3,))
     m1, m2 = jnp.sqrt(1 - u1), jnp.sqrt(u1)
     a, b = 2 * jnp.pi * u2, 2 * jnp.pi * u3
-    return jnp.stack(
-        [m1 * jnp.cos(a), m2 * jnp.sin(b), m2 * jnp.cos(b), m1 * jnp.sin(a)]
-    )
+    return jnp.stack([m1 * jnp.cos(a), m2 * jnp.sin(b), m2 * jnp.cos(b), m1 * jnp.sin(a)])
 
 
 def random(kind: str, key, lower=None, upper=None) -> Float[Array, " nq"]:
@@ -366,9 +352,7 @@ def random(kind: str, key, lower=None, upper=None) -> Float[Array, " nq"]:
         return _uniform_quat(key)
     size = {"R": 1, "P": 1, "free": 3, "planar": 2}[kind]
     if lower is None or upper is None:
-        raise ValueError(
-            f"joint kind {kind!r}: random needs finite lower and upper bounds of shape ({size},)"
-        )
+        raise ValueError(f"joint kind {kind!r}: random needs finite lower and upper bounds of shape ({size},)")
     lower = jnp.broadcast_to(jnp.asarray(lower, dtype=float), (size,))
     upper = jnp.broadcast_to(jnp.asarray(upper, dtype=float), (size,))
     k_pos, k_rot = jax.random.split(key)

@@ -54,4 +54,3 @@ def axis_angle(axis: Float[ArrayLike, 3], angle, xp=jnp) -> Matrix3:
     """Rodrigues' formula ``E + sin(t) [u] + (1 - cos(t)) [u]^2`` for a unit axis ``u``."""
     k = skew(axis) if xp is jnp else np.cross(np.eye(3), np.asarray(axis))
     return xp.eye(3, dtype=k.dtype) + xp.sin(angle) * k + (1 - xp.cos(angle)) * (k @ k)
-

@@ -238,15 +238,14 @@ class Expansion(NamedTuple):
 
 @functools.lru_cache(maxsize=128)
 def _expansion(parents: tuple[int, ...], kinds: tuple[str, ...], q_index, v_index, mimic) -> Expansion:
-    out = dict(parents=[], kinds=[], source=[], group=[], sub=[], lead=[], axes=[], q_index=[], v_index=[],
-               scale=[], offset=[])
+    out = dict(parents=[], kinds=[], source=[], group=[], sub=[], lead=[], axes=[], q_index=[], v_index=[], scale=[], offset=[])
     real, multi = [], []
     for body, (parent, kind) in enumerate(zip(parents, kinds)):
         entry = mimic[body] if mimic else None
         scale, offset = (1.0, 0.0) if entry is None else entry[1:]
         if entry is not None:
-            q_index = q_index[: body] + (q_index[entry[0]],) + q_index[body + 1 :]
-            v_index = v_index[: body] + (v_index[entry[0]],) + v_index[body + 1 :]
+            q_index = q_index[:body] + (q_index[entry[0]],) + q_index[body + 1 :]
+            v_index = v_index[:body] + (v_index[entry[0]],) + v_index[body + 1 :]
         subs = SUB_JOINTS.get(kind, ((kind, None),))
         first = len(out["parents"])
         for k, (sub_kind, axis) in enumerate(subs):
@@ -264,8 +263,9 @@ def _expansion(parents: tuple[int, ...], kinds: tuple[str, ...], q_index, v_inde
         if kind in SUB_JOINTS:
             multi.append((kind, q_index[body], v_index[body], first, body))
         real.append(len(out["parents"]) - 1)
-    arrays = {key: np.array(value) for key, value in out.items()
-              if key in ("source", "group", "sub", "lead", "axes", "scale", "offset")}
+    arrays = {
+        key: np.array(value) for key, value in out.items() if key in ("source", "group", "sub", "lead", "axes", "scale", "offset")
+    }
     reduction = None
     if any(entry is not None for entry in mimic):
         full = [i for i, kind in enumerate(out["kinds"]) if kind != "F"]
@@ -273,9 +273,14 @@ def _expansion(parents: tuple[int, ...], kinds: tuple[str, ...], q_index, v_inde
         for f, i in enumerate(full):
             reduction[f, out["v_index"][i]] = out["scale"][i]
     return Expansion(
-        parents=tuple(out["parents"]), kinds=tuple(out["kinds"]), real=np.array(real),
-        q_index=tuple(out["q_index"]), v_index=tuple(out["v_index"]), multi=tuple(multi),
-        reduction=reduction, **arrays,
+        parents=tuple(out["parents"]),
+        kinds=tuple(out["kinds"]),
+        real=np.array(real),
+        q_index=tuple(out["q_index"]),
+        v_index=tuple(out["v_index"]),
+        multi=tuple(multi),
+        reduction=reduction,
+        **arrays,
     )
 
 
@@ -427,8 +432,9 @@ def _multi_dof_motion(tree: Tree, ex: Expansion, q: Array, dtype) -> dict:
     for kind, start, _, lead, body in ex.multi:
         g, t = _lie.motion(kind, q[start : start + JOINT_NQ[kind]])
         pre = tree.pre_rotation[body].astype(dtype)
-        motion[lead] = dict(rot=tuple(tuple(g[j, i] for j in range(3)) for i in range(3)),
-                            shift=tuple(pre[i] @ t for i in range(3)))
+        motion[lead] = dict(
+            rot=tuple(tuple(g[j, i] for j in range(3)) for i in range(3)), shift=tuple(pre[i] @ t for i in range(3))
+        )
     return dict(motion=motion)
 
 

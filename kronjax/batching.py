@@ -41,16 +41,14 @@ value of the traced program summed) exceeds what XLA allocates: for the Panda at
 ``coriolis_star`` 304 KB per sample estimated, 8.3 KB allocated (temporaries and output);
 ``inverse_dynamics`` 27 KB and 1.5 KB; ``translational_hessian`` 831 KB and 115 KB."""
 
+
 def _per_sample_bytes(fn: Callable, args) -> int:
     """An upper estimate of one sample's memory: the sizes of every value in ``fn``'s traced
     program summed (``jax.make_jaxpr``; nothing is run; XLA fuses most of them away)."""
     sample = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype), args)
     jaxpr = jax.make_jaxpr(fn)(*sample)
     sizes = [
-        math.prod(v.aval.shape) * v.aval.dtype.itemsize
-        for eqn in jaxpr.eqns
-        for v in eqn.outvars
-        if hasattr(v.aval, "shape")
+        math.prod(v.aval.shape) * v.aval.dtype.itemsize for eqn in jaxpr.eqns for v in eqn.outvars if hasattr(v.aval, "shape")
     ]
     return max(sum(sizes), 1)
 

@@ -108,10 +108,7 @@ def khang_jacobian(f: Callable[..., ArrayLike], argnums: int = 0) -> Callable[..
     def derivative(*args, **kwargs):
         x = jnp.asarray(args[argnums])
         if x.ndim != 1:
-            raise ValueError(
-                f"khang_jacobian differentiates with respect to a vector; argument {argnums} "
-                f"has shape {x.shape}"
-            )
+            raise ValueError(f"khang_jacobian differentiates with respect to a vector; argument {argnums} has shape {x.shape}")
         d = jax.jacfwd(f, argnums=argnums)(*args, **kwargs)
         n = x.shape[0]
         if d.ndim == 1:
@@ -125,9 +122,7 @@ def khang_jacobian(f: Callable[..., ArrayLike], argnums: int = 0) -> Callable[..
     return derivative
 
 
-def time_derivative(
-    da_dx: Float[ArrayLike, "r sn"], xdot: Float[ArrayLike, " n"]
-) -> Float[Array, "r s"]:
+def time_derivative(da_dx: Float[ArrayLike, "r sn"], xdot: Float[ArrayLike, " n"]) -> Float[Array, "r s"]:
     """Theorem 1, eq. (8): ``dA/dt = dA/dx (E_s ⊗ xdot)``.
 
     Example:

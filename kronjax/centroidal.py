@@ -159,9 +159,7 @@ def centroidal_momentum_matrix(model: Model, q: Float[ArrayLike, " nq"]) -> Floa
     return _momentum_matrix(model, ine, model.check_q(q))
 
 
-def centroidal_momentum(
-    model: Model, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv"]
-) -> Float[Array, 6]:
+def centroidal_momentum(model: Model, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv"]) -> Float[Array, 6]:
     """The centroidal momentum ``h_G = A_g v``, ``(6,)``: linear momentum, then angular momentum
     about the centre of mass, base-frame axes (:func:`centroidal_momentum_matrix`). Pinocchio's
     ``computeCentroidalMomentum(model, data, q, v)`` (``data.hg``).
@@ -187,9 +185,7 @@ def centroidal_momentum(
     return _momentum_matrix(model, ine, q) @ v
 
 
-def centroidal_momentum_matrix_dot(
-    model: Model, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv"]
-) -> Float[Array, "6 nv"]:
+def centroidal_momentum_matrix_dot(model: Model, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv"]) -> Float[Array, "6 nv"]:
     """The time derivative ``dA_g/dt``, ``(6, nv)``, of :func:`centroidal_momentum_matrix` along
     the velocity ``v``, so that ``dh_G/dt = A_g a + (dA_g/dt) v`` (the rate of change of the
     centroidal momentum, the sum of the external wrenches about the centre of mass).

@@ -61,7 +61,11 @@ __all__ = [
 
 JOINT_KINDS = ("R", "P", "F", "free", "spherical", "planar")
 _JOINT_KIND_NAMES = {
-    "R": "revolute", "P": "prismatic", "F": "fixed", "free": "6-DoF free-flyer", "spherical": "ball",
+    "R": "revolute",
+    "P": "prismatic",
+    "F": "fixed",
+    "free": "6-DoF free-flyer",
+    "spherical": "ball",
     "planar": "planar (x, y, rotation about z)",
 }
 MULTI_DOF = ("free", "spherical", "planar")
@@ -197,10 +201,7 @@ def _check_inertial(body: int | str, mass: np.ndarray | np.floating | float, ine
         raise ValueError(f"body {body}: inertia tensor is not symmetric:\n{inertia}")
     eig = np.linalg.eigvalsh(0.5 * inertia + 0.5 * inertia.T)  # no overflow near the largest float
     if eig[0] < -tol:
-        raise ValueError(
-            f"body {body}: inertia tensor is not positive semi-definite "
-            f"(eigenvalues {eig}):\n{inertia}"
-        )
+        raise ValueError(f"body {body}: inertia tensor is not positive semi-definite (eigenvalues {eig}):\n{inertia}")
 
 
 def _stack_inertials(inertials, nb: int, names: Sequence[str]) -> Inertials | None:
@@ -289,9 +290,7 @@ class Tree(eqx.Module):
                     + ", ".join(f"{k!r} ({v})" for k, v in _JOINT_KIND_NAMES.items())
                 )
             if not -1 <= parent < i:
-                raise ValueError(
-                    f"body {i}: parent {parent} must be -1 (base) or an earlier body (0..{i - 1})"
-                )
+                raise ValueError(f"body {i}: parent {parent} must be -1 (base) or an earlier body (0..{i - 1})")
         for name, arr, shape in [
             ("axes", self.axes, (nb, 3)),
             ("pre_rotation", self.pre_rotation, (nb, 3, 3)),
@@ -396,9 +395,7 @@ class Tree(eqx.Module):
                 # a quaternion as given: a rotation only when unit (kronjax.configuration.normalize)
                 joint_r, joint_p = _lie.motion(kind, q[k : k + JOINT_NQ[kind]])
             local_r = self.pre_rotation[i] @ joint_r @ self.post_rotation[i]
-            local_p = self.pre_translation[i] + self.pre_rotation[i] @ (
-                joint_p + joint_r @ self.post_translation[i]
-            )
+            local_p = self.pre_translation[i] + self.pre_rotation[i] @ (joint_p + joint_r @ self.post_translation[i])
             if parent < 0:
                 rotations.append(local_r)
                 origins.append(local_p)
@@ -446,8 +443,7 @@ def _split_poses(out) -> tuple[Array, Array]:
     if isinstance(out, (tuple, list)):
         if len(out) != 2:
             raise ValueError(
-                "a poses function must return (rotations, origins) or (nb, 4, 4) transforms; "
-                f"got a sequence of length {len(out)}"
+                f"a poses function must return (rotations, origins) or (nb, 4, 4) transforms; got a sequence of length {len(out)}"
             )
         rotations, origins = jnp.asarray(out[0]), jnp.asarray(out[1])
     else:
@@ -458,9 +454,7 @@ def _split_poses(out) -> tuple[Array, Array]:
     if rotations.ndim != 3 or rotations.shape[1:] != (3, 3):
         raise ValueError(f"poses function: rotations must have shape (nb, 3, 3), got {rotations.shape}")
     if origins.shape != (rotations.shape[0], 3):
-        raise ValueError(
-            f"poses function: origins must have shape ({rotations.shape[0]}, 3), got {origins.shape}"
-        )
+        raise ValueError(f"poses function: origins must have shape ({rotations.shape[0]}, 3), got {origins.shape}")
     return rotations, origins
 
 
@@ -687,9 +681,7 @@ class Model(eqx.Module):
         if isinstance(body, (bool, np.bool_)) or not isinstance(body, (int, np.integer)):
             raise TypeError(f"body must be an index or a name, got {body!r}")
         if not 0 <= body < self.n_bodies:
-            raise IndexError(
-                f"body index {body} out of range: the model has {self.n_bodies} bodies (0..{self.n_bodies - 1})"
-            )
+            raise IndexError(f"body index {body} out of range: the model has {self.n_bodies} bodies (0..{self.n_bodies - 1})")
         return int(body)
 
     def check_q(self, q: ArrayLike, name: str = "q") -> Float[Array, " nq"]:
@@ -727,9 +719,7 @@ class Model(eqx.Module):
 
     def astype(self, dtype) -> Model:
         """The same model with every floating-point parameter cast to ``dtype`` (e.g. float32)."""
-        return jax.tree.map(
-            lambda x: x.astype(dtype) if eqx.is_inexact_array(x) else x, self
-        )
+        return jax.tree.map(lambda x: x.astype(dtype) if eqx.is_inexact_array(x) else x, self)
 
     def poses(self, q: Float[Array, " n"]) -> tuple[Float[Array, "nb 3 3"], Float[Array, "nb 3"]]:
         """Rotations and origins of all body frames in the base frame (no input checks)."""
@@ -845,9 +835,7 @@ def _dh_row(i: int, row) -> tuple[str, ArrayLike, ArrayLike, ArrayLike, ArrayLik
             f"D-H row {i}: unknown joint type {kind!r}; expected 'R' (revolute: q adds to theta), "
             "'P' (prismatic: q adds to d) or 'F' (fixed)"
         )
-    values = [
-        _float_array(v, f"D-H row {i} {name}", ()) for v, name in zip(row[1:], ("d", "theta", "a", "alpha"))
-    ]
+    values = [_float_array(v, f"D-H row {i} {name}", ()) for v, name in zip(row[1:], ("d", "theta", "a", "alpha"))]
     return (kind.upper(), *values)
 
 
@@ -926,7 +914,9 @@ def from_dh(
         post_rotation=_stack(post_r).astype(dtype),
         post_translation=_stack(post_p).astype(dtype),
     )
-    return _model(tree, inertials, gravity, body_names, joint_names, limits, dict(armature=armature, damping=damping, friction=friction))
+    return _model(
+        tree, inertials, gravity, body_names, joint_names, limits, dict(armature=armature, damping=damping, friction=friction)
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1034,8 +1024,10 @@ def _mimic_entries(joints: list[Joint]) -> tuple:
             if primary not in names:
                 raise ValueError(f"joint {i} ({names[i]}) mimics {primary!r}, which is not a joint of the model")
             primary = names.index(primary)
-        values = [float(_float_array(x, f"joint {i} ({names[i]}) mimic {what}", ())) for x, what in
-                  ((multiplier, "multiplier"), (offset, "offset"))]
+        values = [
+            float(_float_array(x, f"joint {i} ({names[i]}) mimic {what}", ()))
+            for x, what in ((multiplier, "multiplier"), (offset, "offset"))
+        ]
         raw.append((int(primary), *values))
     resolved = []
     for i, entry in enumerate(raw):
@@ -1043,7 +1035,7 @@ def _mimic_entries(joints: list[Joint]) -> tuple:
         while total is not None and raw[total[0]] is not None:
             primary = total[0]
             if primary in seen:
-                cycle = [names[k] for k in seen[seen.index(primary):]]
+                cycle = [names[k] for k in seen[seen.index(primary) :]]
                 raise ValueError(f"mimic joints {cycle} mimic each other in a cycle")
             seen.append(primary)
             outer = raw[primary]
@@ -1188,4 +1180,12 @@ def from_function(
             for i in range(nb):
                 _check_rotation(rs[i], f"poses function: rotation of body {i} at q = {np.round(q, 4)}")
     kinematics = PosesFunction(fn=poses_fn, n_dof=int(n), n_bodies=nb)
-    return _model(kinematics, inertials, gravity, body_names, joint_names, limits, dict(armature=armature, damping=damping, friction=friction))
+    return _model(
+        kinematics,
+        inertials,
+        gravity,
+        body_names,
+        joint_names,
+        limits,
+        dict(armature=armature, damping=damping, friction=friction),
+    )

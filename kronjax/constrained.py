@@ -443,7 +443,12 @@ def loop_closure(
     )
     names = ["base" if i < 0 else model.body_names[i] for i in (a, b)]
     return Constraint(
-        residual, None, None, LOOP_CLOSURE_KINDS[kind], model.nv, f"{kind} loop closure {names[0]}-{names[1]}",
+        residual,
+        None,
+        None,
+        LOOP_CLOSURE_KINDS[kind],
+        model.nv,
+        f"{kind} loop closure {names[0]}-{names[1]}",
         model if model.has_multi_dof else None,
     )
 
@@ -519,9 +524,7 @@ class Constraints(eqx.Module):
 
     def residual(self, q: Float[Array, " nq"]) -> Float[Array, " m"]:
         """``Phi(q)`` of the holonomic rows (zero on Pfaffian rows, which have no position level)."""
-        return jnp.concatenate(
-            [c.phi(q) if c.is_holonomic else jnp.zeros(c.n_equations, q.dtype) for c in self.parts]
-        )
+        return jnp.concatenate([c.phi(q) if c.is_holonomic else jnp.zeros(c.n_equations, q.dtype) for c in self.parts])
 
     def jacobian(self, q: Float[Array, " nq"]) -> Float[Array, "m n"]:
         """``A(q)`` (``Phi_q`` for holonomic rows, Khang's Jacobian, Tuan eq. 5, along the tangent
@@ -861,8 +864,7 @@ def _check_independent(independent, n: int, m: int):
         raise TypeError(f"independent must be a sequence of coordinate indices, got {independent!r}") from err
     if len(idx) != n - m or len(set(idx)) != len(idx) or not all(0 <= i < n for i in idx):
         raise ValueError(
-            f"independent must name {n - m} distinct coordinates in 0..{n - 1} (n - m for {m} equations), "
-            f"got {independent!r}"
+            f"independent must name {n - m} distinct coordinates in 0..{n - 1} (n - m for {m} equations), got {independent!r}"
         )
     return tuple(sorted(idx))
 
@@ -1211,8 +1213,16 @@ def simulate(
     def solution(t, q, qd):
         tau = jnp.asarray(torque(t, q, qd), q.dtype)
         return solve(
-            model, cons, q, qd, tau, method, dt=dt if method == "huang" else None,
-            baumgarte=baumgarte, wrenches=wrenches, rtol=rtol_,
+            model,
+            cons,
+            q,
+            qd,
+            tau,
+            method,
+            dt=dt if method == "huang" else None,
+            baumgarte=baumgarte,
+            wrenches=wrenches,
+            rtol=rtol_,
         )
 
     if method == "huang":

@@ -223,9 +223,7 @@ def _mass_matrix_derivative(model: Model, q: Array, method: str = "auto") -> Arr
     return jnp.sum(jax.vmap(body)(ine.mass, ine.inertia, jt, jr, ht, hr), axis=0)
 
 
-def mass_matrix_derivative(
-    model: Model, q: Float[ArrayLike, " n"], method: str = "auto"
-) -> Float[Array, "n n*n"]:
+def mass_matrix_derivative(model: Model, q: Float[ArrayLike, " n"], method: str = "auto") -> Float[Array, "n n*n"]:
     """``dM/dq`` in Khang's layout, ``n x n^2``: entry ``(i, j n + k) = d M[i, j] / d q_k``.
 
     With ``method="jacobians"``, assembled the papers' way from the bodies' Jacobians and
@@ -463,9 +461,7 @@ def potential_energy(model: Model, q: Float[ArrayLike, " n"]) -> Float[Array, ""
     return -jnp.einsum("b,bp,p->", ine.mass, centres, model.gravity)
 
 
-def kinetic_energy(
-    model: Model, q: Float[ArrayLike, " n"], qd: Float[ArrayLike, " n"]
-) -> Float[Array, ""]:
+def kinetic_energy(model: Model, q: Float[ArrayLike, " n"], qd: Float[ArrayLike, " n"]) -> Float[Array, ""]:
     """Kinetic energy ``T = sum_i 1/2 m_i v_Gi . v_Gi + 1/2 w_i . I_Gi w_i`` (Truc 22, Parsa 13),
     with ``w_i`` in the body frame, plus the rotors' ``1/2 qd . diag(armature) qd``; equals ``1/2
     qd^T M qd`` (Tuan 93). Computed from one forward-mode pass through the poses (no Jacobian
@@ -614,9 +610,7 @@ def _generalized_forces(model: Model, q: Array, wrenches: list[Wrench]) -> Array
     return jnp.einsum("bpi,bp->i", jt, forces) + jnp.einsum("bpi,bp->i", jr, moments)
 
 
-def generalized_forces(
-    model: Model, q: Float[ArrayLike, " n"], wrenches: Wrench | Sequence[Wrench] | None
-) -> Float[Array, " n"]:
+def generalized_forces(model: Model, q: Float[ArrayLike, " n"], wrenches: Wrench | Sequence[Wrench] | None) -> Float[Array, " n"]:
     """Joint-space generalized forces of external wrenches (Parsa eqs. 28, 31)::
 
         f = sum_w J_T(point_w)^T force_w + J_R^T moment_w

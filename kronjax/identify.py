@@ -185,9 +185,7 @@ def _set_inertials(model: Model, pi: Array) -> Model:
         dtype = pi.dtype
         placeholder = Inertials(jnp.ones(nb, dtype), jnp.zeros((nb, 3), dtype), jnp.tile(jnp.eye(3, dtype=dtype), (nb, 1, 1)))
         model = eqx.tree_at(lambda m: m.inertials, model, placeholder, is_leaf=lambda x: x is None)
-    return eqx.tree_at(
-        lambda m: (m.inertials.mass, m.inertials.com, m.inertials.inertia), model, (mass, com, inertia_com)
-    )
+    return eqx.tree_at(lambda m: (m.inertials.mass, m.inertials.com, m.inertials.inertia), model, (mass, com, inertia_com))
 
 
 def _as_parameters(pi: ArrayLike, size: int, what: str = "pi") -> Array:
@@ -651,8 +649,13 @@ def _random_states(model: Model, seed: int, samples: int) -> tuple[np.ndarray, n
     shape = (samples, model.n_dof)
     q = rng.uniform(-math.pi, math.pi, shape)
     if model.has_multi_dof:  # uniform rotations, translations in [-pi, pi], the rest as above
-        q = np.concatenate([q[:, vs] if kind in ("R", "P") else _random_joint(kind, seed, k, samples)
-                            for k, (kind, _, vs) in enumerate(_joints(model))], axis=1)
+        q = np.concatenate(
+            [
+                q[:, vs] if kind in ("R", "P") else _random_joint(kind, seed, k, samples)
+                for k, (kind, _, vs) in enumerate(_joints(model))
+            ],
+            axis=1,
+        )
     return q, rng.normal(size=shape), rng.normal(size=shape)
 
 
@@ -864,15 +867,18 @@ def _log_cholesky_to_pseudo_inertia(theta: Array) -> Array:
     ``theta = (alpha, d1, d2, d3, s12, s23, s13, t1, t2, t3)`` per body."""
     alpha, d1, d2, d3, s12, s23, s13, t1, t2, t3 = jnp.moveaxis(theta, -1, 0)
     z, o = jnp.zeros_like(alpha), jnp.ones_like(alpha)
-    u = jnp.stack(
-        [
-            jnp.stack([jnp.exp(d1), s12, s13, t1], -1),
-            jnp.stack([z, jnp.exp(d2), s23, t2], -1),
-            jnp.stack([z, z, jnp.exp(d3), t3], -1),
-            jnp.stack([z, z, z, o], -1),
-        ],
-        -2,
-    ) * jnp.exp(alpha)[..., None, None]
+    u = (
+        jnp.stack(
+            [
+                jnp.stack([jnp.exp(d1), s12, s13, t1], -1),
+                jnp.stack([z, jnp.exp(d2), s23, t2], -1),
+                jnp.stack([z, z, jnp.exp(d3), t3], -1),
+                jnp.stack([z, z, z, o], -1),
+            ],
+            -2,
+        )
+        * jnp.exp(alpha)[..., None, None]
+    )
     return u @ jnp.swapaxes(u, -1, -2)
 
 
@@ -885,9 +891,7 @@ def _log_cholesky_from_pseudo_inertia(j: np.ndarray) -> np.ndarray:
     for ji in j:
         u = flip @ np.linalg.cholesky(flip @ ji @ flip) @ flip
         e = u[3, 3]
-        thetas.append(
-            [np.log(e), *np.log(np.diag(u)[:3] / e), u[0, 1] / e, u[1, 2] / e, u[0, 2] / e, *(u[:3, 3] / e)]
-        )
+        thetas.append([np.log(e), *np.log(np.diag(u)[:3] / e), u[0, 1] / e, u[1, 2] / e, u[0, 2] / e, *(u[:3, 3] / e)])
     return np.asarray(thetas)
 
 
@@ -1149,8 +1153,11 @@ def _middle(model: Model) -> Array:
     if model.limits is None:
         return jnp.zeros(model.n_dof)
     lower, upper = model.limits.lower, model.limits.upper
-    return jnp.where(jnp.isfinite(lower) & jnp.isfinite(upper), 0.5 * (lower + upper), jnp.where(
-        jnp.isfinite(lower), lower + 1.0, jnp.where(jnp.isfinite(upper), upper - 1.0, 0.0)))
+    return jnp.where(
+        jnp.isfinite(lower) & jnp.isfinite(upper),
+        0.5 * (lower + upper),
+        jnp.where(jnp.isfinite(lower), lower + 1.0, jnp.where(jnp.isfinite(upper), upper - 1.0, 0.0)),
+    )
 
 
 def _limit_arrays(model: Model, acceleration, dtype):

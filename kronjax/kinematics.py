@@ -384,9 +384,7 @@ def translational_jacobian(
     return _jacobians(model, q, points, frame)[0][b]
 
 
-def rotational_jacobian(
-    model: Model, q: Float[ArrayLike, " n"], body: int | str, frame: str = "base"
-) -> Float[Array, "3 n"]:
+def rotational_jacobian(model: Model, q: Float[ArrayLike, " n"], body: int | str, frame: str = "base") -> Float[Array, "3 n"]:
     """Rotational Jacobian ``J_R`` (3 x n): ``omega = J_R qd`` in the base frame (37) or in the
     body frame (40).
 
@@ -435,9 +433,7 @@ def translational_hessian(
     return _hessians(model, q, points, frame)[0][b]
 
 
-def rotational_hessian(
-    model: Model, q: Float[ArrayLike, " n"], body: int | str, frame: str = "base"
-) -> Float[Array, "3 n*n"]:
+def rotational_hessian(model: Model, q: Float[ArrayLike, " n"], body: int | str, frame: str = "base") -> Float[Array, "3 n*n"]:
     """Rotational Hessian (3 x n^2, Khang's layout): ``dJ_R/dq`` in the base frame (60) or the
     body frame (61); ``alpha = J_R qdd + H_R (qd ⊗ qd)`` (62-64). Not symmetric in general.
 
@@ -460,9 +456,7 @@ def rotational_hessian(
     return _hessians(model, q, None, frame)[1][b]
 
 
-def linear_velocity(
-    model: Model, q, qd, body: int | str, point=None, frame: str = "base"
-) -> Float[Array, 3]:
+def linear_velocity(model: Model, q, qd, body: int | str, point=None, frame: str = "base") -> Float[Array, 3]:
     """``v = J_T qd`` of a frame origin or body point, in the base (30, 44) or body frame (32, 46).
 
     Example:
@@ -512,9 +506,7 @@ def _accelerations(model: Model, q, qd, qdd, body, point, frame: str) -> tuple[A
     return a, alpha
 
 
-def linear_acceleration(
-    model: Model, q, qd, qdd, body: int | str, point=None, frame: str = "base"
-) -> Float[Array, 3]:
+def linear_acceleration(model: Model, q, qd, qdd, body: int | str, point=None, frame: str = "base") -> Float[Array, 3]:
     """Acceleration of a frame origin or body point: ``J_T qdd + H_T (qd ⊗ qd)``.
 
     In the base frame (52, 66), or in body axes with ``H*_T`` (58-59).
@@ -536,9 +528,7 @@ def linear_acceleration(
     return _accelerations(model, q, qd, qdd, body, point, frame)[0]
 
 
-def angular_acceleration(
-    model: Model, q, qd, qdd, body: int | str, frame: str = "base"
-) -> Float[Array, 3]:
+def angular_acceleration(model: Model, q, qd, qdd, body: int | str, frame: str = "base") -> Float[Array, 3]:
     """Angular acceleration ``J_R qdd + H_R (qd ⊗ qd)`` in the base (62) or body frame (63-64).
 
     Example:
@@ -702,9 +692,7 @@ def compose(ab: RelativeMotion, bc: RelativeMotion) -> RelativeMotion:
         True
     """
     if ab.expressed_in != bc.expressed_in:
-        raise ValueError(
-            f"compose needs both motions expressed alike, got {ab.expressed_in!r} and {bc.expressed_in!r}"
-        )
+        raise ValueError(f"compose needs both motions expressed alike, got {ab.expressed_in!r} and {bc.expressed_in!r}")
     if ab.J_T.shape != bc.J_T.shape:
         raise ValueError(f"motions of different coordinates: J_T {ab.J_T.shape} vs {bc.J_T.shape}")
     n = ab.J_T.shape[1]
@@ -719,11 +707,7 @@ def compose(ab: RelativeMotion, bc: RelativeMotion) -> RelativeMotion:
         jt = ab.J_T - skew(d) @ w + jt_rel  # (77)
         jr = w + jr_rel  # (78)
         ht = (
-            ab.H_T
-            - skew(d) @ ab.H_R
-            + 2 * block_skew(w) @ jnp.kron(jt_rel, eye_n)
-            + _quadratic_cross(w, d)
-            + a_b @ bc.H_T
+            ab.H_T - skew(d) @ ab.H_R + 2 * block_skew(w) @ jnp.kron(jt_rel, eye_n) + _quadratic_cross(w, d) + a_b @ bc.H_T
         )  # (86)
         hr = ab.H_R + a_b @ bc.H_R + block_skew(w) @ jnp.kron(jr_rel, eye_n)  # (87)
     else:
@@ -744,9 +728,7 @@ def compose(ab: RelativeMotion, bc: RelativeMotion) -> RelativeMotion:
     return RelativeMotion(rotation, origin, jt, jr, ht, hr, ab.expressed_in)
 
 
-def point_motion(
-    motion: RelativeMotion, point: Float[ArrayLike, 3]
-) -> tuple[Float[Array, "3 n"], Float[Array, "3 n*n"]]:
+def point_motion(motion: RelativeMotion, point: Float[ArrayLike, 3]) -> tuple[Float[Array, "3 n"], Float[Array, "3 n*n"]]:
     """``(J_TG, H_TG)`` of a point fixed on the moving frame, given in moving-frame coordinates.
 
     Eqs. (79), (88) (``expressed_in="reference"``) or (82), (91) (``"moving"``).

@@ -172,7 +172,7 @@ def _warn_unmodelled(mujoco, m, what: str) -> None:
     inactive = [i for i in range(m.neq) if not m.eq_active0[i] and i not in other]
     if inactive:
         warnings.warn(
-            f"{what}: equality constraints {names(equality, inactive, 'equality')} are inactive (active=\"false\"); "
+            f'{what}: equality constraints {names(equality, inactive, "equality")} are inactive (active="false"); '
             "left out of the mechanism",
             stacklevel=3,
         )
@@ -187,8 +187,7 @@ def _warn_unmodelled(mujoco, m, what: str) -> None:
 
 def _equality_kinds(mujoco) -> dict[int, str]:
     """The MuJoCo equality constraints that kronjax models, by ``eq_type``."""
-    return {int(mujoco.mjtEq.mjEQ_CONNECT): "connect", int(mujoco.mjtEq.mjEQ_WELD): "weld",
-            int(mujoco.mjtEq.mjEQ_JOINT): "joint"}
+    return {int(mujoco.mjtEq.mjEQ_CONNECT): "connect", int(mujoco.mjtEq.mjEQ_WELD): "weld", int(mujoco.mjtEq.mjEQ_JOINT): "joint"}
 
 
 class _JointCoupling(eqx.Module):
@@ -246,7 +245,12 @@ def _equalities(mujoco, m, model: Model, frame: dict[int, int]) -> list:
                 points = [data[0:3], data[3:6]] if kind == "connect" else [data[3:6], data[0:3]]
                 welded = _rotation(mujoco, data[6:10]) if weld else None
             part = loop_closure(
-                model, frame[bodies[0]], points[0], frame[bodies[1]], points[1], "weld" if weld else "spherical",
+                model,
+                frame[bodies[0]],
+                points[0],
+                frame[bodies[1]],
+                points[1],
+                "weld" if weld else "spherical",
                 rotation=welded,
             )
             part = dataclasses.replace(part, description=f"MJCF {kind} {name} ({part.description})")
@@ -338,8 +342,12 @@ def load_mjcf(source, *, gravity=None, sites: bool = False) -> Model | Mechanism
         raise MJCFError(f"{what} has no body but the world")
     _warn_unmodelled(mujoco, m, what)
     efforts = _effort_limits(mujoco, m)
-    kinds = {int(mujoco.mjtJoint.mjJNT_FREE): "free", int(mujoco.mjtJoint.mjJNT_BALL): "spherical",
-             int(mujoco.mjtJoint.mjJNT_SLIDE): "P", int(mujoco.mjtJoint.mjJNT_HINGE): "R"}
+    kinds = {
+        int(mujoco.mjtJoint.mjJNT_FREE): "free",
+        int(mujoco.mjtJoint.mjJNT_BALL): "spherical",
+        int(mujoco.mjtJoint.mjJNT_SLIDE): "P",
+        int(mujoco.mjtJoint.mjJNT_HINGE): "R",
+    }
 
     joints, inertials, posts = [], [], []
     last = {0: -1}  # MuJoCo body id -> the kronjax body that carries its frame
@@ -415,8 +423,14 @@ def load_mjcf(source, *, gravity=None, sites: bool = False) -> Model | Mechanism
             name = _name(mujoco, m, mujoco.mjtObj.mjOBJ_SITE, k, "site")
             name = f"{name}.site" if name in taken else name
             joints.append(
-                Joint(kind="F", parent=last[int(m.site_bodyid[k])], rotation=_rotation(mujoco, m.site_quat[k]),
-                      translation=np.asarray(m.site_pos[k], float), name=f"{name}_site", body_name=name)
+                Joint(
+                    kind="F",
+                    parent=last[int(m.site_bodyid[k])],
+                    rotation=_rotation(mujoco, m.site_quat[k]),
+                    translation=np.asarray(m.site_pos[k], float),
+                    name=f"{name}_site",
+                    body_name=name,
+                )
             )
             inertials.append(Inertial(mass=0.0))
             posts.append(np.zeros(3))
@@ -529,8 +543,7 @@ def _convert(model: Model, q, v, a, f, *, to: bool) -> tuple:
             if x is not None:
                 part.append(x)
     return tuple(
-        None if x is None else (jnp.concatenate(part) if part else jnp.zeros(0, x.dtype))
-        for x, part in zip(arrays, parts)
+        None if x is None else (jnp.concatenate(part) if part else jnp.zeros(0, x.dtype)) for x, part in zip(arrays, parts)
     )
 
 

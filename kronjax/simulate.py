@@ -268,9 +268,7 @@ def _check_ts(ts) -> Array:
         bad = np.flatnonzero(~(np.diff(values) > 0))
         if bad.size:
             k = int(bad[0])
-            raise ValueError(
-                f"ts must be strictly increasing: ts[{k}] = {values[k]} >= ts[{k + 1}] = {values[k + 1]}"
-            )
+            raise ValueError(f"ts must be strictly increasing: ts[{k}] = {values[k]} >= ts[{k + 1}] = {values[k + 1]}")
     else:
         ts = eqx.error_if(ts, ~jnp.all(jnp.diff(ts) > 0), "rollout: ts must be strictly increasing")
     return ts
@@ -619,9 +617,7 @@ def feedforward(model: Model, reference: Reference, *, method: str = "rnea") -> 
     return FeedForward(model, reference, _check_method(method))
 
 
-def computed_torque(
-    model: Model, reference: Reference, kp: ArrayLike, kd: ArrayLike, *, method: str = "rnea"
-) -> ComputedTorque:
+def computed_torque(model: Model, reference: Reference, kp: ArrayLike, kd: ArrayLike, *, method: str = "rnea") -> ComputedTorque:
     """The computed-torque (inverse-dynamics) law::
 
         tau = M(q) (qdd_r + Kd (qd_r - qd) + Kp (q_r - q)) + C(q, qd) qd + g(q)

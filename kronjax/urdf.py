@@ -134,15 +134,12 @@ def _link_mass(link: ET.Element) -> _Mass:
     inertia_element = inertial.find("inertia")
     if inertia_element is not None:
         (ixx, ixy, ixz, iyy, iyz, izz) = (
-            float(_numbers(inertia_element, key, 1, None, where)[0])
-            for key in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
+            float(_numbers(inertia_element, key, 1, None, where)[0]) for key in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
         )
         inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
         eig = np.linalg.eigvalsh(inertia)
         if eig[0] < -1e-10 * max(1.0, float(np.max(np.abs(inertia)))):
-            raise URDFError(
-                f"{where}: <inertia> is not symmetric positive (semi-)definite: eigenvalues {eig}"
-            )
+            raise URDFError(f"{where}: <inertia> is not symmetric positive (semi-)definite: eigenvalues {eig}")
     if mass == 0 and np.any(inertia):
         raise URDFError(f"{where}: <inertia> is non-zero but the mass is 0")
     with np.errstate(over="ignore", invalid="ignore"):
@@ -225,8 +222,7 @@ def _joint(element: ET.Element, links: dict) -> _UrdfJoint:
     kind = element.get("type")
     if kind not in (*_MOVING, *_MULTI_DOF, "fixed"):
         raise URDFError(
-            f"{where}: unknown joint type {kind!r}; expected revolute, continuous, prismatic, fixed, "
-            "floating or planar"
+            f"{where}: unknown joint type {kind!r}; expected revolute, continuous, prismatic, fixed, floating or planar"
         )
     mimic = element.find("mimic")
     if mimic is not None:
@@ -444,8 +440,16 @@ def _sub_joints(joints: list[Joint], masses: list[_Mass]) -> tuple[list[Joint], 
             axes = np.eye(3)[[0, 1, 2, 0, 1, 2] if joint.kind == "free" else [0, 1, 2]]
             for k, (kind, axis) in enumerate(zip(kinds, axes)):
                 first = k == 0
-                out.append(Joint(kind, parent if first else len(out) - 1, axis, joint.rotation if first else np.eye(3),
-                                 joint.translation if first else np.zeros(3), joint.name))
+                out.append(
+                    Joint(
+                        kind,
+                        parent if first else len(out) - 1,
+                        axis,
+                        joint.rotation if first else np.eye(3),
+                        joint.translation if first else np.zeros(3),
+                        joint.name,
+                    )
+                )
                 out_masses.append(mass if k == len(kinds) - 1 else _Mass())
         index[i] = len(out) - 1
     return out, out_masses
@@ -495,8 +499,7 @@ def _check_mass_matrix(joints: list[Joint], masses: list[_Mass]) -> None:
         m, scale = reduction.T @ m @ reduction, np.abs(reduction).T @ scale
     for k in np.flatnonzero(~np.all(np.isfinite(m), axis=0))[:1]:
         raise URDFError(
-            f"joint {names[k]!r}: its column of the mass matrix overflows float64 (masses, inertias "
-            "or lengths too large)"
+            f"joint {names[k]!r}: its column of the mass matrix overflows float64 (masses, inertias or lengths too large)"
         )
     eps = np.finfo(float).eps
     d = np.diag(m)
@@ -816,10 +819,14 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
             ET.SubElement(inertial, "mass", value=_fmt(masses[i]))
             c = inertias[i]
             ET.SubElement(
-                inertial, "inertia",
-                **{key: _fmt(c[a, b]) for key, (a, b) in zip(
-                    ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"), ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
-                )},
+                inertial,
+                "inertia",
+                **{
+                    key: _fmt(c[a, b])
+                    for key, (a, b) in zip(
+                        ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"), ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
+                    )
+                },
             )
         lower, upper = -np.inf, np.inf
         if kind in ("R", "P") and k >= 0 and limits is not None:

@@ -106,9 +106,19 @@ _TIERED = {"test_soak.py": "extended"}  # whole files
 # `make test-fast` (under 2 minutes on 2 cores, for iteration) leaves out the files whose fast
 # tier took more than 25 worker-seconds (pytest --junitxml, 2026-11-25): marked `heavy` here.
 HEAVY = (
-    "test_docstrings.py", "test_constrained.py", "test_trajopt.py", "test_dynamics_principles.py",
-    "test_urdf_pinocchio.py", "test_identify.py", "test_composite.py", "test_dynamics_derivatives.py",
-    "test_kinematics.py", "test_dynamics_paper.py", "test_mjcf.py", "test_jacobians.py", "test_calculus.py",
+    "test_docstrings.py",
+    "test_constrained.py",
+    "test_trajopt.py",
+    "test_dynamics_principles.py",
+    "test_urdf_pinocchio.py",
+    "test_identify.py",
+    "test_composite.py",
+    "test_dynamics_derivatives.py",
+    "test_kinematics.py",
+    "test_dynamics_paper.py",
+    "test_mjcf.py",
+    "test_jacobians.py",
+    "test_calculus.py",
     "test_mimic.py",
 )
 

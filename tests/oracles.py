@@ -49,9 +49,7 @@ def random_arm(seed: int = 0, parents=(-1, 0, 1, 2, 3, 4, 5), prismatic=(3,), ar
                 armature=rng.uniform(0.01, 0.5) if armature else 0.0,
             )
         )
-        inertials.append(
-            kj.Inertial(mass=rng.uniform(0.5, 4.0), com=rng.uniform(-0.15, 0.15, 3), inertia=random_inertia(rng))
-        )
+        inertials.append(kj.Inertial(mass=rng.uniform(0.5, 4.0), com=rng.uniform(-0.15, 0.15, 3), inertia=random_inertia(rng)))
     return kj.from_joints(joints, inertials, gravity=(0.3, -0.2, -9.81))
 
 
@@ -65,8 +63,14 @@ def random_tree(spec, seed: int, gravity=None) -> kj.Model:
         joint = joint if isinstance(joint, dict) else dict(kind=joint[0], parent=joint[1])
         axis = rng.normal(size=3)
         joints.append(
-            kj.Joint(axis=axis / np.linalg.norm(axis), rotation=random_rotation(rng),
-                     translation=rng.normal(size=3) * 0.3, name=f"j{i}", body_name=f"b{i}", **joint)
+            kj.Joint(
+                axis=axis / np.linalg.norm(axis),
+                rotation=random_rotation(rng),
+                translation=rng.normal(size=3) * 0.3,
+                name=f"j{i}",
+                body_name=f"b{i}",
+                **joint,
+            )
         )
         inertials.append(kj.Inertial(rng.uniform(0.5, 2.0), rng.normal(size=3) * 0.1, random_inertia(rng)))
     return kj.from_joints(joints, inertials, gravity=gravity)
@@ -191,11 +195,11 @@ def spatial_joints(frame=None) -> tuple[list, list]:
                 body_name=f"b{i}",
             )
         )
-        inertials.append(
-            kj.Inertial(mass=rng.uniform(0.5, 3.0), com=rng.uniform(-0.15, 0.15, 3), inertia=random_inertia(rng))
-        )
+        inertials.append(kj.Inertial(mass=rng.uniform(0.5, 3.0), com=rng.uniform(-0.15, 0.15, 3), inertia=random_inertia(rng)))
     if frame is not None:
-        joints.append(kj.Joint(kind="F", parent=SPATIAL_CLOSURE_BODIES[1], rotation=frame[0], translation=frame[1], body_name="b6_frame"))
+        joints.append(
+            kj.Joint(kind="F", parent=SPATIAL_CLOSURE_BODIES[1], rotation=frame[0], translation=frame[1], body_name="b6_frame")
+        )
         inertials.append(kj.Inertial(mass=0.0))
     return joints, inertials
 

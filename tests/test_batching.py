@@ -116,7 +116,11 @@ def test_batches_sharded_over_four_cpu_devices():
     flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4".strip()
     env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
     result = subprocess.run(
-        [sys.executable, "-c", SHARDED], env=env, capture_output=True, text=True, timeout=600,
+        [sys.executable, "-c", SHARDED],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
         cwd=Path(__file__).resolve().parents[1],
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -138,4 +142,3 @@ def test_compiled_inverse_dynamics_does_not_grow_with_chain_depth():
         fn = jax.jit(jax.vmap(lambda q: kj.inverse_dynamics(model, q, q, q, method="rnea")))
         sizes.append(len(fn.lower(jnp.zeros((4, n))).compile().as_text()))
     assert sizes[1] < 1.2 * sizes[0], sizes
-

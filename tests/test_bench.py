@@ -21,9 +21,30 @@ from bench.__main__ import main  # noqa: E402
 
 @pytest.mark.slow
 def test_quick_bench_writes_results_that_agree_with_pinocchio(tmp_path, capsys):
-    paths = main(["--quick", "--no-peers", "--no-float32", "--batches", "8", "--big", "8",
-                  "--scaling-n", "4", "6", "--chain-n", "6", "--out", str(tmp_path),
-                  "--sections", "inverse", "forward", "coriolis", "scaling", "compile"])
+    paths = main(
+        [
+            "--quick",
+            "--no-peers",
+            "--no-float32",
+            "--batches",
+            "8",
+            "--big",
+            "8",
+            "--scaling-n",
+            "4",
+            "6",
+            "--chain-n",
+            "6",
+            "--out",
+            str(tmp_path),
+            "--sections",
+            "inverse",
+            "forward",
+            "coriolis",
+            "scaling",
+            "compile",
+        ]
+    )
     assert {"md", "json", "png"} <= set(paths)
     assert all(Path(p).exists() and Path(p).stat().st_size > 0 for p in paths.values())
 
@@ -94,4 +115,6 @@ def test_pinocchio_references_of_issue_14_are_consistent():
         np.testing.assert_allclose(np.einsum("bipjk,bk->bipj", h.reshape(4, -1, 3, n, n), s["qd"]), jd, atol=1e-12)
     m = pin.rnea_derivatives(s["q"], s["qd"], s["qdd"])[2]
     np.testing.assert_allclose(m, np.swapaxes(m, 1, 2))
-    np.testing.assert_allclose(pin.aba_derivatives(s["q"], s["qd"], s["tau"])[2] @ m, np.broadcast_to(np.eye(n), m.shape), atol=1e-9)
+    np.testing.assert_allclose(
+        pin.aba_derivatives(s["q"], s["qd"], s["tau"])[2] @ m, np.broadcast_to(np.eye(n), m.shape), atol=1e-9
+    )

@@ -392,9 +392,7 @@ def test_block_skew_layout_eq16(m, seed):
     # eq. (16), written out from the paper with numpy
     a1, a2, a3 = a
     z = np.zeros(m)
-    expected = np.stack(
-        [np.concatenate([z, -a3, a2]), np.concatenate([a3, z, -a1]), np.concatenate([-a2, a1, z])]
-    )
+    expected = np.stack([np.concatenate([z, -a3, a2]), np.concatenate([a3, z, -a1]), np.concatenate([-a2, a1, z])])
     np.testing.assert_array_equal(got, expected)
     # equivalently, column block e is -e_e x A (a special case of (18))
     for e in range(3):
@@ -437,9 +435,7 @@ def test_block_skew_of_jacobian_is_cross_of_velocity(n, seed):
 
 def test_skew_and_block_skew_eager_and_errors():
     np.testing.assert_array_equal(kj.skew(np.array([1.0, 2.0, 3.0])), [[0, -3, 2], [3, 0, -1], [-2, 1, 0]])
-    np.testing.assert_array_equal(
-        kj.block_skew(np.array([[1.0], [2.0], [3.0]])), [[0, -3, 2], [3, 0, -1], [-2, 1, 0]]
-    )
+    np.testing.assert_array_equal(kj.block_skew(np.array([[1.0], [2.0], [3.0]])), [[0, -3, 2], [3, 0, -1], [-2, 1, 0]])
     with pytest.raises(ValueError, match="3-vector"):
         kj.skew(np.ones(4))
     with pytest.raises(ValueError, match="3 x m"):

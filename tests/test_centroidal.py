@@ -110,8 +110,15 @@ def _floating_tree() -> kj.Model:
     for i, (kind, parent) in enumerate([("free", -1), ("R", 0), ("spherical", 1), ("P", 0), ("planar", 3)]):
         axis = rng.normal(size=3)
         joints.append(
-            kj.Joint(kind=kind, parent=parent, axis=axis / np.linalg.norm(axis), rotation=random_rotation(rng),
-                     translation=rng.normal(size=3) * 0.3, name=f"j{i}", body_name=f"b{i}")
+            kj.Joint(
+                kind=kind,
+                parent=parent,
+                axis=axis / np.linalg.norm(axis),
+                rotation=random_rotation(rng),
+                translation=rng.normal(size=3) * 0.3,
+                name=f"j{i}",
+                body_name=f"b{i}",
+            )
         )
         inertials.append(kj.Inertial(rng.uniform(0.5, 2.0), rng.normal(size=3) * 0.1, random_inertia(rng)))
     return kj.from_joints(joints, inertials, gravity=(0.0, 0.0, 0.0))

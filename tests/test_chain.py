@@ -51,9 +51,7 @@ def test_body_names_and_indices():
     model = kj.models.stacker()
     q = jnp.array([0.1, 0.2, 0.3])
     assert model.body_names == ("rail", "slew", "boom")
-    np.testing.assert_array_equal(
-        kj.translational_jacobian(model, q, "boom"), kj.translational_jacobian(model, q, 2)
-    )
+    np.testing.assert_array_equal(kj.translational_jacobian(model, q, "boom"), kj.translational_jacobian(model, q, 2))
 
 
 def test_model_is_a_pytree_with_parameter_leaves():

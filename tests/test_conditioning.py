@@ -48,7 +48,9 @@ def _gauss_jordan(rows: list[list[Fraction]]) -> np.ndarray:
 
 def exact_solve(a, b) -> np.ndarray:
     """The exact solution of ``a x = b`` for float64 ``a`` and ``b`` taken as rationals."""
-    return _gauss_jordan([[Fraction(float(v)) for v in row] + [Fraction(float(w))] for row, w in zip(np.asarray(a), np.asarray(b))])
+    return _gauss_jordan(
+        [[Fraction(float(v)) for v in row] + [Fraction(float(w))] for row, w in zip(np.asarray(a), np.asarray(b))]
+    )
 
 
 def exact_least_squares(w, t) -> np.ndarray:
@@ -93,8 +95,12 @@ def light_distal_link(name, ratio):
 
 @pytest.mark.parametrize(
     "name, ratio",
-    [("double_pendulum", 1e-8), ("double_pendulum", 1e-14), pytest.param("panda", 1e-8, marks=pytest.mark.slow),
-     pytest.param("panda", 1e-14, marks=pytest.mark.slow)],
+    [
+        ("double_pendulum", 1e-8),
+        ("double_pendulum", 1e-14),
+        pytest.param("panda", 1e-8, marks=pytest.mark.slow),
+        pytest.param("panda", 1e-14, marks=pytest.mark.slow),
+    ],
 )
 def test_light_distal_link_costs_no_precision(name, ratio):
     """The last body ``ratio`` times lighter: ``cond(M)`` grows as ``1 / ratio`` (Panda 5.8e10

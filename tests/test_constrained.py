@@ -91,8 +91,13 @@ def spatial():
     axis = rng.normal(size=3)
     axis /= np.linalg.norm(axis)
     return dict(
-        model=model, joints=joints, q_star=q_star, point=point, axis=axis,
-        plane_normal=rots[A_BODY] @ axis, guesses=q_star + rng.normal(size=(3, len(SPATIAL_CLOSURE_SPEC))) * 0.15,
+        model=model,
+        joints=joints,
+        q_star=q_star,
+        point=point,
+        axis=axis,
+        plane_normal=rots[A_BODY] @ axis,
+        guesses=q_star + rng.normal(size=(3, len(SPATIAL_CLOSURE_SPEC))) * 0.15,
         qd_guesses=rng.normal(size=(3, len(SPATIAL_CLOSURE_SPEC))),
     )
 
@@ -153,7 +158,8 @@ def assemble(model, cons, guesses, qd_guesses=None):
         return run_once(jax.vmap(lambda q: kc.project(model, cons, q, iterations=12)[0]), jnp.asarray(guesses))
     return run_once(
         jax.vmap(lambda q, qd: kc.project(model, cons, q, qd, iterations=12)),
-        jnp.asarray(guesses), jnp.asarray(qd_guesses),
+        jnp.asarray(guesses),
+        jnp.asarray(qd_guesses),
     )
 
 
@@ -164,8 +170,12 @@ def _derivatives(cons, q, qd):
     fd_a = fd4(cons.residual, q, eye)  # (m, n)
     fd_da = fd4(cons.jacobian, q, jnp.concatenate([eye, qd[None]]))  # (m, n_j, n_k + 1)
     return dict(
-        residual=cons.residual(q), a=cons.jacobian(q), hessian=cons.hessian(q), gamma=cons.bias(q, qd),
-        fd_a=fd_a, fd_hessian=fd_da[..., :n].reshape(fd_da.shape[0], n * n),
+        residual=cons.residual(q),
+        a=cons.jacobian(q),
+        hessian=cons.hessian(q),
+        gamma=cons.bias(q, qd),
+        fd_a=fd_a,
+        fd_hessian=fd_da[..., :n].reshape(fd_da.shape[0], n * n),
         fd_gamma=-fd_da[..., n] @ qd,  # -(d/ds A(q + s qd)) qd
     )
 
@@ -211,7 +221,8 @@ def closures(spatial):
     stacked = kc.Constraints(tuple(closure(s, kind) for kind in KINDS))
     batch = run_once(
         jax.vmap(lambda q, qd: _derivatives(stacked, q, qd)),
-        jnp.asarray(np.concatenate([qs[k] for k in KINDS])), jnp.asarray(np.concatenate([qds[k] for k in KINDS])),
+        jnp.asarray(np.concatenate([qs[k] for k in KINDS])),
+        jnp.asarray(np.concatenate([qds[k] for k in KINDS])),
     )
     rows = np.cumsum([0] + [kc.LOOP_CLOSURE_KINDS[k] for k in KINDS])
     derivatives = {
@@ -323,9 +334,7 @@ def independent_coordinates(a_batch):
     m, n = a_batch.shape[1:]
     best = max(
         itertools.combinations(range(n), n - m),
-        key=lambda idx: min(
-            np.linalg.svd(a[:, [i for i in range(n) if i not in idx]], compute_uv=False)[-1] for a in a_batch
-        ),
+        key=lambda idx: min(np.linalg.svd(a[:, [i for i in range(n) if i not in idx]], compute_uv=False)[-1] for a in a_batch),
     )
     return best
 
@@ -364,10 +373,17 @@ def solutions(states):
 
         hu, lb, step_residual, huang_eom = jax.vmap(huang)(jnp.asarray(HUANG_DTS))
         return dict(
-            lag=lag, ns=ns, nsi=nsi, gamma=cons.bias(q, qd), mass=kj.mass_matrix(model, q),
+            lag=lag,
+            ns=ns,
+            nsi=nsi,
+            gamma=cons.bias(q, qd),
+            mass=kj.mass_matrix(model, q),
             bias=kj.inverse_dynamics(model, q, qd, jnp.zeros_like(qd)),
             eom=kj.inverse_dynamics(model, q, qd, lag.qdd) - tau - cons.jacobian(q).T @ lag.forces,
-            huang=hu, baumgarte=lb, step_residual=step_residual, huang_eom=huang_eom,
+            huang=hu,
+            baumgarte=lb,
+            step_residual=step_residual,
+            huang_eom=huang_eom,
         )
 
     return a_batch, run_once(jax.vmap(run), q, qd, tau), (q, qd, tau)
@@ -381,8 +397,10 @@ def test_lagrange_nullspace_gauss(states, solutions):
     a_batch, out, (q, _, tau) = solutions
     lag, ns, nsi = out["lag"], out["ns"], out["nsi"]
     errors = dict(
-        qdd_ns=relerr(ns.qdd, lag.qdd), qdd_indep=relerr(nsi.qdd, lag.qdd),
-        lambda_ns=relerr(ns.forces, lag.forces), lambda_indep=relerr(nsi.forces, lag.forces),
+        qdd_ns=relerr(ns.qdd, lag.qdd),
+        qdd_indep=relerr(nsi.qdd, lag.qdd),
+        lambda_ns=relerr(ns.forces, lag.forces),
+        lambda_indep=relerr(nsi.forces, lag.forces),
         eom=float(jnp.max(jnp.abs(out["eom"])) / jnp.max(jnp.abs(tau))),  # M qdd + C qd + g - tau - A^T lambda
         constraint=relerr(np.einsum("bij,bj->bi", a_batch, lag.qdd), out["gamma"]),  # A qdd = gamma
         gen_force=relerr(lag.generalized_force, np.einsum("bij,bi->bj", a_batch, lag.forces)),
@@ -425,9 +443,7 @@ def test_huang_tends_to_lagrange(states, solutions):
         force_err = np.asarray(jnp.linalg.norm(hu.generalized_force[k] - lb.generalized_force[k], axis=1)) / float(
             jnp.linalg.norm(plain.generalized_force[k])
         )
-        reaction_err = np.asarray(jnp.linalg.norm(hu.forces[k] - lb.forces[k], axis=1)) / float(
-            jnp.linalg.norm(plain.forces[k])
-        )
+        reaction_err = np.asarray(jnp.linalg.norm(hu.forces[k] - lb.forces[k], axis=1)) / float(jnp.linalg.norm(plain.forces[k]))
         # Huang's own equations of motion: M qdd + C qd + g = tau + Z^T Q
         assert float(jnp.max(eom[k])) < 1e-10 * float(jnp.max(jnp.abs(tau))), k
         # truncation regime (below it, round-off ~ eps/dt takes over)
@@ -440,10 +456,12 @@ def test_huang_tends_to_lagrange(states, solutions):
         step_slope = np.polyfit(np.log10(dts[big]), np.log10(np.asarray(step_residual[k])[big]), 1)[0]
         assert step_slope > 2.8, (k, step_slope)
         best = [(float(e.min()), float(dts[np.argmin(e)])) for e in (err, force_err, reaction_err)]
-        coefficient = float(err[np.isclose(dts, 1e-4)][0]) / 1e-4 ** order  # err ~ coefficient dt^order
-        report.append(f"{'moving' if moving else 'at rest'} state {k % n_states}: slope {slopes[0]:.3f}, "
-                      f"err ~ {coefficient:.2g} dt^{order}; best "
-                      + ", ".join(f"{name} {e:.1e} (dt {d:.0e})" for name, (e, d) in zip(("qdd", "Z^T Q", "Q"), best)))
+        coefficient = float(err[np.isclose(dts, 1e-4)][0]) / 1e-4**order  # err ~ coefficient dt^order
+        report.append(
+            f"{'moving' if moving else 'at rest'} state {k % n_states}: slope {slopes[0]:.3f}, "
+            f"err ~ {coefficient:.2g} dt^{order}; best "
+            + ", ".join(f"{name} {e:.1e} (dt {d:.0e})" for name, (e, d) in zip(("qdd", "Z^T Q", "Q"), best))
+        )
         # the O(dt) term meets round-off near 1e-8 for a moving state (the reactions solve a system
         # scaled by dt^2, a little less accurate); where depends on the last bits of M: observed
         # 2e-8 ... 1.1e-7 for qdd, 2.7e-7 for Q with two implementations of M agreeing to 2e-15
@@ -499,8 +517,10 @@ def pins_phi(q):
     x1, y1, p1, x2, y2, p2 = q
     return jnp.stack(
         [
-            x1 - HALF * jnp.cos(p1), y1 - HALF * jnp.sin(p1),
-            x1 + HALF * jnp.cos(p1) - x2 + HALF * jnp.cos(p2), y1 + HALF * jnp.sin(p1) - y2 + HALF * jnp.sin(p2),
+            x1 - HALF * jnp.cos(p1),
+            y1 - HALF * jnp.sin(p1),
+            x1 + HALF * jnp.cos(p1) - x2 + HALF * jnp.cos(p2),
+            y1 + HALF * jnp.sin(p1) - y2 + HALF * jnp.sin(p2),
         ]
     )
 
@@ -536,9 +556,7 @@ def pendulum_program():
     )
 
     def run(model, q, qd, tau):
-        out = {
-            f"{c}/{m}": kc.solve(model, variants[c], q, qd, tau, m) for c in PIN_VARIANTS for m in ("lagrange", "nullspace")
-        }
+        out = {f"{c}/{m}": kc.solve(model, variants[c], q, qd, tau, m) for c in PIN_VARIANTS for m in ("lagrange", "nullspace")}
         # Huang's step corrects Phi(q) with gain 2/dt^2, so its reactions carry the round-off
         # of the assembled configuration (~1e-16 m) times m 2/dt^2: a large dt here
         out["closures/huang"] = kc.solve(model, closures, q, qd, tau, "huang", dt=1e-2)
@@ -680,9 +698,7 @@ def test_knife_edge(slip):
     v = np.cos(phi) * qd[:, 0] + np.sin(phi) * qd[:, 1]
     gamma = qd[:, 2] * (v - slip * np.sin(phi))
     lam = mass * gamma + np.sin(phi) * tau[:, 0] - np.cos(phi) * tau[:, 1]
-    qdd = np.stack(
-        [(tau[:, 0] - np.sin(phi) * lam) / mass, (tau[:, 1] + np.cos(phi) * lam) / mass, tau[:, 2] / jzz], 1
-    )
+    qdd = np.stack([(tau[:, 0] - np.sin(phi) * lam) / mass, (tau[:, 1] + np.cos(phi) * lam) / mass, tau[:, 2] / jzz], 1)
     for sol in (lag, ns):
         assert relerr(sol.qdd, qdd) < 1e-12 and relerr(sol.forces[:, 0], lam) < 1e-12
     assert not kc.Constraints((knife_edge(slip),)).is_holonomic

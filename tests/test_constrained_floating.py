@@ -76,8 +76,16 @@ def loop():
     deltas, qds = (jnp.asarray(rng.normal(size=(N_STATES, model.nv)) * x) for x in (0.2, 1.0))
     q, qd, qdd, forces, eom, drift = (jnp.stack(x) for x in zip(*map(prepare, deltas, qds, taus)))
     return {
-        "model": model, "cons": cons, "ground": ground, "q": q, "qd": qd, "tau": taus, "qdd": qdd, "forces": forces,
-        "eom": eom, "drift": drift,
+        "model": model,
+        "cons": cons,
+        "ground": ground,
+        "q": q,
+        "qd": qd,
+        "tau": taus,
+        "qdd": qdd,
+        "forces": forces,
+        "eom": eom,
+        "drift": drift,
     }
 
 

@@ -165,8 +165,15 @@ def closed_form_state(closed_form, theta, omega):
 
 def reference_rollout(model, theta0, omega0, ts):
     out = rollout(
-        model, jnp.array([theta0]), jnp.array([omega0]), None, ts,
-        solver=diffrax.Dopri8(), rtol=1e-12, atol=1e-12, max_steps=200_000,
+        model,
+        jnp.array([theta0]),
+        jnp.array([omega0]),
+        None,
+        ts,
+        solver=diffrax.Dopri8(),
+        rtol=1e-12,
+        atol=1e-12,
+        max_steps=200_000,
     )
     return np.asarray(out.q[:, 0])
 

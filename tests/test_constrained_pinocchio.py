@@ -68,8 +68,15 @@ def setup():
     qd_guesses = rng.normal(size=(N_STATES, len(SPATIAL_CLOSURE_SPEC)))
     taus = rng.normal(size=(N_STATES, len(SPATIAL_CLOSURE_SPEC))) * 3.0
     return dict(
-        model=model, frame=frame, point_a=point_a, point_b=point_b, axis_a=axis_a, axis_b=axis_b,
-        guesses=guesses, qd_guesses=qd_guesses, taus=taus,
+        model=model,
+        frame=frame,
+        point_a=point_a,
+        point_b=point_b,
+        axis_a=axis_a,
+        axis_b=axis_b,
+        guesses=guesses,
+        qd_guesses=qd_guesses,
+        taus=taus,
     )
 
 
@@ -83,8 +90,14 @@ def solve_batch(model, cons, guesses, qd_guesses, taus):
         sol = kc.solve(model, cons, q, qd, tau)
         rot, _ = model.poses(q)
         return dict(
-            q=q, qd=qd, qdd=sol.qdd, lam=sol.forces, gen=sol.generalized_force, rot_a=rot[A_BODY],
-            phi=jnp.max(jnp.abs(cons.residual(q))), v=jnp.max(jnp.abs(cons.velocity_residual(q, qd))),
+            q=q,
+            qd=qd,
+            qdd=sol.qdd,
+            lam=sol.forces,
+            gen=sol.generalized_force,
+            rot_a=rot[A_BODY],
+            phi=jnp.max(jnp.abs(cons.residual(q))),
+            v=jnp.max(jnp.abs(cons.velocity_residual(q, qd))),
         )
 
     args = [jnp.asarray(x) for x in (guesses, qd_guesses, taus)]
@@ -176,9 +189,7 @@ def test_revolute_closure_vs_pinocchio_kkt(setup):
     qdd, the force on body a (rows 0-2), the magnitude of the constraint moment and ``A^T lambda``."""
     s = setup
     model = s["model"]
-    cons = kc.loop_closure(
-        model, "b3", s["point_a"], "b6", s["point_b"], "revolute", s["axis_a"], axis_b=s["axis_b"]
-    )
+    cons = kc.loop_closure(model, "b3", s["point_a"], "b6", s["point_b"], "revolute", s["axis_a"], axis_b=s["axis_b"])
     out = solve_batch(model, cons, s["guesses"], s["qd_guesses"], s["taus"])
     pm = to_pinocchio(model)
     data = pm.createData()

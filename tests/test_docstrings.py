@@ -21,10 +21,22 @@ import kronjax as kj
 
 # kronjax's public modules: each one's __all__ is its public API (kronjax's: its re-exports)
 MODULES = (
-    "kronjax", "kronjax.batching", "kronjax.calculus", "kronjax.centroidal", "kronjax.chain",
-    "kronjax.configuration", "kronjax.constrained", "kronjax.dynamics", "kronjax.identify",
-    "kronjax.kinematics", "kronjax.mjcf", "kronjax.models", "kronjax.passive", "kronjax.simulate",
-    "kronjax.trajopt", "kronjax.urdf",
+    "kronjax",
+    "kronjax.batching",
+    "kronjax.calculus",
+    "kronjax.centroidal",
+    "kronjax.chain",
+    "kronjax.configuration",
+    "kronjax.constrained",
+    "kronjax.dynamics",
+    "kronjax.identify",
+    "kronjax.kinematics",
+    "kronjax.mjcf",
+    "kronjax.models",
+    "kronjax.passive",
+    "kronjax.simulate",
+    "kronjax.trajopt",
+    "kronjax.urdf",
 )
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 

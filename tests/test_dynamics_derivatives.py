@@ -32,13 +32,18 @@ def _joint_tree(parents: tuple[int, ...], kinds: tuple[str, ...], seed: int, arm
     ``armature``, rotor inertias on the moving joints)."""
     rng = np.random.default_rng(seed)
     joints = [
-        kj.Joint(k, p, tuple(rng.normal(size=3)), rotation=random_rotation(rng), translation=rng.uniform(-0.3, 0.3, 3),
-                 armature=rng.uniform(0.05, 0.5) if armature and k != "F" else 0.0)
+        kj.Joint(
+            k,
+            p,
+            tuple(rng.normal(size=3)),
+            rotation=random_rotation(rng),
+            translation=rng.uniform(-0.3, 0.3, 3),
+            armature=rng.uniform(0.05, 0.5) if armature and k != "F" else 0.0,
+        )
         for k, p in zip(kinds, parents)
     ]
     inertials = [
-        kj.Inertial(rng.uniform(0.5, 3.0), com=rng.uniform(-0.15, 0.15, 3), inertia=random_inertia(rng))
-        for _ in parents
+        kj.Inertial(rng.uniform(0.5, 3.0), com=rng.uniform(-0.15, 0.15, 3), inertia=random_inertia(rng)) for _ in parents
     ]
     return kj.from_joints(joints, inertials, gravity=(0.2, 0.4, -9.81))
 
@@ -187,7 +192,12 @@ def test_jax_transformations_use_the_analytic_derivatives():
     checks those) to round-off."""
     ours_id, ours_fd = analytic("branched")
     ad = autodiff("branched")
-    for key, expected in [("inverse_jacfwd", ours_id), ("inverse_jacrev", ours_id), ("forward_jacfwd", ours_fd), ("forward_jacrev", ours_fd)]:
+    for key, expected in [
+        ("inverse_jacfwd", ours_id),
+        ("inverse_jacrev", ours_id),
+        ("forward_jacfwd", ours_fd),
+        ("forward_jacrev", ours_fd),
+    ]:
         assert max_error(ad[key], zip(*expected)) <= 1e-12, key
 
 
@@ -270,8 +280,10 @@ def test_function_models_fall_back_to_autodiff():
 
     @jit_once
     def f(q, qd, x):
-        return [(d(function_model, q, qd, x), d(tree, q, qd, x))
-                for d in (kj.inverse_dynamics_derivatives, kj.forward_dynamics_derivatives)]
+        return [
+            (d(function_model, q, qd, x), d(tree, q, qd, x))
+            for d in (kj.inverse_dynamics_derivatives, kj.forward_dynamics_derivatives)
+        ]
 
     for got, expected in f(q, qd, x):
         for g, e in zip(got, expected):

@@ -24,7 +24,6 @@ Tolerances (float64): 1e-10 relative to the size of each array; float32: 1e-5 (f
 1e-4), see :func:`test_float32_matches_float64`.
 """
 
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -77,8 +76,7 @@ def tree8():
         for kind, parent in spec
     ]
     inertials = [
-        kj.Inertial(rng.uniform(0.5, 3.0), com=tuple(0.1 * rng.normal(size=3)), inertia=random_inertia(rng))
-        for _ in spec
+        kj.Inertial(rng.uniform(0.5, 3.0), com=tuple(0.1 * rng.normal(size=3)), inertia=random_inertia(rng)) for _ in spec
     ]
     return kj.from_joints(joints, inertials, gravity=(0.3, -0.2, -9.81))
 
@@ -128,9 +126,7 @@ def oracle_lagrangian(model, q, qd):
     """``L = T - P`` (Truc 16-19): base-frame angular velocity ``S(w0) = Rdot R^T`` (12) and
     base-frame inertia ``R I R^T`` (19)."""
     ine = model.inertials
-    (r, centres), (rdot, v) = jax.jvp(
-        lambda q: (kj.forward_kinematics(model, q).rotations, _centres(model, q)), (q,), (qd,)
-    )
+    (r, centres), (rdot, v) = jax.jvp(lambda q: (kj.forward_kinematics(model, q).rotations, _centres(model, q)), (q,), (qd,))
     w0 = _vee(jnp.einsum("bij,bkj->bik", rdot, r))
     inertia0 = jnp.einsum("bij,bjk,blk->bil", r, ine.inertia, r)
     kinetic = 0.5 * jnp.sum(ine.mass * jnp.sum(v * v, -1)) + 0.5 * jnp.einsum("bi,bij,bj->", w0, inertia0, w0)
@@ -274,7 +270,9 @@ def test_small_trees_with_prismatic_joints_under_jit_vmap(kinds):
     parents = [(-1, *range(len(kinds) - 1))] + ([(-1, 0, 0)] if len(kinds) == 3 else [])
     for parent in parents:
         joints = [kj.Joint(k, p, tuple(rng.normal(size=3))) for k, p in zip(kinds, parent)]
-        inertials = [kj.Inertial(1.0 + i, com=tuple(0.1 * rng.normal(size=3)), inertia=(0.1, 0.2, 0.25)) for i in range(len(kinds))]
+        inertials = [
+            kj.Inertial(1.0 + i, com=tuple(0.1 * rng.normal(size=3)), inertia=(0.1, 0.2, 0.25)) for i in range(len(kinds))
+        ]
         model = kj.from_joints(joints, inertials)
         q, qd, qdd, _ = states(model, 5, seed=len(parent))
         expected = each(jit_once(lambda *s: oracle_tau(model, *s)), q, qd, qdd)
@@ -508,9 +506,7 @@ def _with_parameters(model, params):
 
 
 def _parameters(model):
-    return dict(
-        mass=model.inertials.mass, com=model.inertials.com, inertia=model.inertials.inertia, gravity=model.gravity
-    )
+    return dict(mass=model.inertials.mass, com=model.inertials.com, inertia=model.inertials.inertia, gravity=model.gravity)
 
 
 def _check_gradient(objective, params, rel=1e-6, seed=0):
@@ -658,8 +654,7 @@ def test_forward_dynamics_with_non_spd_mass_matrix(elbow):
     """A mass matrix that is not positive definite (masses edited to negative values after
     construction, which bypasses the model checks) raises instead of returning a wrong number,
     eagerly and under jit(vmap)."""
-    bad = eqx.tree_at(lambda m: (m.inertials.mass, m.inertials.inertia), elbow,
-                      (-elbow.inertials.mass, -elbow.inertials.inertia))
+    bad = eqx.tree_at(lambda m: (m.inertials.mass, m.inertials.inertia), elbow, (-elbow.inertials.mass, -elbow.inertials.inertia))
     q = jnp.asarray([0.3, -0.4, 0.5])
     with pytest.raises(Exception, match="mass matrix is not positive definite"):
         dy.forward_dynamics(bad, q, q, q)

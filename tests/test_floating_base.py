@@ -34,8 +34,15 @@ def mixed_model() -> kj.Model:
     (a fixed tool at its end) and a planar-revolute branch; random placements, axes and full
     inertias; rotor inertias (Pinocchio's ``model.armature``) on the multi-DoF joints and one
     revolute joint."""
-    spec = [dict(kind="free", parent=-1, armature=0.3), ("R", 0), dict(kind="spherical", parent=1, armature=0.2), ("P", 2),
-            ("F", 3), dict(kind="planar", parent=0, armature=0.4), dict(kind="R", parent=5, armature=0.1)]
+    spec = [
+        dict(kind="free", parent=-1, armature=0.3),
+        ("R", 0),
+        dict(kind="spherical", parent=1, armature=0.2),
+        ("P", 2),
+        ("F", 3),
+        dict(kind="planar", parent=0, armature=0.4),
+        dict(kind="R", parent=5, armature=0.1),
+    ]
     return random_tree(spec, seed=3)
 
 
@@ -87,7 +94,9 @@ def robot(request):
 def _dynamics(model, derivatives: bool):
     def values(q, v, a):
         out = dict(
-            M=kj.mass_matrix(model, q), tau=kj.inverse_dynamics(model, q, v, a), qdd=kj.forward_dynamics(model, q, v, a),
+            M=kj.mass_matrix(model, q),
+            tau=kj.inverse_dynamics(model, q, v, a),
+            qdd=kj.forward_dynamics(model, q, v, a),
             g=kj.gravity(model, q),
         )
         if derivatives:
@@ -104,9 +113,14 @@ def _pinocchio_dynamics(twin: Twin, q, v, a) -> dict:
     dq, dv = dq.copy(), dv.copy()
     fq, fv, minv = (x.copy() for x in pin.computeABADerivatives(pm, pd, q, v, a))
     return dict(
-        M=twin.mat(symmetric_from_upper(pin.crba(pm, pd, q))), tau=twin.vec(pin.rnea(pm, pd, q, v, a)),
-        qdd=twin.vec(pin.aba(pm, pd, q, v, a)), g=twin.vec(pin.computeGeneralizedGravity(pm, pd, q)),
-        dtau_dq=twin.mat(dq), dtau_dv=twin.mat(dv), dqdd_dq=twin.mat(fq), dqdd_dv=twin.mat(fv),
+        M=twin.mat(symmetric_from_upper(pin.crba(pm, pd, q))),
+        tau=twin.vec(pin.rnea(pm, pd, q, v, a)),
+        qdd=twin.vec(pin.aba(pm, pd, q, v, a)),
+        g=twin.vec(pin.computeGeneralizedGravity(pm, pd, q)),
+        dtau_dq=twin.mat(dq),
+        dtau_dv=twin.mat(dv),
+        dqdd_dq=twin.mat(fq),
+        dqdd_dv=twin.mat(fv),
         minv=twin.mat(symmetric_from_upper(minv)),
     )
 
@@ -223,11 +237,13 @@ def test_analytic_kinematics_equal_autodiff_along_the_tangent_space(mixed):
         out = []
         for method in ("analytic", "autodiff"):
             for frame in ("base", "body"):
-                out.append((
-                    kj.jacobians(model, q, frame=frame, points="com", method=method),
-                    kj.hessians(model, q, frame=frame, points="com", method=method),
-                    kj.jacobians_dot(model, q, v, frame=frame, points="com", method=method),
-                ))
+                out.append(
+                    (
+                        kj.jacobians(model, q, frame=frame, points="com", method=method),
+                        kj.hessians(model, q, frame=frame, points="com", method=method),
+                        kj.jacobians_dot(model, q, v, frame=frame, points="com", method=method),
+                    )
+                )
         return out
 
     qs, vs, accs = mixed.states(3, seed=1)
@@ -295,7 +311,9 @@ def test_derivatives_with_respect_to_the_configuration_are_along_the_tangent_spa
     assert abs(float(grad @ ambient) - float(central)) < 1e-7 * abs(float(central))
 
 
-@pytest.mark.parametrize("name", [pytest.param("quadruped", marks=pytest.mark.slow)])  # the humanoid: tests/test_simulate_floating.py
+@pytest.mark.parametrize(
+    "name", [pytest.param("quadruped", marks=pytest.mark.slow)]
+)  # the humanoid: tests/test_simulate_floating.py
 def test_free_floating_robot_conserves_momentum_and_balances_power(name):
     """In zero gravity with no force on the base (``tau[:6] = 0``) and any joint torques, the
     accelerations of :func:`forward_dynamics` keep the linear and angular momentum constant
@@ -397,8 +415,15 @@ def test_bad_input_gets_a_clear_error(mixed):
         kj.from_joints([kj.Joint("spherical", upper=1.0)], [kj.Inertial(1.0, inertia=(1.0, 1.0, 1.0))])
     with pytest.raises(ValueError, match="needs the identity Post placement"):
         tree = model.kinematics
-        kj.chain.Tree(tree.parents, tree.kinds, tree.axes, tree.pre_rotation, tree.pre_translation,
-                      tree.post_rotation, tree.post_translation.at[0, 0].set(1.0))
+        kj.chain.Tree(
+            tree.parents,
+            tree.kinds,
+            tree.axes,
+            tree.pre_rotation,
+            tree.pre_translation,
+            tree.post_rotation,
+            tree.post_translation.at[0, 0].set(1.0),
+        )
 
 
 URDF_FLOATING = """<robot name="r">
@@ -416,8 +441,10 @@ def test_urdf_floating_and_planar_joints():
     assert floating.kinematics.kinds == ("free", "R") and (floating.nq, floating.nv) == (8, 7)
     planar = kj.load_urdf(URDF_FLOATING.format(kind="planar", axis='<axis xyz="0 0 1"/>'))
     assert planar.kinematics.kinds == ("planar", "R") and (planar.nq, planar.nv) == (5, 4)
-    for model, text in ((floating, URDF_FLOATING.format(kind="floating", axis="")),
-                        (planar, URDF_FLOATING.format(kind="planar", axis='<axis xyz="0 0 1"/>'))):
+    for model, text in (
+        (floating, URDF_FLOATING.format(kind="floating", axis="")),
+        (planar, URDF_FLOATING.format(kind="planar", axis='<axis xyz="0 0 1"/>')),
+    ):
         twin = Twin(model, pin.buildModelFromXML(text))
         qs, vs, accs = twin.states(1)
         q, v, a = twin.ours(qs[0], vs[0], accs[0])

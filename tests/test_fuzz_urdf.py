@@ -133,7 +133,9 @@ def bad_axis(robot, data):
     axis = joint.find("axis")
     if axis is None:
         axis = ET.SubElement(joint, "axis")
-    axis.set("xyz", data.draw(st.sampled_from(("0 0 0", "nan 0 1", "0 -0 0", "1e-13 0 0", "1e308 1e308 0", "inf 0 0")), label="axis"))
+    axis.set(
+        "xyz", data.draw(st.sampled_from(("0 0 0", "nan 0 1", "0 -0 0", "1e-13 0 0", "1e308 1e308 0", "inf 0 0")), label="axis")
+    )
 
 
 def _descendants(robot: ET.Element, link: str) -> list[str]:
@@ -207,8 +209,14 @@ def long_chain(robot, data, length: int = 500):
         ET.SubElement(inertial, "mass", value=_fmt(rng.uniform(0.1, 2.0)))
         a = rng.normal(size=(3, 3))
         c = a @ a.T / 100 + 1e-3 * np.eye(3)
-        ET.SubElement(inertial, "inertia", **{k: _fmt(c[p, q]) for k, (p, q) in zip(
-            ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"), ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)))})
+        ET.SubElement(
+            inertial,
+            "inertia",
+            **{
+                k: _fmt(c[p, q])
+                for k, (p, q) in zip(("ixx", "ixy", "ixz", "iyy", "iyz", "izz"), ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)))
+            },
+        )
         kind = rng.choice(["revolute", "continuous", "prismatic", "fixed"], p=[0.4, 0.3, 0.2, 0.1])
         joint = ET.SubElement(robot, "joint", name=f"chain_joint_{i}", type=str(kind))
         ET.SubElement(joint, "parent", link=parent)
@@ -235,9 +243,21 @@ def binary_file(robot, data):
 
 
 MUTATIONS = [
-    delete_element, duplicate_element, delete_attribute, duplicate_attribute, replace_number,
-    negative_mass, indefinite_inertia, bad_axis, cycle, duplicate_name, dangling_parent,
-    rename_unicode, truncate, empty_file, binary_file,
+    delete_element,
+    duplicate_element,
+    delete_attribute,
+    duplicate_attribute,
+    replace_number,
+    negative_mass,
+    indefinite_inertia,
+    bad_axis,
+    cycle,
+    duplicate_name,
+    dangling_parent,
+    rename_unicode,
+    truncate,
+    empty_file,
+    binary_file,
 ]
 LONG_CHAINS = 40  # one example in about this many grows a 500-body chain first (~2 s each)
 
@@ -281,7 +301,9 @@ def check_model(model: kj.Model) -> None:
         leaves += [model.inertials.mass, model.inertials.com, model.inertials.inertia]
     for leaf in leaves:
         assert np.all(np.isfinite(np.asarray(leaf))), leaf
-    lower, upper, velocity, effort = (np.asarray(x) for x in (model.limits.lower, model.limits.upper, model.limits.velocity, model.limits.effort))
+    lower, upper, velocity, effort = (
+        np.asarray(x) for x in (model.limits.lower, model.limits.upper, model.limits.velocity, model.limits.effort)
+    )
     assert np.all(lower < upper) and np.all(lower < np.inf) and np.all(upper > -np.inf), (lower, upper)
     assert np.all(velocity > 0) and np.all(effort > 0), (velocity, effort)  # 0 is "not set" by default
     moving = [i for i, kind in enumerate(tree.kinds) if kind != "F"]
@@ -328,8 +350,9 @@ def jacobian_mass_matrix(model: kj.Model, q: np.ndarray) -> np.ndarray:
     models too large for Pinocchio's ``createData`` (seconds at 500 joints). In the full
     coordinates of :func:`mimic_reduction` (``q`` of that length)."""
     tree = model.kinematics
-    axes, pre_r, pre_p, post_r, post_p = (np.asarray(x) for x in (
-        tree.axes, tree.pre_rotation, tree.pre_translation, tree.post_rotation, tree.post_translation))
+    axes, pre_r, pre_p, post_r, post_p = (
+        np.asarray(x) for x in (tree.axes, tree.pre_rotation, tree.pre_translation, tree.post_rotation, tree.post_translation)
+    )
     mass, com, inertia = (np.asarray(x) for x in (model.inertials.mass, model.inertials.com, model.inertials.inertia))
     full = np.cumsum([kind != "F" for kind in tree.kinds]) - 1  # the full coordinate of each moving body
     nb, n = tree.n_bodies, len(q)
@@ -417,8 +440,12 @@ def fuzz(examples: int) -> tuple[collections.Counter, int]:
     outcomes, chains = collections.Counter(), []
 
     @settings(
-        max_examples=examples, deadline=None, derandomize=True, database=None,
-        suppress_health_check=list(HealthCheck), print_blob=True,
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        print_blob=True,
     )
     @given(st.data())
     def one(data):
@@ -449,14 +476,23 @@ def test_fuzzed_urdfs_load_soundly_or_raise_a_urdf_error(capsys):
 
 def _link(name, mass="1", com="0 0 0", inertia="0.1 0 0 0.1 0 0.1"):
     values = " ".join(f'{k}="{v}"' for k, v in zip(("ixx", "ixy", "ixz", "iyy", "iyz", "izz"), inertia.split()))
-    return (f'<link name="{name}"><inertial><origin xyz="{com}"/><mass value="{mass}"/>'
-            f"<inertia {values}/></inertial></link>")
+    return f'<link name="{name}"><inertial><origin xyz="{com}"/><mass value="{mass}"/><inertia {values}/></inertial></link>'
 
 
-def _joint(name, parent, child, kind="revolute", xyz="0 0 0.3", rpy="0 0 0", axis="0 0 1",
-           limit='<limit lower="-1" upper="1" effort="1" velocity="1"/>'):
-    return (f'<joint name="{name}" type="{kind}"><parent link="{parent}"/><child link="{child}"/>'
-            f'<origin xyz="{xyz}" rpy="{rpy}"/><axis xyz="{axis}"/>{limit}</joint>')
+def _joint(
+    name,
+    parent,
+    child,
+    kind="revolute",
+    xyz="0 0 0.3",
+    rpy="0 0 0",
+    axis="0 0 1",
+    limit='<limit lower="-1" upper="1" effort="1" velocity="1"/>',
+):
+    return (
+        f'<joint name="{name}" type="{kind}"><parent link="{parent}"/><child link="{child}"/>'
+        f'<origin xyz="{xyz}" rpy="{rpy}"/><axis xyz="{axis}"/>{limit}</joint>'
+    )
 
 
 def _robot(*parts):
@@ -464,7 +500,9 @@ def _robot(*parts):
 
 
 MASSLESS_LEAF = _robot(_link("a"), '<link name="b"/>', _joint("j", "base", "a"), _joint("k", "a", "b", xyz="0.3 0 0"))
-POINT_MASS_ON_AXIS = _robot(_link("a"), _link("b", inertia="0 0 0 0 0 0"), _joint("j", "base", "a"), _joint("k", "a", "b", axis="1 0 0", xyz="0.3 0 0"))
+POINT_MASS_ON_AXIS = _robot(
+    _link("a"), _link("b", inertia="0 0 0 0 0 0"), _joint("j", "base", "a"), _joint("k", "a", "b", axis="1 0 0", xyz="0.3 0 0")
+)
 COAXIAL = _robot('<link name="a"/>', _link("b", com="0.2 0 0"), _joint("j", "base", "a"), _joint("k", "a", "b", xyz="0 0 0"))
 
 # (source, the URDFError message); the loader before issue 18 raised another exception or
@@ -473,27 +511,55 @@ REGRESSIONS = {
     "empty text (was FileNotFoundError)": ("", r"the URDF text is empty"),
     "binary file (was UnicodeDecodeError)": (bytes(range(256)), r"malformed XML: not well-formed"),
     "unpaired surrogate in a name (was UnicodeEncodeError)": (
-        _robot(_link("a\ud800"), _joint("j", "base", "a\ud800")), r"malformed XML: .*surrogates not allowed"),
+        _robot(_link("a\ud800"), _joint("j", "base", "a\ud800")),
+        r"malformed XML: .*surrogates not allowed",
+    ),
     "massless moving leaf (was a singular M)": (MASSLESS_LEAF, r"joint 'k' moves no mass \(M\[1, 1\] = 0,"),
     "point mass on the axis (was a singular M)": (POINT_MASS_ON_AXIS, r"joint 'k' moves no mass"),
     "coaxial joints with no mass between (was a singular M)": (
-        COAXIAL, r"joint 'k': the mass matrix is singular to working precision"),
+        COAXIAL,
+        r"joint 'k': the mass matrix is singular to working precision",
+    ),
     "mass 1e308 (was an infinite M)": (
         _robot(_link("a", mass="1e308", com="1 1 0"), _link("b", com="0.5 0 0"), _joint("j", "base", "a"), _joint("k", "a", "b")),
-        r"joint 'j': its column of the mass matrix overflows float64"),
+        r"joint 'j': its column of the mass matrix overflows float64",
+    ),
     "mass 1e308 merged": (
-        _robot(_link("a", com="1 0 0"), _link("b", mass="1e308", com="2 0 0"), _joint("j", "base", "a"), _joint("f", "a", "b", kind="fixed")),
-        r"links \['a', 'b'\]: their combined inertial overflows float64"),
+        _robot(
+            _link("a", com="1 0 0"),
+            _link("b", mass="1e308", com="2 0 0"),
+            _joint("j", "base", "a"),
+            _joint("f", "a", "b", kind="fixed"),
+        ),
+        r"links \['a', 'b'\]: their combined inertial overflows float64",
+    ),
     "origins 1e308 in a row": (
-        _robot(_link("a"), _link("b"), _link("c"), _joint("j", "base", "a"),
-               _joint("f", "a", "b", kind="fixed", xyz="1e308 0 0"), _joint("k", "b", "c", xyz="1e308 0 0")),
-        r"joint 'k': the placement of link 'c' overflows float64"),
-    "inf rpy (was named by body index)": (_robot(_link("a"), _joint("j", "base", "a", rpy="inf 0 0")), r"joint 'j': <origin rpy='inf 0 0'> is not finite"),
+        _robot(
+            _link("a"),
+            _link("b"),
+            _link("c"),
+            _joint("j", "base", "a"),
+            _joint("f", "a", "b", kind="fixed", xyz="1e308 0 0"),
+            _joint("k", "b", "c", xyz="1e308 0 0"),
+        ),
+        r"joint 'k': the placement of link 'c' overflows float64",
+    ),
+    "inf rpy (was named by body index)": (
+        _robot(_link("a"), _joint("j", "base", "a", rpy="inf 0 0")),
+        r"joint 'j': <origin rpy='inf 0 0'> is not finite",
+    ),
     "inertial at 1.7e308 (was an infinite centre of mass)": (
-        _robot('<link name="a"><inertial><origin xyz="1.7e308 1.7e308 0" rpy="0 0 0.7"/><mass value="1"/>'
-               '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>', _joint("j", "base", "a")),
-        r"joint 'j': its column of the mass matrix overflows float64"),
-    "inf inertia": (_robot(_link("a", inertia="inf 0 0 0.1 0 0.1"), _joint("j", "base", "a")), r"link 'a': <inertia ixx='inf'> is not finite"),
+        _robot(
+            '<link name="a"><inertial><origin xyz="1.7e308 1.7e308 0" rpy="0 0 0.7"/><mass value="1"/>'
+            '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>',
+            _joint("j", "base", "a"),
+        ),
+        r"joint 'j': its column of the mass matrix overflows float64",
+    ),
+    "inf inertia": (
+        _robot(_link("a", inertia="inf 0 0 0.1 0 0.1"), _joint("j", "base", "a")),
+        r"link 'a': <inertia ixx='inf'> is not finite",
+    ),
 }
 
 
@@ -506,7 +572,9 @@ def test_regressions_end_in_a_urdf_error_naming_the_element(case):
             kj.load_urdf(source)
 
 
-@pytest.mark.parametrize("text", [MASSLESS_LEAF, POINT_MASS_ON_AXIS, COAXIAL], ids=["massless leaf", "point mass on axis", "coaxial"])
+@pytest.mark.parametrize(
+    "text", [MASSLESS_LEAF, POINT_MASS_ON_AXIS, COAXIAL], ids=["massless leaf", "point mass on axis", "coaxial"]
+)
 def test_the_rejected_mass_matrices_are_singular_for_pinocchio_too(text):
     """The oracle for the loader's singularity check: Pinocchio's M of the same file, at random q."""
     pm = pin.buildModelFromXML(text)
@@ -521,9 +589,11 @@ def test_an_inertia_of_1e308_loads_with_its_mass_matrix():
     """Was a RuntimeWarning (overflow in the symmetrisation of the rotated inertia) and then a
     mass matrix "singular to working precision" (the Jacobi scaling sqrt(d d^T) overflowed):
     the one coordinate's M is a^T (R I R^T) a, written out here."""
-    text = _robot('<link name="a"><inertial><origin rpy="0.3 0.2 0.1"/><mass value="1"/>'
-                  '<inertia ixx="1e308" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>',
-                  _joint("j", "base", "a", kind="continuous", limit=""))
+    text = _robot(
+        '<link name="a"><inertial><origin rpy="0.3 0.2 0.1"/><mass value="1"/>'
+        '<inertia ixx="1e308" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>',
+        _joint("j", "base", "a", kind="continuous", limit=""),
+    )
     with warnings.catch_warnings():
         warnings.filterwarnings("error", category=RuntimeWarning, module=r"kronjax\.urdf")
         warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"kronjax\.chain")  # its own overflow
@@ -535,8 +605,11 @@ def test_an_inertia_of_1e308_loads_with_its_mass_matrix():
 
 def _rpy(roll, pitch, yaw):
     cr, sr, cp, sp, cy, sy = np.cos(roll), np.sin(roll), np.cos(pitch), np.sin(pitch), np.cos(yaw), np.sin(yaw)
-    return np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]]) @ np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]]) @ np.array(
-        [[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
+    return (
+        np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
+        @ np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
+        @ np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
+    )
 
 
 def test_regressions_that_now_load():

@@ -210,7 +210,12 @@ def test_friction_columns():
     assert relative_error(y[0, :, :30] @ pi[:30], own) <= 1e-12
     assert y.shape == (len(q), 3, 36)
     assert ki.parameter_names(model, friction=True)[-6:] == (
-        "joint1.fv", "joint2.fv", "joint3.fv", "joint1.fc", "joint2.fc", "joint3.fc"
+        "joint1.fv",
+        "joint2.fv",
+        "joint3.fv",
+        "joint1.fc",
+        "joint2.fc",
+        "joint3.fc",
     )
 
 
@@ -222,8 +227,9 @@ def test_joint_parameters_recovered_from_noise_free_torques():
     ``link2.Izz + joint2.ia - ...``); ``Y`` times the true parameters is
     ``inverse_dynamics(..., passive=True)``."""
     rotors, fv, fc = np.array([0.2, 0.5, 0.1]), np.array([0.3, 0.2, 0.1]), np.array([0.5, 0.4, 0.2])
-    model = kj.chain.Model(**{**vars(_model("truc_elbow")), "armature": jnp.asarray(rotors), "damping": jnp.asarray(fv),
-                              "friction": jnp.asarray(fc)})
+    model = kj.chain.Model(
+        **{**vars(_model("truc_elbow")), "armature": jnp.asarray(rotors), "damping": jnp.asarray(fv), "friction": jnp.asarray(fc)}
+    )
     base = ki.base_parameters(model, friction=True, armature=True, seed=4, samples=40)
     q, qd, qdd = _states(model, 40, seed=5)  # as many as base_parameters: one compiled regressor
     pm = to_pinocchio(model)
@@ -455,7 +461,9 @@ def test_optimised_excitation_is_better_conditioned():
 
     start = ki.FourierTrajectory.random(jax.random.PRNGKey(0), model, harmonics=3, frequency=0.1)
     before = condition_number(ki.fit_to_limits(model, start, acceleration=3.0))
-    best, history = ki.optimize_excitation(model, start, times, base, friction=True, acceleration=3.0, steps=40, learning_rate=0.05)
+    best, history = ki.optimize_excitation(
+        model, start, times, base, friction=True, acceleration=3.0, steps=40, learning_rate=0.05
+    )
     after = condition_number(best)
     print(f"\nelbow + friction ({base.rank} base parameters): condition number {before:.1f} -> {after:.1f}")
     assert after < 0.7 * before

@@ -43,8 +43,12 @@ def test_builders_check_joint_parameters_and_energy():
         kj.passive_forces(two, jnp.zeros(2), jnp.zeros(2), smoothing=-1.0)
     q, v = np.random.default_rng(5).normal(size=(2, 3))
     bare = _with(model, armature=None)  # a directly built Model without rotor inertias
-    energies = jit_once(lambda q, v: [kj.kinetic_energy(m, q, v) - 0.5 * v @ kj.mass_matrix(m, q) @ v for m in (model, bare)]
-                        + [kj.kinetic_energy(model, q, v) - kj.kinetic_energy(bare, q, v)])(q, v)
+    energies = jit_once(
+        lambda q, v: (
+            [kj.kinetic_energy(m, q, v) - 0.5 * v @ kj.mass_matrix(m, q) @ v for m in (model, bare)]
+            + [kj.kinetic_energy(model, q, v) - kj.kinetic_energy(bare, q, v)]
+        )
+    )(q, v)
     np.testing.assert_allclose(energies, [0, 0, 0.5 * (0.4 * v[0] ** 2 + 1.5 * v[1] ** 2)], rtol=1e-12, atol=1e-12)
 
 
@@ -78,21 +82,29 @@ def test_rotor_spins_down_as_in_closed_form():
     is ``w0 exp(-d t / (I + A))``; under Coulomb friction ``f``, ``w0 - f t / (I + A)`` until it
     stops. ``rollout`` applies the passive forces by default and not with ``passive=False``."""
     inertia, armature, w0 = 0.3, 0.2, 4.0
-    rotor = kj.from_joints([kj.Joint("R", armature=armature, damping=0.6)], [kj.Inertial(2.0, inertia=(0.1, 0.1, inertia))],
-                           gravity=(0.0, 0.0, 0.0))
+    rotor = kj.from_joints(
+        [kj.Joint("R", armature=armature, damping=0.6)], [kj.Inertial(2.0, inertia=(0.1, 0.1, inertia))], gravity=(0.0, 0.0, 0.0)
+    )
     coulomb = _with(rotor, damping=jnp.zeros(1), friction=jnp.asarray([0.5]))
     ts = jnp.linspace(0.0, 0.8 * w0 * (inertia + armature) / 0.5, 9)  # before the Coulomb rotor stops
-    spin = jit_once(lambda model, passive: kj.simulate.rollout(model, jnp.zeros(1), jnp.asarray([w0]), None, ts,
-                                                               rtol=1e-11, atol=1e-11, passive=passive).qd[:, 0],
-                    static_argnums=1)
+    spin = jit_once(
+        lambda model, passive: kj.simulate.rollout(
+            model, jnp.zeros(1), jnp.asarray([w0]), None, ts, rtol=1e-11, atol=1e-11, passive=passive
+        ).qd[:, 0],
+        static_argnums=1,
+    )
     total = inertia + armature
     np.testing.assert_allclose(spin(rotor, True), w0 * np.exp(-0.6 * ts / total), rtol=1e-8)
     np.testing.assert_allclose(spin(coulomb, True), w0 - 0.5 * ts / total, rtol=1e-8)
     np.testing.assert_allclose(spin(rotor, False), np.full(ts.shape, w0), rtol=1e-12)
     state = (jnp.zeros(1), jnp.asarray([w0]))
-    forces = jit_once(lambda: (kj.passive_forces(coulomb, *state), kj.passive_forces(coulomb, *state, smoothing=w0),
-                               kj.inverse_dynamics(rotor, *state, kj.forward_dynamics(rotor, *state, jnp.ones(1), passive=True),
-                                                   passive=True)))()
+    forces = jit_once(
+        lambda: (
+            kj.passive_forces(coulomb, *state),
+            kj.passive_forces(coulomb, *state, smoothing=w0),
+            kj.inverse_dynamics(rotor, *state, kj.forward_dynamics(rotor, *state, jnp.ones(1), passive=True), passive=True),
+        )
+    )()
     np.testing.assert_allclose(forces[0], [-0.5], rtol=1e-15)
     np.testing.assert_allclose(forces[1], [-0.5 * np.tanh(1.0)], rtol=1e-15)
     np.testing.assert_allclose(forces[2], [1.0], rtol=1e-14)
@@ -110,12 +122,17 @@ def test_gradients_with_respect_to_armature():
     def losses_and_gradients(armature):
         id_loss = lambda x: jnp.sum(kj.inverse_dynamics(_with(model, armature=x), q, v, a) ** 2)  # noqa: E731
         fd_loss = lambda x: jnp.sum(kj.forward_dynamics(_with(model, armature=x), q, v, tau) ** 2)  # noqa: E731
-        return jnp.stack([id_loss(armature), fd_loss(armature)]), jnp.stack([jax.grad(id_loss)(armature), jax.jacfwd(fd_loss)(armature)])
+        return jnp.stack([id_loss(armature), fd_loss(armature)]), jnp.stack(
+            [jax.grad(id_loss)(armature), jax.jacfwd(fd_loss)(armature)]
+        )
 
     _, gradients = losses_and_gradients(model.armature)
     eps = 1e-6
     central = np.stack(
-        [(losses_and_gradients(model.armature + s)[0] - losses_and_gradients(model.armature - s)[0]) / (2 * eps) for s in np.eye(2) * eps],
+        [
+            (losses_and_gradients(model.armature + s)[0] - losses_and_gradients(model.armature - s)[0]) / (2 * eps)
+            for s in np.eye(2) * eps
+        ],
         axis=1,
     )
     np.testing.assert_allclose(gradients, central, rtol=1e-6, atol=1e-7)  # central differences: ~1e-10 of the losses (~100)

@@ -138,8 +138,7 @@ def library_motion(model, b, q, qd, qdd):
             kj.angular_velocity(model, q, qd, b, frame="body"),
             kj.angular_acceleration(model, q, qd, qdd, b, frame="body"),
             kj.linear_acceleration(model, q, qd, qdd, b, point=POINT),
-            kj.translational_jacobian(model, q, b, frame="body") @ qdd
-            + kj.translational_hessian(model, q, b, frame="body") @ kk,
+            kj.translational_jacobian(model, q, b, frame="body") @ qdd + kj.translational_hessian(model, q, b, frame="body") @ kk,
         ]
     )
     return out

@@ -80,9 +80,7 @@ def random_v(kind, rng, angle):
     """A velocity whose rotation part has norm ``angle``."""
     nv = L.nv(kind)
     v = rng.uniform(-2, 2, nv)
-    rot = {"free": slice(3, 6), "spherical": slice(0, 3), "planar": slice(2, 3)}.get(
-        kind, slice(0, 1)
-    )
+    rot = {"free": slice(3, 6), "spherical": slice(0, 3), "planar": slice(2, 3)}.get(kind, slice(0, 1))
     w = rng.normal(size=v[rot].size)
     v[rot] = angle * w / np.linalg.norm(w)
     return v
@@ -92,9 +90,7 @@ def random_v(kind, rng, angle):
 def states(kind):
     """``(q, v, q1)`` batches: integrate at ``(q, v)``, difference from ``q`` to ``q1``;
     ``q1[2] = q[2] (+) NEAR_PI[kind]`` (a rotation of pi - 1e-7) for the kinds that rotate."""
-    rng = np.random.default_rng(
-        {"free": 1, "spherical": 2, "planar": 3, "R": 4, "P": 5}[kind]
-    )
+    rng = np.random.default_rng({"free": 1, "spherical": 2, "planar": 3, "R": 4, "P": 5}[kind])
     m = model(kind)
     angles = [1e-9] + list(rng.uniform(0, 3, N - 1))
     q = np.stack([random_q(kind, rng) for _ in range(N)])
@@ -203,9 +199,7 @@ def test_round_trip(kind):
     @jit_once
     @jax.vmap
     def f(q, v, q1):
-        return L.integrate(kind, q, L.difference(kind, q, q1)), L.difference(
-            kind, q, L.integrate(kind, q, v)
-        )
+        return L.integrate(kind, q, L.difference(kind, q, q1)), L.difference(kind, q, L.integrate(kind, q, v))
 
     back, v_back = map(np.asarray, f(q, v, q1))
     for i in range(N):
@@ -240,9 +234,7 @@ def test_tangent_derivatives(kind):
     fwd, rev = tangent_jacobians(kind, jax.jacfwd), tangent_jacobians(kind, jax.jacrev)
     zero = np.zeros(L.nv(kind))
     # v = 0 and q0 = q1 (log at the identity), tiny rotations, generic states
-    cases = [(q[0], zero, q[0], q[0]), (q[0], v[0], q[1], q1[1])] + [
-        (q[i], v[i], q[i], q1[i]) for i in range(3, 8)
-    ]
+    cases = [(q[0], zero, q[0], q[0]), (q[0], v[0], q[1], q1[1])] + [(q[i], v[i], q[i], q1[i]) for i in range(3, 8)]
     for qa, va, q0, q1b in cases:
         refs = (
             pin.dIntegrate(m, qa, va, pin.ARG0),
@@ -304,10 +296,7 @@ def test_coefficient_gradients_at_identity(kind):
 def test_exp_log_against_pinocchio():
     rng = np.random.default_rng(7)
     angles = [0.0, 1e-9, 1e-5, 0.3, 2.0, np.pi - 1e-6]
-    ws = [
-        a * (x / np.linalg.norm(x))
-        for a, x in zip(angles, rng.normal(size=(len(angles), 3)))
-    ]
+    ws = [a * (x / np.linalg.norm(x)) for a, x in zip(angles, rng.normal(size=(len(angles), 3)))]
     nus = [np.concatenate([rng.uniform(-2, 2, 3), w]) for w in ws]
     exp3, log3 = jit_once(jax.vmap(L.exp3)), jit_once(jax.vmap(L.log3))
     exp6, log6 = jit_once(jax.vmap(L.exp6)), jit_once(jax.vmap(L.log6))
@@ -317,14 +306,10 @@ def test_exp_log_against_pinocchio():
     nu_back = np.asarray(log6(r6, p6))
     for i, (w, nu) in enumerate(zip(ws, nus)):
         assert rel(r3[i], pin.exp3(w)) <= 1e-12, i
-        assert rel(w_back[i], pin.log3(pin.exp3(w))) <= 1e-9, (
-            i
-        )  # near pi: 1e-16 / 1e-6 conditioning
+        assert rel(w_back[i], pin.log3(pin.exp3(w))) <= 1e-9, i  # near pi: 1e-16 / 1e-6 conditioning
         assert rel(w_back[i], w) <= 1e-9, i
         ref = pin.exp6(nu)
-        assert (
-            rel(r6[i], ref.rotation) <= 1e-12 and rel(p6[i], ref.translation) <= 1e-12
-        ), i
+        assert rel(r6[i], ref.rotation) <= 1e-12 and rel(p6[i], ref.translation) <= 1e-12, i
         assert rel(nu_back[i], pin.log6(ref).vector) <= 1e-9, i
         assert rel(nu_back[i], nu) <= 1e-9, i
 
@@ -365,9 +350,7 @@ def test_random(kind):
     npos = {"free": 3, "planar": 2, "R": 1}.get(kind, 0)
     if npos:
         assert np.all(qs[:, :npos] >= -1) and np.all(qs[:, :npos] <= 2)
-        assert np.all(qs[:, :npos].min(0) < -0.95) and np.all(
-            qs[:, :npos].max(0) > 1.95
-        )
+        assert np.all(qs[:, :npos].min(0) < -0.95) and np.all(qs[:, :npos].max(0) > 1.95)
     if kind == "planar":
         np.testing.assert_allclose(np.hypot(qs[:, 2], qs[:, 3]), 1, atol=1e-14)
         assert abs(np.mean(qs[:, 2])) < 0.05 and abs(np.mean(qs[:, 3])) < 0.05

@@ -35,7 +35,11 @@ def coupling(path: Path, full: list[str], own: list[str]) -> tuple[np.ndarray, n
     for joint in ET.parse(path).getroot().findall("joint"):
         element = joint.find("mimic")
         if element is not None:
-            mimic[joint.get("name")] = (element.get("joint"), float(element.get("multiplier", 1)), float(element.get("offset", 0)))
+            mimic[joint.get("name")] = (
+                element.get("joint"),
+                float(element.get("multiplier", 1)),
+                float(element.get("offset", 0)),
+            )
     g, b = np.zeros((len(full), len(own))), np.zeros(len(full))
     for row, name in enumerate(full):
         multiplier, offset = 1.0, 0.0
@@ -72,9 +76,12 @@ class Coupled:
         dq, dv, _ = pin.computeRNEADerivatives(pm, pd, qp, vp, ap)
         qdd = np.linalg.solve(m, a - bias)  # a as the torques
         out = dict(
-            M=m, tau=g.T @ pin.rnea(pm, pd, qp, vp, ap)[self.perm], qdd=qdd,
+            M=m,
+            tau=g.T @ pin.rnea(pm, pd, qp, vp, ap)[self.perm],
+            qdd=qdd,
             g=g.T @ pin.computeGeneralizedGravity(pm, pd, qp)[self.perm],
-            dtau_dq=g.T @ full(dq) @ g, dtau_dv=g.T @ full(dv) @ g,
+            dtau_dq=g.T @ full(dq) @ g,
+            dtau_dv=g.T @ full(dv) @ g,
         )
         # forward dynamics: M qdd + b = tau differentiated at qdd, dqdd/d(q, v) = -M^-1 dtau/d(q, v)
         fq, fv, _ = pin.computeRNEADerivatives(pm, pd, qp, vp, self.pinocchio(g @ qdd))
@@ -98,8 +105,14 @@ def _ours(model):
         vv = jnp.kron(v, v)
         m, g = kj.mass_matrix(model, q), kj.gravity(model, q)
         return dict(
-            M=m, tau=kj.inverse_dynamics(model, q, v, a), qdd=kj.forward_dynamics(model, q, v, a), g=g,
-            dtau_dq=dq, dtau_dv=dv, dqdd_dq=fq, dqdd_dv=fv,
+            M=m,
+            tau=kj.inverse_dynamics(model, q, v, a),
+            qdd=kj.forward_dynamics(model, q, v, a),
+            g=g,
+            dtau_dq=dq,
+            dtau_dv=dv,
+            dqdd_dq=fq,
+            dqdd_dv=fv,
             J=jnp.concatenate([jt, jr], axis=1),
             acc=jnp.concatenate([jt @ a + ht @ vv, jr @ a + hr @ vv], axis=1),
             acc_jdot=jnp.concatenate([jt @ a + jtd @ v, jr @ a + jrd @ v], axis=1),
@@ -131,7 +144,9 @@ def test_the_loader_reads_mimic_joints():
     model = kj.load_urdf(DATA / "mimic_gripper.urdf")
     names = model.joint_names
     assert model.coordinate_names == ("wrist", "left_knuckle", "slider")
-    resolved = {names[b]: (names[entry[0]], entry[1], round(entry[2], 12)) for b, entry in enumerate(model.kinematics.mimic) if entry}
+    resolved = {
+        names[b]: (names[entry[0]], entry[1], round(entry[2], 12)) for b, entry in enumerate(model.kinematics.mimic) if entry
+    }
     assert resolved == {
         "right_knuckle": ("left_knuckle", -1.0, 0.0),
         "left_tip": ("left_knuckle", 0.5, 0.1),

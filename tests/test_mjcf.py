@@ -218,7 +218,6 @@ def test_mjcf_joint_parameters_and_unmodelled_features():
     np.testing.assert_array_equal(model.limits.effort, [np.inf] * 11)
 
 
-
 def _rotation_vector(u, sign):
     """The rotation vector (angle in ``[0, pi]``) of the unit quaternion ``(w, u)`` with
     ``sign(w) = sign``, as a function of ``u`` alone: kronjax's weld rows, where MuJoCo's are ``u``
@@ -242,7 +241,10 @@ def test_equality_constraints_match_mujoco():
     model, constraints = mechanism.model, mechanism.constraints
     assert isinstance(mechanism, kj.constrained.Mechanism) and mechanism.n_dof == 4
     assert [p.description.split(" (")[0] for p in constraints.parts] == [
-        "MJCF weld grasp", "MJCF weld dock", "MJCF connect tie", "MJCF joint equality mesh"
+        "MJCF weld grasp",
+        "MJCF weld dock",
+        "MJCF connect tie",
+        "MJCF joint equality mesh",
     ]
 
     def rows(q):  # kronjax's rows, and T = d qvel / d v to carry MuJoCo's Jacobian to kronjax's v
@@ -328,7 +330,9 @@ def test_the_same_robot_from_urdf_and_from_mjcf():
     loader merges them too): the same joints, dampers, mass matrix and inverse dynamics."""
     urdf = (DATA / "panda.urdf").read_text()
     start = urdf.index(">", urdf.index("<robot")) + 1
-    mjcf = urdf[:start] + '<mujoco><compiler discardvisual="true" balanceinertia="false" fusestatic="true"/></mujoco>' + urdf[start:]
+    mjcf = (
+        urdf[:start] + '<mujoco><compiler discardvisual="true" balanceinertia="false" fusestatic="true"/></mujoco>' + urdf[start:]
+    )
     from_mjcf = load_mjcf(mujoco.MjModel.from_xml_string(mjcf))
     from_urdf = kj.load_urdf(DATA / "panda.urdf")
     assert from_mjcf.joint_names == tuple(n for n, k in zip(from_urdf.joint_names, from_urdf.kinematics.kinds) if k != "F")

@@ -37,9 +37,7 @@ def _model() -> kj.Model:
     joints, inertials = [], []
     for kind, parent in [("R", -1), ("R", 0), ("P", 1), ("F", 2)]:
         axis = rng.normal(size=3)
-        joints.append(
-            kj.Joint(kind, parent, axis / np.linalg.norm(axis), random_rotation(rng), rng.uniform(-0.3, 0.3, 3))
-        )
+        joints.append(kj.Joint(kind, parent, axis / np.linalg.norm(axis), random_rotation(rng), rng.uniform(-0.3, 0.3, 3)))
         inertials.append(kj.Inertial(rng.uniform(0.5, 3.0), rng.uniform(-0.1, 0.1, 3), random_inertia(rng)))
     return kj.from_joints(joints, inertials, gravity=(0.3, -0.2, -9.81))
 
@@ -239,9 +237,7 @@ def _compiled(name: str):
     return jit_once(ALL_CASES[name])
 
 
-@pytest.mark.parametrize(
-    "name", [n if n in FAST else pytest.param(n, marks=pytest.mark.slow) for n in sorted(ALL_CASES)]
-)
+@pytest.mark.parametrize("name", [n if n in FAST else pytest.param(n, marks=pytest.mark.slow) for n in sorted(ALL_CASES)])
 def test_non_finite_inputs_propagate(name):
     """Regression (forward_dynamics, forward_dynamics_derivatives): a NaN or inf in q or in a
     mass, inertia, axis or placement used to raise "the mass matrix is not positive definite"."""
@@ -288,10 +284,16 @@ BUILDERS = {
         lambda v: kj.from_joints(_joints(rotation=[[1, 0, 0], [0, 1, 0], [0, 0, 4 * v]])),  # 0.25: the identity
         r"joint 1 \(joint2\) rotation must be finite",
     ),
-    "from_joints translation": (lambda v: kj.from_joints(_joints(translation=(0.0, v, 0.5))), r"joint 1 \(joint2\) translation must be finite"),
+    "from_joints translation": (
+        lambda v: kj.from_joints(_joints(translation=(0.0, v, 0.5))),
+        r"joint 1 \(joint2\) translation must be finite",
+    ),
     "from_joints gravity": (lambda v: kj.from_joints(_joints(), gravity=(0.0, 0.0, v)), "gravity must be finite"),
     "Inertial mass": (lambda v: kj.from_joints(_joints(), _inertials(mass=v)), r"body 1 \(link2\) mass must be finite"),
-    "Inertial com": (lambda v: kj.from_joints(_joints(), _inertials(com=(v, 0, 0))), r"body 1 \(link2\) centre of mass must be finite"),
+    "Inertial com": (
+        lambda v: kj.from_joints(_joints(), _inertials(com=(v, 0, 0))),
+        r"body 1 \(link2\) centre of mass must be finite",
+    ),
     "Inertial inertia": (
         lambda v: kj.from_joints(_joints(), _inertials(inertia=((0.2, 0.1 * v, 0), (0.1 * v, 0.2, 0), (0, 0, 0.2)))),
         r"body 1 \(link2\) inertia must be finite",
@@ -437,7 +439,8 @@ def test_check_finite_wrapping_the_dynamics_as_documented():
 
     args = (x["model"], x["q"], x["qd"], x["tau"])
     np.testing.assert_allclose(
-        qdd(*args), np.linalg.solve(kj.mass_matrix(*args[:2]), x["tau"] - kj.inverse_dynamics(*args[:3], 0 * x["q"])),
+        qdd(*args),
+        np.linalg.solve(kj.mass_matrix(*args[:2]), x["tau"] - kj.inverse_dynamics(*args[:3], 0 * x["q"])),
         rtol=1e-10,
     )
     with pytest.raises(RUNTIME_ERRORS, match="tau has a non-finite entry"):
@@ -467,11 +470,7 @@ OTHER_COVERAGE = {
 
 
 def test_every_public_name_of_kronjax_has_a_case():
-    public = {
-        name
-        for name in dir(kj)
-        if not name.startswith("_") and not isinstance(getattr(kj, name), types.ModuleType)
-    }
+    public = {name for name in dir(kj) if not name.startswith("_") and not isinstance(getattr(kj, name), types.ModuleType)}
     missing = public - set(CASES) - set(OTHER_COVERAGE)
     assert not missing, f"public names without a non-finite case in tests/test_nonfinite.py: {sorted(missing)}"
     stale = (set(CASES) | set(OTHER_COVERAGE)) - public

@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _run(args, cwd, timeout=900, env=None):
     proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
-    assert proc.returncode == 0, f"{' '.join(map(str, args))} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, (
+        f"{' '.join(map(str, args))} exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
     return proc.stdout + proc.stderr
 
 

@@ -100,13 +100,9 @@ class Arm:
                 "RU": (pin.JointModelRevoluteUnaligned(random_axis), random_axis),
                 "PU": (pin.JointModelPrismaticUnaligned(random_axis), random_axis),
             }[kind]
-            jid = self.pin_model.addJoint(
-                self.parents[i] + 1, joint_model, pin.SE3(rotation, translation), f"joint{i + 1}"
-            )
+            jid = self.pin_model.addJoint(self.parents[i] + 1, joint_model, pin.SE3(rotation, translation), f"joint{i + 1}")
             assert jid == i + 1
-            joints.append(
-                kj.Joint(kind=kind[0], parent=self.parents[i], axis=axis, rotation=rotation, translation=translation)
-            )
+            joints.append(kj.Joint(kind=kind[0], parent=self.parents[i], axis=axis, rotation=rotation, translation=translation))
         assert (self.pin_model.nq, self.pin_model.nv) == (N, N)
         assert tuple(p - 1 for p in self.pin_model.parents[1:]) == self.parents
         self.kj_model = kj.from_joints(joints)
@@ -180,8 +176,13 @@ def pinocchio_results(a: Arm, qs, qds, qdds):
             add(f"J_{name}", [pin.getJointJacobian(model, data, i + 1, rf).copy() for i in range(N)])
             add(f"H_{name}", [pin_hessian(model, data, i + 1, rf).reshape(6, N * N) for i in range(N)])
             placements = [a.point_placement(b) for b in POINT_BODIES]
-            add(f"pt_J_{name}", [pin.getFrameJacobian(model, data, b + 1, m, rf).copy() for b, m in zip(POINT_BODIES, placements)])
-            add(f"pt_H_{name}", [pin_hessian(model, data, b + 1, rf, m).reshape(6, N * N) for b, m in zip(POINT_BODIES, placements)])
+            add(
+                f"pt_J_{name}", [pin.getFrameJacobian(model, data, b + 1, m, rf).copy() for b, m in zip(POINT_BODIES, placements)]
+            )
+            add(
+                f"pt_H_{name}",
+                [pin_hessian(model, data, b + 1, rf, m).reshape(6, N * N) for b, m in zip(POINT_BODIES, placements)],
+            )
     return {k: np.asarray(v) for k, v in out.items()}
 
 
@@ -360,7 +361,10 @@ def test_pinocchio_hessian_layout(variant):
         for jid, placement in targets:
             fd = np.stack(
                 [
-                    (pin_jacobian(model, q + FD_EPS * eye[k], jid, rf, placement) - pin_jacobian(model, q - FD_EPS * eye[k], jid, rf, placement))
+                    (
+                        pin_jacobian(model, q + FD_EPS * eye[k], jid, rf, placement)
+                        - pin_jacobian(model, q - FD_EPS * eye[k], jid, rf, placement)
+                    )
                     / (2 * FD_EPS)
                     for k in range(N)
                 ],

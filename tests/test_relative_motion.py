@@ -204,9 +204,7 @@ def test_compose_hessians_symmetric_part(case, expressed_in):
     _, qd, _ = data["state"]
     for key in ("H_T", "H_R"):
         np.testing.assert_allclose(sym(out["composed"][key]), sym(out["ac"][key]), atol=ATOL, err_msg=key)
-        np.testing.assert_allclose(
-            quad(out["composed"][key], qd), quad(out["ac"][key], qd), atol=ATOL, err_msg=key
-        )
+        np.testing.assert_allclose(quad(out["composed"][key], qd), quad(out["ac"][key], qd), atol=ATOL, err_msg=key)
 
 
 @jit

@@ -52,10 +52,12 @@ MODEL = random_tree(SPEC, seed=5)
 @functools.cache
 def motions(group: str):
     """``q ->`` per case of the group, the motion ``expressed_in`` "reference" and "moving"."""
-    return jit_once(lambda q: [
-        [kj.relative_motion(MODEL, q, c, b, expressed_in) for expressed_in in ("reference", "moving")]
-        for c, b in GROUPS[group]
-    ])
+    return jit_once(
+        lambda q: [
+            [kj.relative_motion(MODEL, q, c, b, expressed_in) for expressed_in in ("reference", "moving")]
+            for c, b in GROUPS[group]
+        ]
+    )
 
 
 def _relative_pose(q, cases):
@@ -126,8 +128,14 @@ def test_against_pinocchio(group):
         velocity = pin.getVelocity(pm, pd, jid, frame)
         acceleration = pin.getClassicalAcceleration(pm, pd, jid, frame)
         placement = pd.oMi[jid]
-        return (placement.rotation.copy(), placement.translation.copy(), velocity.linear.copy(), velocity.angular.copy(),
-                acceleration.linear.copy(), acceleration.angular.copy())
+        return (
+            placement.rotation.copy(),
+            placement.translation.copy(),
+            velocity.linear.copy(),
+            velocity.angular.copy(),
+            acceleration.linear.copy(),
+            acceleration.angular.copy(),
+        )
 
     for q, v, vd in _states():
         pin.forwardKinematics(pm, pd, q, v, vd)
@@ -136,12 +144,14 @@ def test_against_pinocchio(group):
             _, pc, vc, wc, ac, alc = world(c)
             rb, pb, vb, wb, ab, alb = world(b)
             r, dr, ddr = pc - pb, vc - vb, ac - ab
-            expected.append([
-                rb.T @ (dr - np.cross(wb, r)),
-                rb.T @ (wc - wb),
-                rb.T @ (ddr - np.cross(alb, r) - 2 * np.cross(wb, dr) + np.cross(wb, np.cross(wb, r))),
-                rb.T @ (alc - alb - np.cross(wb, wc - wb)),
-            ])
+            expected.append(
+                [
+                    rb.T @ (dr - np.cross(wb, r)),
+                    rb.T @ (wc - wb),
+                    rb.T @ (ddr - np.cross(alb, r) - 2 * np.cross(wb, dr) + np.cross(wb, np.cross(wb, r))),
+                    rb.T @ (alc - alb - np.cross(wb, wc - wb)),
+                ]
+            )
         _check(group, q, expected, v, vd, TOL)
 
 
@@ -159,9 +169,14 @@ def test_against_finite_differences_along_the_manifold(group):
             rotation = rotations[2]
             d_rotation = np.tensordot(first, rotations, 1)
             dd_rotation = np.tensordot(second, rotations, 1)
-            expected.append([
-                first @ origins, vee(d_rotation @ rotation.T), second @ origins, vee(dd_rotation @ rotation.T),
-            ])
+            expected.append(
+                [
+                    first @ origins,
+                    vee(d_rotation @ rotation.T),
+                    second @ origins,
+                    vee(dd_rotation @ rotation.T),
+                ]
+            )
         _check(group, q, expected, v, vd, FD_TOL)
 
 

@@ -44,9 +44,7 @@ def elbow():
 def rotor(mass=2.0):
     """One revolute joint about the vertical z axis (gravity along the axis does no work):
     tau = I qdd with I = Izz + m r^2."""
-    return kj.from_joints(
-        [kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=mass, com=(0.1, 0, 0), inertia=(0.01, 0.01, 0.03))]
-    )
+    return kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=mass, com=(0.1, 0, 0), inertia=(0.01, 0.01, 0.03))])
 
 
 def test_truc_feedforward_validation(elbow):
@@ -60,8 +58,10 @@ def test_truc_feedforward_validation(elbow):
         out = sim.rollout(elbow, jnp.zeros(3), jnp.zeros(3), torque, ts, solver=diffrax.Dopri8(), rtol=tol, atol=tol)
         error_q = float(jnp.max(jnp.abs(out.q - reference[0])))
         error_qd = float(jnp.max(jnp.abs(out.qd - reference[1])))
-        print(f"\nTruc (72)-(73), Dopri8 rtol = atol = {tol:g}: max |q - q_r| = {error_q:.2e} rad, "
-              f"max |qd - qd_r| = {error_qd:.2e} rad/s, {int(out.num_steps)} steps")
+        print(
+            f"\nTruc (72)-(73), Dopri8 rtol = atol = {tol:g}: max |q - q_r| = {error_q:.2e} rad, "
+            f"max |qd - qd_r| = {error_qd:.2e} rad/s, {int(out.num_steps)} steps"
+        )
     assert bool(out.success)
     assert error_q < 1e-9 and error_qd < 1e-8
 
@@ -87,8 +87,10 @@ def test_free_panda_conserves_energy():
     adaptive = sim.rollout(model, q0, qd0, None, ts, solver=diffrax.Dopri8(), rtol=1e-12, atol=1e-12)
     fixed = sim.rollout(model, q0, qd0, None, ts, solver=diffrax.Tsit5(), dt=2e-3)
     d_adaptive, d_fixed = drift(adaptive), drift(fixed)
-    print(f"\nPanda free 5 s: energy drift {d_adaptive:.2e} (Dopri8 rtol = atol = 1e-12, "
-          f"{int(adaptive.num_steps)} steps), {d_fixed:.2e} (Tsit5 fixed dt = 2e-3, {int(fixed.num_steps)} steps)")
+    print(
+        f"\nPanda free 5 s: energy drift {d_adaptive:.2e} (Dopri8 rtol = atol = 1e-12, "
+        f"{int(adaptive.num_steps)} steps), {d_fixed:.2e} (Tsit5 fixed dt = 2e-3, {int(fixed.num_steps)} steps)"
+    )
     assert d_adaptive < 1e-8
     assert d_fixed < 1e-6
     # the arm really moves: kinetic energy is exchanged with potential energy

@@ -52,7 +52,9 @@ def pinocchio_energy(urdf: str, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
     model.gravity.linear = np.array([0.0, 0.0, -9.81])
     data = model.createData()
     q, qd = np.asarray(q, float), np.asarray(qd, float)
-    return np.array([pin.computeKineticEnergy(model, data, a, b) + pin.computePotentialEnergy(model, data, a) for a, b in zip(q, qd)])
+    return np.array(
+        [pin.computeKineticEnergy(model, data, a, b) + pin.computePotentialEnergy(model, data, a) for a, b in zip(q, qd)]
+    )
 
 
 def gravity_frequency(model, q0: np.ndarray) -> float:
@@ -72,8 +74,20 @@ def drift_bound(run, omega_g: float) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def soaked(tmp_path_factory):
-    out = main(["--rollouts", str(ROLLOUTS), "--steps", str(STEPS), "--chunk-steps", str(CHUNK), "--dt", str(DT),
-                "--out", str(tmp_path_factory.mktemp("soak"))])
+    out = main(
+        [
+            "--rollouts",
+            str(ROLLOUTS),
+            "--steps",
+            str(STEPS),
+            "--chunk-steps",
+            str(CHUNK),
+            "--dt",
+            str(DT),
+            "--out",
+            str(tmp_path_factory.mktemp("soak")),
+        ]
+    )
     return out["results"], out["json"]
 
 
@@ -121,8 +135,15 @@ def test_soak_drift_scales_with_the_fifth_power_of_the_step(soaked):
     that may pass near zero, so single rollouts' ratios scatter (5 to 190 seen); their median over
     the rollouts is the order's."""
     coarse = soaked[0]["float64"]
-    fine = soak(kj.models.panda(gravity=(0.0, 0.0, -9.81)), coarse.q0, coarse.qd0, steps=2 * STEPS,
-                chunk_steps=2 * CHUNK, dt=DT / 2, log=None)
+    fine = soak(
+        kj.models.panda(gravity=(0.0, 0.0, -9.81)),
+        coarse.q0,
+        coarse.qd0,
+        steps=2 * STEPS,
+        chunk_steps=2 * CHUNK,
+        dt=DT / 2,
+        log=None,
+    )
     assert np.isfinite(fine.drift).all() and np.all(fine.drift > 0)
     ratio = np.median(coarse.drift / fine.drift)
     assert 2 ** (ORDER - 1) < ratio < 2 ** (ORDER + 1), (ratio, coarse.drift / fine.drift)

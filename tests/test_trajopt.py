@@ -60,8 +60,12 @@ def test_bspline_matches_scipy():
     oracle = scipy.interpolate.BSpline(knots, c, p)
     for t in [0.0, *rng.uniform(0, duration, 5), duration / (m - p), duration]:
         for order in range(4):
-            np.testing.assert_allclose(spline.derivative(t, order), oracle.derivative(order)(t) if order else oracle(t),
-                                       rtol=1e-12, atol=1e-10 * 10**order)
+            np.testing.assert_allclose(
+                spline.derivative(t, order),
+                oracle.derivative(order)(t) if order else oracle(t),
+                rtol=1e-12,
+                atol=1e-10 * 10**order,
+            )
     q, qd, qdd = spline(0.3)
     np.testing.assert_allclose(qdd, oracle.derivative(2)(0.3), rtol=1e-12)
 
@@ -72,8 +76,9 @@ def min_jerk():
     model = kj.models.truc_elbow()
     q0, q1, duration = jnp.array([0.1, -0.2, 0.3]), jnp.array([0.9, 0.5, -0.4]), 1.5
     bc = to.BoundaryConditions(q0, q1, duration)
-    result = to.optimize(model, bc, to.Smoothness(), num_control_points=9, num_guesses=4,
-                         key=jax.random.PRNGKey(1), guess_scale=0.5)
+    result = to.optimize(
+        model, bc, to.Smoothness(), num_control_points=9, num_guesses=4, key=jax.random.PRNGKey(1), guess_scale=0.5
+    )
     return result, q0, q1, duration
 
 
@@ -177,8 +182,12 @@ def two_link_solution(two_link_problem):
 
 def _slsqp(problem):
     """scipy's SLSQP on the same transcription (cost, constraints and their derivatives by JAX)."""
-    evaluate = _jit_oracle(lambda x: (*jax.value_and_grad(problem.objective)(x.reshape(problem.shape)),
-                                      *(-y for y in _value_and_jacobian(problem.constraints, x.reshape(problem.shape)))))
+    evaluate = _jit_oracle(
+        lambda x: (
+            *jax.value_and_grad(problem.objective)(x.reshape(problem.shape)),
+            *(-y for y in _value_and_jacobian(problem.constraints, x.reshape(problem.shape))),
+        )
+    )
     cache = {}
 
     def at(x, i):
@@ -190,7 +199,10 @@ def _slsqp(problem):
 
     x0 = np.asarray(problem.initial_guess()).ravel()
     reference = scipy.optimize.minimize(
-        lambda x: float(at(x, 0)), x0, jac=lambda x: at(x, 1).ravel(), method="SLSQP",
+        lambda x: float(at(x, 0)),
+        x0,
+        jac=lambda x: at(x, 1).ravel(),
+        method="SLSQP",
         constraints=[{"type": "ineq", "fun": lambda x: at(x, 2), "jac": lambda x: at(x, 3).reshape(len(at(x, 2)), -1)}],
         options={"maxiter": 500, "ftol": 1e-14},
     )
@@ -221,9 +233,11 @@ def test_two_link_matches_scipy_and_respects_limits(two_link_problem, two_link_s
 
     violation, sample_tau, q, qd, tau = (np.asarray(x) for x in check(result.z[0]))
     ours = float(result.report.cost[0])
-    print(f"\ntwo-link: interior point cost {ours:.10g} ({int(result.report.iterations[0])} iterations, "
-          f"violation {violation:.1e}), SLSQP {reference.fun:.10g} ({reference.nit} iterations, "
-          f"violation {reference_violation:.1e})")
+    print(
+        f"\ntwo-link: interior point cost {ours:.10g} ({int(result.report.iterations[0])} iterations, "
+        f"violation {violation:.1e}), SLSQP {reference.fun:.10g} ({reference.nit} iterations, "
+        f"violation {reference_violation:.1e})"
+    )
     assert reference_violation < 1e-8
     assert result.report.converged[0] and result.report.iterations[0] <= 50
     assert abs(ours - reference.fun) <= 1e-6 * abs(reference.fun)
@@ -266,8 +280,10 @@ def test_float32_reaches_the_float64_optimum(two_link_slsqp):
     bc = to.BoundaryConditions(f32([-np.pi / 2, 0.0]), f32([0.8, 0.6]), f32(1.0), qdd_start=None, qdd_end=None)
     result = to.optimize(model, bc, to.TorqueEffort(), num_control_points=14)
     reference, _ = two_link_slsqp
-    print(f"\nfloat32: cost {result.report.cost[0]:.8g} in {result.report.iterations[0]} iterations, "
-          f"SLSQP (float64) {reference.fun:.8g}")
+    print(
+        f"\nfloat32: cost {result.report.cost[0]:.8g} in {result.report.iterations[0]} iterations, "
+        f"SLSQP (float64) {reference.fun:.8g}"
+    )
     assert result.z.dtype == jnp.float32 and result.trajectory.control_points.dtype == jnp.float32
     assert result.report.converged[0] and result.report.violation[0] <= 1e-5
     assert abs(result.report.cost[0] - reference.fun) <= 1e-4 * reference.fun
@@ -286,8 +302,13 @@ def test_warm_start_and_no_recompilation(two_link_problem, two_link_solution):
     assert warm.report.converged[0] and cold.report.converged[0]
     assert 2 * warm.report.iterations[0] < cold.report.iterations[0]
     np.testing.assert_allclose(warm.report.cost, cold.report.cost, rtol=1e-7)
-    again = to.optimize(model, to.BoundaryConditions([-np.pi / 2, 0.1], [0.8, 0.55], 0.97, qdd_start=None, qdd_end=None),
-                        to.TorqueEffort(), num_control_points=14, init=warm)
+    again = to.optimize(
+        model,
+        to.BoundaryConditions([-np.pi / 2, 0.1], [0.8, 0.55], 0.97, qdd_start=None, qdd_end=None),
+        to.TorqueEffort(),
+        num_control_points=14,
+        init=warm,
+    )
     assert again.report.compile_time == 0.0 and again.report.converged[0]
     with pytest.raises(ValueError, match="warm start of AugmentedLagrangian"):
         to.optimize(model, moved, to.TorqueEffort(), num_control_points=14, init=warm, solver=to.AugmentedLagrangian())
@@ -304,8 +325,14 @@ def test_panda_converges_from_every_guess():
     model = eqx.tree_at(lambda m: m.limits.effort, panda, 0.5 * panda.limits.effort)
     q_start = jnp.array([0.0, -jnp.pi / 4, 0.0, -3 * jnp.pi / 4, 0.0, jnp.pi / 2, jnp.pi / 4])
     q_goal = jnp.array([1.6, 0.4, -0.5, -1.2, 0.8, 2.4, -0.3])
-    result = to.optimize(model, to.BoundaryConditions(q_start, q_goal, 1.0), to.TorqueEffort(),
-                         num_control_points=10, num_guesses=4, guess_scale=0.2)
+    result = to.optimize(
+        model,
+        to.BoundaryConditions(q_start, q_goal, 1.0),
+        to.TorqueEffort(),
+        num_control_points=10,
+        num_guesses=4,
+        guess_scale=0.2,
+    )
     report = result.report
     print(f"\nPanda: costs {report.cost}, iterations {report.iterations}")
     assert report.converged.all() and (report.iterations <= 100).all()
@@ -335,8 +362,14 @@ def test_task_space_target(two_link_problem):
 def _planar_tip(q):
     """The two-link arm's tip (0.5 m along link 2), closed-form planar kinematics."""
     q = np.asarray(q)
-    return 0.5 * np.stack([np.cos(q[..., 0]) + np.cos(q[..., 0] + q[..., 1]),
-                           np.sin(q[..., 0]) + np.sin(q[..., 0] + q[..., 1]), np.zeros(q.shape[:-1])], axis=-1)
+    return 0.5 * np.stack(
+        [
+            np.cos(q[..., 0]) + np.cos(q[..., 0] + q[..., 1]),
+            np.sin(q[..., 0]) + np.sin(q[..., 0] + q[..., 1]),
+            np.zeros(q.shape[:-1]),
+        ],
+        axis=-1,
+    )
 
 
 @pytest.mark.slow
@@ -352,8 +385,14 @@ def test_task_constraint_reaches_the_target_exactly(two_link_problem):
     print(f"\ntask constraint: {distance:.1e} m from the target, {result.report.iterations[0]} iterations")
     assert result.report.converged[0] and distance < 1e-9
     moved = np.array([0.62, -0.58, 0.0])  # re-planned from the solution and its multipliers
-    warm = to.optimize(model, bc, to.TorqueEffort(), num_control_points=10, init=result,
-                       constraints=(to.TaskConstraint("link2", moved, point=(0.5, 0.0, 0.0)),))
+    warm = to.optimize(
+        model,
+        bc,
+        to.TorqueEffort(),
+        num_control_points=10,
+        init=result,
+        constraints=(to.TaskConstraint("link2", moved, point=(0.5, 0.0, 0.0)),),
+    )
     assert warm.report.converged[0] and np.linalg.norm(_planar_tip(warm.trajectory(1.0)[0]) - moved) < 1e-9
     with pytest.raises(ValueError, match="where the boundary conditions fix q already"):
         to.transcribe(model, to.BoundaryConditions([-np.pi / 2, 0.0], [0.0, 0.0], 1.0), to.TorqueEffort(), constraints=(reach,))
@@ -372,10 +411,16 @@ def test_obstacle_blocking_the_optimal_path_is_avoided(two_link_problem, two_lin
     fine = np.asarray(result.trajectory.sample(jnp.linspace(0.0, 1.0, 2001))[0])
     clearance = np.linalg.norm(_planar_tip(samples) - centre, axis=-1).min() / radius
     between = np.linalg.norm(_planar_tip(fine) - centre, axis=-1).min() / radius
-    straight = np.linalg.norm(_planar_tip(np.asarray(two_link_solution.trajectory.sample(jnp.linspace(0, 1, 2001))[0]))
-                              - centre, axis=-1).min() / radius
-    print(f"\nobstacle: distance / radius {straight:.2g} without it, {clearance:.9f} at the samples and "
-          f"{between:.4f} between them with it; cost {two_link_solution.report.cost[0]:.6g} -> {result.report.cost[0]:.6g}")
+    straight = (
+        np.linalg.norm(
+            _planar_tip(np.asarray(two_link_solution.trajectory.sample(jnp.linspace(0, 1, 2001))[0])) - centre, axis=-1
+        ).min()
+        / radius
+    )
+    print(
+        f"\nobstacle: distance / radius {straight:.2g} without it, {clearance:.9f} at the samples and "
+        f"{between:.4f} between them with it; cost {two_link_solution.report.cost[0]:.6g} -> {result.report.cost[0]:.6g}"
+    )
     assert straight < 1e-6  # the unconstrained optimum goes through the centre
     assert clearance >= 1.0 - 1e-6 and between >= 0.99
     assert result.report.cost[0] > two_link_solution.report.cost[0]
@@ -387,8 +432,10 @@ def test_minimum_time_rotor_approaches_the_bang_bang_bound():
     bang-bang optimum is T* = 2 sqrt(I dq / tau_max); a spline can only approach it from above, the
     closer the more control points."""
     inertia, dq, tau_max = ROTOR_INERTIA, 1.0, 1.0
-    model = kj.from_joints([kj.Joint("R", axis=(0, 0, 1), effort=tau_max, velocity=100.0, lower=-10.0, upper=10.0)],
-                           [kj.Inertial(mass=2.0, com=(0.1, 0, 0), inertia=(0.01, 0.01, 0.03))])
+    model = kj.from_joints(
+        [kj.Joint("R", axis=(0, 0, 1), effort=tau_max, velocity=100.0, lower=-10.0, upper=10.0)],
+        [kj.Inertial(mass=2.0, com=(0.1, 0, 0), inertia=(0.01, 0.01, 0.03))],
+    )
     bound = 2 * np.sqrt(inertia * dq / tau_max)
     bc = to.BoundaryConditions([0.0], [dq], 1.0, qdd_start=None, qdd_end=None)
     durations = {}

@@ -97,8 +97,9 @@ def test_ipopt_reaches_the_interior_point_optimum():
     result = trajopt.optimize(model, boundary, trajopt.TorqueEffort(), num_control_points=10)
     problem = result.problem
     z, f, g = cd.transcription(problem)
-    solver = ca.nlpsol("ipopt", "ipopt", {"x": z, "f": f, "g": g},
-                       {"print_time": False, "ipopt.print_level": 0, "ipopt.sb": "yes"})
+    solver = ca.nlpsol(
+        "ipopt", "ipopt", {"x": z, "f": f, "g": g}, {"print_time": False, "ipopt.print_level": 0, "ipopt.sb": "yes"}
+    )
     solution = solver(x0=np.asarray(problem.initial_guess()).ravel(), ubg=0.0)
     assert solver.stats()["success"]
     z_ipopt = np.asarray(solution["x"]).reshape(problem.shape)

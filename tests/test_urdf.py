@@ -65,7 +65,6 @@ MALFORMED = {
         _robot(_link("base", None), _link("l1"), _joint("j1", "base", "l1", kind="planar", axis="1 0 0")),
         r"joint 'j1': a planar joint moves in its joint frame's x-y plane: its <axis> must be 0 0 1",
     ),
-
     "missing parent": (
         _robot(_link("base", None), _link("l1"), '<joint name="j1" type="revolute"><child link="l1"/></joint>'),
         r"joint 'j1': missing <parent link=...>",
@@ -84,8 +83,13 @@ MALFORMED = {
     ),
     "loop": (
         _robot(
-            _link("base", None), _link("a"), _link("b"), _link("c"),
-            _joint("j1", "base", "a"), _joint("j2", "b", "c"), _joint("j3", "c", "b"),
+            _link("base", None),
+            _link("a"),
+            _link("b"),
+            _link("c"),
+            _joint("j1", "base", "a"),
+            _joint("j2", "b", "c"),
+            _joint("j3", "c", "b"),
         ),
         r"the links \['(b|c)', '(b|c)'\] form a loop",
     ),
@@ -183,14 +187,13 @@ def test_names_limits_and_missing_meshes(tmp_path):
     np.testing.assert_array_equal(model.limits.velocity, [3.0, 2.0])
     # every API that takes a body takes its link name
     q = jnp.array([0.3, -0.4])
-    np.testing.assert_array_equal(
-        kj.translational_jacobian(model, q, "l2"), kj.translational_jacobian(model, q, 1)
-    )
+    np.testing.assert_array_equal(kj.translational_jacobian(model, q, "l2"), kj.translational_jacobian(model, q, 1))
 
 
 def test_continuous_joint_has_no_position_limits_and_zero_effort_means_not_set():
     text = _robot(
-        _link("base", None), _link("l1"),
+        _link("base", None),
+        _link("l1"),
         _joint("j1", "base", "l1", kind="continuous", extra='<limit lower="-1" upper="1" effort="0" velocity="2"/>'),
     )
     with pytest.warns(UserWarning, match=r"joint 'j1' \(effort 0\)"):
@@ -267,10 +270,16 @@ def test_strict_limits_reject_lower_above_upper_and_keep_zeros():
     text = _robot(_link("base", None), _link("l1"), _joint("j1", "base", "l1", extra='<limit lower="1" upper="-1"/>'))
     with pytest.raises(URDFError, match=r"joint 'j1': <limit lower=1.0 upper=-1.0>: lower exceeds upper"):
         kj.load_urdf(text, strict_limits=True)
-    text = _robot(_link("base", None), _link("l1"), _joint("j1", "base", "l1", extra='<limit lower="inf" effort="1" velocity="1"/>'))
+    text = _robot(
+        _link("base", None), _link("l1"), _joint("j1", "base", "l1", extra='<limit lower="inf" effort="1" velocity="1"/>')
+    )
     with pytest.raises(URDFError, match=r"joint 'j1': <limit lower=inf upper=inf> holds no position"):
         kj.load_urdf(text, strict_limits=True)
-    text = _robot(_link("base", None), _link("l1"), _joint("j1", "base", "l1", extra='<limit lower="-1" upper="1" effort="-0" velocity="0"/>'))
+    text = _robot(
+        _link("base", None),
+        _link("l1"),
+        _joint("j1", "base", "l1", extra='<limit lower="-1" upper="1" effort="-0" velocity="0"/>'),
+    )
     limits = kj.load_urdf(text, strict_limits=True).limits
     assert float(limits.velocity[0]) == 0.0 and float(limits.effort[0]) == 0.0
     assert not np.signbit(limits.effort[0])  # -0 is read as 0
@@ -292,13 +301,17 @@ def test_joint_limits_accept_zero_velocity_and_effort_and_reject_negative_or_nan
 
 
 def test_absent_limits_are_unlimited():
-    text = _robot(_link("base", None), _link("l1"), '<joint name="j1" type="prismatic"><parent link="base"/><child link="l1"/></joint>')
+    text = _robot(
+        _link("base", None), _link("l1"), '<joint name="j1" type="prismatic"><parent link="base"/><child link="l1"/></joint>'
+    )
     limits = kj.load_urdf(text).limits
     assert limits.lower[0] == -np.inf and limits.upper[0] == limits.velocity[0] == limits.effort[0] == np.inf
 
 
 def test_urdf_default_axis_is_x():
-    text = _robot(_link("base", None), _link("l1"), '<joint name="j1" type="revolute"><parent link="base"/><child link="l1"/></joint>')
+    text = _robot(
+        _link("base", None), _link("l1"), '<joint name="j1" type="revolute"><parent link="base"/><child link="l1"/></joint>'
+    )
     np.testing.assert_array_equal(kj.load_urdf(text).kinematics.axes[0], [1.0, 0.0, 0.0])
 
 
@@ -352,10 +365,13 @@ TREE = _robot(
     _link("world", None),
     _link("pedestal", 5.0),
     _link("torso", 3.0, "0.2 0.01 0 0.15 0.02 0.1", 'xyz="0.05 0 0.2" rpy="0.1 0.2 0.3"'),
-    _link("a1", 1.5), _link("a2", 1.0, "0.05 0 0.01 0.06 0 0.03", 'xyz="0 0.1 0.15" rpy="0 0.4 0"'),
-    _link("b1", 1.2), _link("b2", 0.8),
+    _link("a1", 1.5),
+    _link("a2", 1.0, "0.05 0 0.01 0.06 0 0.03", 'xyz="0 0.1 0.15" rpy="0 0.4 0"'),
+    _link("b1", 1.2),
+    _link("b2", 0.8),
     _link("tool", 0.4, "0.002 0 0 0.002 0 0.001", 'xyz="0.02 0 0.05" rpy="0.5 0 0"'),
-    _link("flange", None), _link("camera", 0.2, "0.001 0 0 0.001 0 0.001", 'xyz="0 0.03 0" rpy="0 0 1"'),
+    _link("flange", None),
+    _link("camera", 0.2, "0.001 0 0 0.001 0 0.001", 'xyz="0 0.03 0" rpy="0 0 1"'),
     _joint("fix_pedestal", "world", "pedestal", kind="fixed", xyz="0 0 0.5", rpy="0 0 0.7"),
     _joint("waist", "pedestal", "torso", xyz="0 0 0.4", axis="0 0 1"),
     _joint("a_shoulder", "torso", "a1", xyz="0.2 0.3 0.5", rpy="0.3 0 0", axis="0 0.6 0.8"),
@@ -461,9 +477,7 @@ def test_round_trip_of_builtin_models(name):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # to_urdf writes nothing that reads as a degenerate limit
         back = kj.load_urdf(kj.to_urdf(model), gravity=model.gravity)
-    assert back.joint_names == tuple(
-        j for j, kind in zip(model.joint_names, model.kinematics.kinds) if kind != "F"
-    )
+    assert back.joint_names == tuple(j for j, kind in zip(model.joint_names, model.kinematics.kinds) if kind != "F")
     for key in ("lower", "upper", "velocity", "effort"):
         np.testing.assert_array_equal(getattr(back.limits, key), getattr(model.limits, key))
     for q in _states(model.n_dof):

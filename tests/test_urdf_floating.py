@@ -113,12 +113,16 @@ def test_floating_quadruped_round_trip_has_the_same_kronjax_dynamics():
 def planar_tree() -> kj.Model:
     """A planar root, a revolute joint, a free joint inside the tree, then a prismatic one; random
     placements and inertias; limits on all but the planar joint."""
-    return random_tree([
-        dict(kind="planar", parent=-1, velocity=2.0),
-        dict(kind="R", parent=0, lower=-1.0, upper=1.5, effort=20.0),
-        dict(kind="free", parent=1, velocity=3.0, effort=40.0),
-        dict(kind="P", parent=2, lower=-0.2, upper=0.3, velocity=0.5, effort=100.0),
-    ], seed=7, gravity=(0.3, -0.2, -9.81))
+    return random_tree(
+        [
+            dict(kind="planar", parent=-1, velocity=2.0),
+            dict(kind="R", parent=0, lower=-1.0, upper=1.5, effort=20.0),
+            dict(kind="free", parent=1, velocity=3.0, effort=40.0),
+            dict(kind="P", parent=2, lower=-0.2, upper=0.3, velocity=0.5, effort=100.0),
+        ],
+        seed=7,
+        gravity=(0.3, -0.2, -9.81),
+    )
 
 
 def test_planar_root_and_inner_free_joint_round_trip():
@@ -140,8 +144,10 @@ def test_planar_root_and_inner_free_joint_round_trip():
 
 
 def test_base_link_name_avoids_the_body_names():
-    model = kj.from_joints([kj.Joint("free", body_name="world"), kj.Joint("R", 0, body_name="_world")],
-                           [kj.Inertial(1.0, inertia=(1.0, 1.0, 1.0))] * 2)
+    model = kj.from_joints(
+        [kj.Joint("free", body_name="world"), kj.Joint("R", 0, body_name="_world")],
+        [kj.Inertial(1.0, inertia=(1.0, 1.0, 1.0))] * 2,
+    )
     text = kj.to_urdf(model)
     assert _joint_types(text)["joint1"].find("parent").get("link") == "__world"
     assert kj.load_urdf(text).body_names == ("world", "_world")
@@ -154,5 +160,7 @@ def test_spherical_joints_and_uneven_limits_are_refused():
         kj.to_urdf(ball)
     model = kj.from_joints([kj.Joint("free", name="base", velocity=2.0), kj.Joint("R", 0)], inertials)
     uneven = eqx.tree_at(lambda m: m.limits.velocity, model, model.limits.velocity.at[4].set(3.0))
-    with pytest.raises(ValueError, match=r"free joint 'base' has velocity limits \[2\. 2\. 2\. 2\. 3\. 2\.\].*one value per joint"):
+    with pytest.raises(
+        ValueError, match=r"free joint 'base' has velocity limits \[2\. 2\. 2\. 2\. 3\. 2\.\].*one value per joint"
+    ):
         kj.to_urdf(uneven)

@@ -121,8 +121,7 @@ def slider_crank(
     theta = _finite(crank_angle, "crank_angle")
     if not l > r + abs(e):
         raise ValueError(
-            f"a slider-crank whose crank turns fully needs rod > crank + |offset|, got rod {l:g} <= "
-            f"{r:g} + {abs(e):g}"
+            f"a slider-crank whose crank turns fully needs rod > crank + |offset|, got rod {l:g} <= {r:g} + {abs(e):g}"
         )
     masses_ = _per_body(masses, ("crank", "rod", "slider"), "masses", [LINEAR_DENSITY * r, LINEAR_DENSITY * l, 0.5])
     inertias_ = _per_body(

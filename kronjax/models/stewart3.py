@@ -221,9 +221,7 @@ def stewart3(*, swap_j7_j8: bool = True, gravity=(0.0, 0.0, -9.81), platform: st
         r = _frame(pos[top] - pos[knee], axis[knee])
         leg_frame[i] = r
         rs = shaft_frame[i]
-        joints.append(
-            Joint("R", i - 1, r.T @ axis[knee], rs.T @ r, rs.T @ (pos[knee] - pos[motor]), name=knee, body_name=leg)
-        )
+        joints.append(Joint("R", i - 1, r.T @ axis[knee], rs.T @ r, rs.T @ (pos[knee] - pos[motor]), name=knee, body_name=leg))
         mass, principal, com = LINKS[leg]
         inertials.append(Inertial(mass, r.T @ (np.asarray(com) - pos[knee]), principal))
     if platform == "free":
@@ -252,8 +250,13 @@ def stewart3(*, swap_j7_j8: bool = True, gravity=(0.0, 0.0, -9.81), platform: st
     # loop_closure as committed in 0067f5b required one for every kind but "planar_point".
     closures = [
         loop_closure(
-            model, f"L{i}", leg_frame[i].T @ (pos[f"J{i}"] - pos[f"J{i + 3}"]), "L7", pos[f"J{i}"] - platform_origin,
-            "spherical", axis=(0.0, 0.0, 1.0),
+            model,
+            f"L{i}",
+            leg_frame[i].T @ (pos[f"J{i}"] - pos[f"J{i + 3}"]),
+            "L7",
+            pos[f"J{i}"] - platform_origin,
+            "spherical",
+            axis=(0.0, 0.0, 1.0),
         )
         for i in (1, 2, 3)
     ]

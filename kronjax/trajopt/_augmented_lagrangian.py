@@ -155,14 +155,22 @@ def _minimise_optax(value_and_grad, optimizer, fun, z0, max_iterations: int, gto
         )
 
     init = dict(
-        z=z0, next=z0, grad=jnp.zeros_like(z0), aux=jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), aux0),
-        state=optimizer.init(z0), k=jnp.asarray(0), costs=zeros, violations=zeros,
+        z=z0,
+        next=z0,
+        grad=jnp.zeros_like(z0),
+        aux=jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), aux0),
+        state=optimizer.init(z0),
+        k=jnp.asarray(0),
+        costs=zeros,
+        violations=zeros,
     )
     out = jax.lax.while_loop(cond, body, init)
     return out["z"], out["aux"], out["k"] - 1, out["costs"], out["violations"]
 
 
-def _outer_step(problem: Problem, state: _State, optimizer, inner: int, gtol: float, tol: float, rho_growth: float, rho_max: float):
+def _outer_step(
+    problem: Problem, state: _State, optimizer, inner: int, gtol: float, tol: float, rho_growth: float, rho_max: float
+):
     """One outer iteration for one guess: minimise the augmented Lagrangian from ``state.z``
     (optimiser restarted) until ``|grad|_inf <= gtol`` or ``inner`` iterations, then update the
     multipliers ``lam <- max(0, lam + rho g)`` and the penalty. Returns the new state, the
@@ -261,8 +269,7 @@ class AugmentedLagrangian(eqx.Module):
         if self.max_inner_iterations < 1 or self.max_outer_iterations < 1:
             raise ValueError("max_inner_iterations and max_outer_iterations must be at least 1")
 
-    def solve(self, problem: Problem, z0: Array, duration0: Array, warm: AugmentedLagrangianState | None,
-              callback) -> Solution:
+    def solve(self, problem: Problem, z0: Array, duration0: Array, warm: AugmentedLagrangianState | None, callback) -> Solution:
         """Solve ``problem`` from the guesses ``z0`` (``(G, m_free, n)``); ``warm`` is the
         :class:`AugmentedLagrangianState` of an earlier solution. A free duration is refused."""
         if problem.free_time is not None:
@@ -274,15 +281,18 @@ class AugmentedLagrangian(eqx.Module):
             optimizer = optax.with_extra_args_support(optimizer)
         state = _init_batch(problem, z0, self.rho_init)
         if warm is not None:
-            state = state._replace(lam=warm.lam.astype(z0.dtype), rho=warm.rho.astype(z0.dtype), scale=warm.scale.astype(z0.dtype))
+            state = state._replace(
+                lam=warm.lam.astype(z0.dtype), rho=warm.rho.astype(z0.dtype), scale=warm.scale.astype(z0.dtype)
+            )
         costs, violations = [], []
         iterations = np.zeros(z0.shape[0], dtype=int)
         compile_time = 0.0
         outer = 0
         for outer in range(1, self.max_outer_iterations + 1):
             with compile_clock() as seconds:
-                state, k, (c, v) = _outer_batch(problem, state, optimizer, self.max_inner_iterations, gtol,
-                                                self.violation_tol, self.rho_growth, self.rho_max)
+                state, k, (c, v) = _outer_batch(
+                    problem, state, optimizer, self.max_inner_iterations, gtol, self.violation_tol, self.rho_growth, self.rho_max
+                )
                 k = np.asarray(k)
             compile_time += seconds()
             iterations += k
@@ -292,7 +302,9 @@ class AugmentedLagrangian(eqx.Module):
             change = np.abs(cost_now - np.asarray(state.previous_cost)) / np.maximum(np.abs(cost_now), 1e-300)
             converged = (viol_now <= self.violation_tol) & (change <= self.cost_tol)
             if callback is not None:
-                callback(Progress(outer, iterations.copy(), cost_now, viol_now, np.asarray(state.rho), time.perf_counter() - start))
+                callback(
+                    Progress(outer, iterations.copy(), cost_now, viol_now, np.asarray(state.rho), time.perf_counter() - start)
+                )
             if converged.all():
                 break
         report = SolverReport(

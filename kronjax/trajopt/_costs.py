@@ -66,7 +66,6 @@ def _points_in_base(model: Model, q, bodies: tuple[int, ...], points):
     return origins[index] + jnp.einsum("pij,pj->pi", rotations[index], points.astype(origins.dtype))
 
 
-
 class AbstractCost(eqx.Module):
     """A cost ``f(model, trajectory, samples) -> scalar``. Costs add and scale:
     ``TorqueEffort() + 0.01 * Smoothness()``.

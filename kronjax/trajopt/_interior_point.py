@@ -128,8 +128,9 @@ class InteriorPoint(eqx.Module):
         try:
             with compile_clock() as compile_seconds:
                 z, duration, guesses, k, history_cost, history_violation = jax.block_until_ready(
-                    _compiled(jax.default_backend())(problem, z0, duration0, warm, self, float(tol),
-                                                     callback is not None, jnp.asarray(token))
+                    _compiled(jax.default_backend())(
+                        problem, z0, duration0, warm, self, float(tol), callback is not None, jnp.asarray(token)
+                    )
                 )
         finally:
             del _callbacks[token]
@@ -205,8 +206,11 @@ _tokens = itertools.count()
 def _report(token, k, steps, cost, violation, mu):
     callback, start = _callbacks.get(int(token), (None, 0.0))
     if callback is not None:
-        callback(Progress(int(k), np.asarray(steps), np.asarray(cost), np.asarray(violation), np.asarray(mu),
-                          time.perf_counter() - start))
+        callback(
+            Progress(
+                int(k), np.asarray(steps), np.asarray(cost), np.asarray(violation), np.asarray(mu), time.perf_counter() - start
+            )
+        )
 
 
 def _variables(problem: Problem, x):
@@ -258,8 +262,23 @@ def _start(problem: Problem, x, warm: InteriorPointState | None, solver: Interio
     theta = jnp.maximum(jnp.sum(jnp.abs(c + s)) + jnp.sum(jnp.abs(h)), 1.0)
     empty = jnp.full(_FILTER_SIZE, jnp.inf, dtype)
     violation = _violation(c, h)
-    return _Guess(x, s, lam, y, mu, scale, f, violation, jnp.asarray(False), jnp.asarray(0),
-                  empty, empty, jnp.asarray(0), 1e-4 * theta, 1e4 * theta)
+    return _Guess(
+        x,
+        s,
+        lam,
+        y,
+        mu,
+        scale,
+        f,
+        violation,
+        jnp.asarray(False),
+        jnp.asarray(0),
+        empty,
+        empty,
+        jnp.asarray(0),
+        1e-4 * theta,
+        1e4 * theta,
+    )
 
 
 def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoint) -> _Guess:
@@ -280,8 +299,9 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
     scale_d = jnp.maximum(_SCALE_MAX, (jnp.sum(jnp.abs(lam)) + jnp.sum(jnp.abs(y))) / count) / _SCALE_MAX
 
     def kkt_error(mu):
-        return jnp.max(jnp.stack([_inf_norm(grad_l) / scale_d, _inf_norm(c + s), _inf_norm(h),
-                                  _inf_norm(s * lam - mu) / scale_d]))
+        return jnp.max(
+            jnp.stack([_inf_norm(grad_l) / scale_d, _inf_norm(c + s), _inf_norm(h), _inf_norm(s * lam - mu) / scale_d])
+        )
 
     # converged when, besides, the duality gap sum(s lam) (the cost's distance to the optimum, to
     # first order) is at most tol: with the max-norm of S lam alone it stopped 7e-8 above the
@@ -356,8 +376,7 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
         armijo = phi_t <= phi + _ETA * alpha * slope + rounding
         better = (theta_t <= (1.0 - _GAMMA_THETA) * theta) | (phi_t <= phi - _GAMMA_PHI * theta + rounding)
         dominated = jnp.any((theta_t >= filter_theta) & (phi_t >= filter_phi))
-        ok = (jnp.isfinite(phi_t) & (theta_t <= guess.theta_max) & ~dominated
-              & jnp.where(switching(alpha), armijo, better))
+        ok = jnp.isfinite(phi_t) & (theta_t <= guess.theta_max) & ~dominated & jnp.where(switching(alpha), armijo, better)
         return ok, count + 1, alpha, (x_t, s_t, f_t, c_t, h_t)
 
     init_point = jax.tree.map(jnp.zeros_like, (x, s, f, c, h))
@@ -374,14 +393,23 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
     filter_theta = jnp.where(accepted, filter_theta, jnp.inf)
     filter_phi = jnp.where(accepted, filter_phi, jnp.inf)
     finite = jnp.isfinite(f_new) & jnp.all(jnp.isfinite(c_new)) & jnp.all(jnp.isfinite(h_new))
-    x_new, s_new, f_new, c_new, h_new = jax.tree.map(lambda new, old: jnp.where(finite, new, old),
-                                                      (x_new, s_new, f_new, c_new, h_new), (x, s, f, c, h))
+    x_new, s_new, f_new, c_new, h_new = jax.tree.map(
+        lambda new, old: jnp.where(finite, new, old), (x_new, s_new, f_new, c_new, h_new), (x, s, f, c, h)
+    )
     alpha = jnp.where(finite, alpha, 0.0)
     lam_new = jnp.clip(lam + alpha_dual * dlam, mu / (_KAPPA_SIGMA * s_new), _KAPPA_SIGMA * mu / s_new)
     stepped = guess._replace(
-        x=x_new, s=s_new, lam=lam_new, y=y + alpha * (y_new - y), mu=mu, f=f_new,
+        x=x_new,
+        s=s_new,
+        lam=lam_new,
+        y=y + alpha * (y_new - y),
+        mu=mu,
+        f=f_new,
         violation=_violation(c_new, h_new),
-        filter_theta=filter_theta, filter_phi=filter_phi, filter_count=guess.filter_count + grow, steps=guess.steps + 1,
+        filter_theta=filter_theta,
+        filter_phi=filter_phi,
+        filter_count=guess.filter_count + grow,
+        steps=guess.steps + 1,
     )
     stay = guess._replace(done=jnp.asarray(True), f=f, violation=violation)
     return jax.tree.map(lambda a, b: jnp.where(done, a, b), stay, stepped)

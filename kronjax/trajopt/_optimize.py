@@ -193,8 +193,7 @@ def optimize(
         init, duration0 = previous.z, previous.duration
         state_type = InteriorPointState if isinstance(solver, InteriorPoint) else AugmentedLagrangianState
         if not isinstance(previous.state, state_type):
-            raise ValueError(f"init is a Result of another solver; a warm start of {type(solver).__name__} needs one "
-                             "of its own")
+            raise ValueError(f"init is a Result of another solver; a warm start of {type(solver).__name__} needs one of its own")
         warm = previous.state
     if init is None:
         if num_guesses > 1:
@@ -216,5 +215,12 @@ def optimize(
     best = _best(report.cost, report.violation, solver.violation_tol)
     trajectories = _trajectories(problem, solution.z, solution.duration)
     report = report._replace(best=best, wall_time=time.perf_counter() - start)
-    return Result(jax.tree.map(lambda x: x[best], trajectories), report, trajectories, problem, solution.z,
-                  solution.duration, solution.state)
+    return Result(
+        jax.tree.map(lambda x: x[best], trajectories),
+        report,
+        trajectories,
+        problem,
+        solution.z,
+        solution.duration,
+        solution.state,
+    )

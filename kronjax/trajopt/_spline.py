@@ -96,8 +96,7 @@ class BSpline(eqx.Module):
         m = self.control_points.shape[0]
         if self.control_points.ndim != 2 or m < self.degree + 1:
             raise ValueError(
-                f"control_points must be (m, n) with m >= degree + 1 = {self.degree + 1}, "
-                f"got shape {self.control_points.shape}"
+                f"control_points must be (m, n) with m >= degree + 1 = {self.degree + 1}, got shape {self.control_points.shape}"
             )
 
     @eqx.filter_jit

@@ -88,8 +88,13 @@ class BoundaryConditions(eqx.Module):
             raise ValueError(f"duration must be a scalar, got shape {self.duration.shape}")
         if not isinstance(self.duration, jax.core.Tracer) and not float(self.duration) > 0:
             raise ValueError(f"duration must be positive, got {float(self.duration)}")
-        for name, value in (("q_end", q_end), ("qd_start", qd_start), ("qd_end", qd_end),
-                            ("qdd_start", qdd_start), ("qdd_end", qdd_end)):
+        for name, value in (
+            ("q_end", q_end),
+            ("qd_start", qd_start),
+            ("qd_end", qd_end),
+            ("qdd_start", qdd_start),
+            ("qdd_end", qdd_end),
+        ):
             setattr(self, name, None if value is None else _vector(value, n, name, dtype))
 
     @property
@@ -473,17 +478,24 @@ def transcribe(
         if not isinstance(constraint, AbstractConstraint):
             raise TypeError(f"constraints must be trajopt constraints (AvoidSpheres(...), ...), got {constraint!r}")
     for constraint in constraints:
-        if isinstance(constraint, TaskConstraint) and (constraint.time == 0 or (constraint.time is None and boundary.q_end is not None)):
+        if isinstance(constraint, TaskConstraint) and (
+            constraint.time == 0 or (constraint.time is None and boundary.q_end is not None)
+        ):
             raise ValueError(
                 f"{type(constraint).__name__} on body {constraint.body!r} at t = {'T' if constraint.time is None else 0}, where "
                 "the boundary conditions fix q already: leave q_end=None, or give the constraint a time inside the motion"
             )
     if free_time is not None and not isinstance(free_time, FreeTime):
         raise TypeError(f"free_time must be a trajopt.FreeTime(lower, upper), got {free_time!r}")
-    if free_time is not None and not isinstance(boundary.duration, jax.core.Tracer) \
-            and not free_time.lower <= float(boundary.duration) <= free_time.upper:
-        raise ValueError(f"the initial duration {float(boundary.duration)} is outside free_time's bounds "
-                         f"[{free_time.lower}, {free_time.upper}]")
+    if (
+        free_time is not None
+        and not isinstance(boundary.duration, jax.core.Tracer)
+        and not free_time.lower <= float(boundary.duration) <= free_time.upper
+    ):
+        raise ValueError(
+            f"the initial duration {float(boundary.duration)} is outside free_time's bounds "
+            f"[{free_time.lower}, {free_time.upper}]"
+        )
     limits = model.limits if limits is None else limits
     limits = JointLimits.unlimited(n) if limits is None else limits
     if not isinstance(limits, JointLimits) or limits.lower.shape != (n,):
@@ -544,21 +556,29 @@ def _check_limits_admit_motion(model: Model, limits: JointLimits) -> None:
     if isinstance(limits.lower, jax.core.Tracer):
         return
     lower, upper = np.asarray(limits.lower), np.asarray(limits.upper)
-    problems = [f"{name}: position range [{lower[k]}, {upper[k]}] has zero width"
-                for k, name in enumerate(model.coordinate_names) if lower[k] == upper[k]]
+    problems = [
+        f"{name}: position range [{lower[k]}, {upper[k]}] has zero width"
+        for k, name in enumerate(model.coordinate_names)
+        if lower[k] == upper[k]
+    ]
     for field in ("velocity", "effort"):
         value = np.asarray(getattr(limits, field))
         problems += [f"{name}: {field} limit is 0" for k, name in enumerate(model.coordinate_names) if value[k] == 0]
     if problems:
         raise ValueError(
-            "trajectory optimisation needs every joint free to move and actuated: " + "; ".join(problems)
+            "trajectory optimisation needs every joint free to move and actuated: "
+            + "; ".join(problems)
             + ". Remove the joint from the model (a fixed joint), or widen its limits (pass limits=...)"
         )
 
 
 def _check_boundary_within_limits(bc: BoundaryConditions, limits: JointLimits) -> None:
-    checks = [("q_start", bc.q_start, limits.lower, limits.upper), ("q_end", bc.q_end, limits.lower, limits.upper),
-              ("qd_start", bc.qd_start, -limits.velocity, limits.velocity), ("qd_end", bc.qd_end, -limits.velocity, limits.velocity)]
+    checks = [
+        ("q_start", bc.q_start, limits.lower, limits.upper),
+        ("q_end", bc.q_end, limits.lower, limits.upper),
+        ("qd_start", bc.qd_start, -limits.velocity, limits.velocity),
+        ("qd_end", bc.qd_end, -limits.velocity, limits.velocity),
+    ]
     for name, value, lo, hi in checks:
         if value is None or isinstance(value, jax.core.Tracer) or isinstance(lo, jax.core.Tracer):
             continue
