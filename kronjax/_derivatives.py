@@ -148,8 +148,8 @@ def _dtype(model: Model, *x: Array):
 
 
 def rnea_derivatives(
-    model: Model, q: Float[Array, " n"], qd: Float[Array, " n"], qdd: Float[Array, " n"]
-) -> tuple[Float[Array, " n"], Float[Array, "n n"], Float[Array, "n n"], Float[Array, "n n"]]:
+    model: Model, q: Float[Array, " nq"], qd: Float[Array, " nv"], qdd: Float[Array, " nv"]
+) -> tuple[Float[Array, " nv"], Float[Array, "nv nv"], Float[Array, "nv nv"], Float[Array, "nv nv"]]:
     """``(tau, dtau/dq, dtau/dqd, M)`` of a :class:`~kronjax.chain.Tree` model at one state; each
     matrix has row = joint force ``k``, column = coordinate ``j`` (module doc)."""
     dtype = _dtype(model, q, qd, qdd)
@@ -162,8 +162,8 @@ def rnea_derivatives(
 
 
 def aba_derivatives(
-    model: Model, q: Float[Array, " n"], qd: Float[Array, " n"], tau: Float[Array, " n"]
-) -> tuple[Float[Array, " n"], Float[Array, "n n"], Float[Array, "n n"], Float[Array, "n n"], Float[Array, " n"]]:
+    model: Model, q: Float[Array, " nq"], qd: Float[Array, " nv"], tau: Float[Array, " nv"]
+) -> tuple[Float[Array, " nv"], Float[Array, "nv nv"], Float[Array, "nv nv"], Float[Array, "nv nv"], Float[Array, " nv"]]:
     """``(qdd, dtau/dq, dtau/dqd, M^-1, pivots)`` at ``qdd = M^-1 (tau - b(q, qd))`` (the bias
     ``b`` is ``tau`` at ``qdd = 0``; the forces are affine in ``qdd``, so no articulated-body pass
     is needed), with the Cholesky pivots of ``M`` (all positive iff ``M`` is positive definite).

@@ -538,7 +538,7 @@ class Constraints(eqx.Module):
         antisymmetric part is the chart's Lie bracket, which ``qd ⊗ qd`` does not see.)"""
         return self._derivative(q, self.jacobian)
 
-    def velocity_residual(self, q: Float[Array, " nq"], qd: Float[Array, " n"]) -> Float[Array, " m"]:
+    def velocity_residual(self, q: Float[Array, " nq"], qd: Float[Array, " nv"]) -> Float[Array, " m"]:
         """``A(q) qd - b(q)``."""
         rows = []
         for c in self.parts:
@@ -549,7 +549,7 @@ class Constraints(eqx.Module):
                 rows.append(c.a(q) @ qd - (0.0 if c.b is None else c.b(q)))
         return jnp.concatenate(rows)
 
-    def bias(self, q: Float[Array, " nq"], qd: Float[Array, " n"]) -> Float[Array, " m"]:
+    def bias(self, q: Float[Array, " nq"], qd: Float[Array, " nv"]) -> Float[Array, " m"]:
         """``gamma`` of ``A qdd = gamma``: ``-(A qd - b)_q qd`` (Huang eq. 1), i.e.
         ``-d^2/ds^2 Phi(q ⊕ s qd)`` at ``s = 0`` for holonomic rows (module doc) and
         ``-d/ds (A qd - b)(q ⊕ s qd)`` for Pfaffian ones."""
@@ -667,9 +667,9 @@ class Solution(NamedTuple):
         True
     """
 
-    qdd: Float[Array, " n"]
+    qdd: Float[Array, " nv"]
     forces: Float[Array, " m"]
-    generalized_force: Float[Array, " n"]
+    generalized_force: Float[Array, " nv"]
     rank: Int[Array, ""]
 
 
@@ -783,7 +783,7 @@ class HuangSystem(NamedTuple):
     phi_q: Float[Array, "m m"]
     psi: Float[Array, " m"]
     z: Float[Array, "m n"]
-    free_qdd: Float[Array, " n"]
+    free_qdd: Float[Array, " nv"]
 
 
 def _huang_system(cons, q, qd, factor, f, dt) -> HuangSystem:
@@ -804,8 +804,8 @@ def huang_system(
     model: Model,
     constraints,
     q: Float[ArrayLike, " nq"],
-    qd: Float[ArrayLike, " n"],
-    tau: Float[ArrayLike, " n"],
+    qd: Float[ArrayLike, " nv"],
+    tau: Float[ArrayLike, " nv"],
     dt: float,
     *,
     wrenches: Wrench | Sequence[Wrench] | None = None,
@@ -887,8 +887,8 @@ def solve(
     model: Model,
     constraints,
     q: Float[ArrayLike, " nq"],
-    qd: Float[ArrayLike, " n"],
-    tau: Float[ArrayLike, " n"],
+    qd: Float[ArrayLike, " nv"],
+    tau: Float[ArrayLike, " nv"],
     method: str = "lagrange",
     *,
     dt: float | None = None,
@@ -994,7 +994,7 @@ def check_state(
     model: Model,
     constraints,
     q: Float[ArrayLike, " nq"],
-    qd: Float[ArrayLike, " n"] | None = None,
+    qd: Float[ArrayLike, " nv"] | None = None,
     *,
     tol: float = 1e-8,
     rtol: float | None = None,
@@ -1065,11 +1065,11 @@ def project(
     model: Model,
     constraints,
     q: Float[ArrayLike, " nq"],
-    qd: Float[ArrayLike, " n"] | None = None,
+    qd: Float[ArrayLike, " nv"] | None = None,
     *,
     iterations: int = 8,
     rtol: float | None = None,
-) -> tuple[Float[Array, " nq"], Float[Array, " n"] | None]:
+) -> tuple[Float[Array, " nq"], Float[Array, " nv"] | None]:
     """Move ``q`` onto ``Phi(q) = 0`` and ``qd`` onto ``A qd = b``.
 
     Positions: ``iterations`` Gauss-Newton steps ``q <- q ⊕ (-Phi_q^+ Phi)`` (minimum-norm
@@ -1144,7 +1144,7 @@ def simulate(
     model: Model,
     constraints,
     q0: Float[ArrayLike, " nq"],
-    qd0: Float[ArrayLike, " n"],
+    qd0: Float[ArrayLike, " nv"],
     torque: Callable | None = None,
     *,
     dt: float,

@@ -169,7 +169,7 @@ def _body_mass_matrix(model: Model, q: Array, method: str = "auto") -> Array:
     return 0.5 * (m + m.T)
 
 
-def mass_matrix(model: Model, q: Float[ArrayLike, " n"], method: str = "auto") -> Float[Array, "n n"]:
+def mass_matrix(model: Model, q: Float[ArrayLike, " nq"], method: str = "auto") -> Float[Array, "nv nv"]:
     """Generalized mass matrix ``M(q)`` (``n x n``), Tuan eq. (95) / Truc eq. (28)::
 
         M = sum_i  m_i J_TGi^T J_TGi + J_Ri^T I_Gi J_Ri  (+ diag(armature))
@@ -223,7 +223,7 @@ def _mass_matrix_derivative(model: Model, q: Array, method: str = "auto") -> Arr
     return jnp.sum(jax.vmap(body)(ine.mass, ine.inertia, jt, jr, ht, hr), axis=0)
 
 
-def mass_matrix_derivative(model: Model, q: Float[ArrayLike, " n"], method: str = "auto") -> Float[Array, "n n*n"]:
+def mass_matrix_derivative(model: Model, q: Float[ArrayLike, " nq"], method: str = "auto") -> Float[Array, "nv nv*nv"]:
     """``dM/dq`` in Khang's layout, ``n x n^2``: entry ``(i, j n + k) = d M[i, j] / d q_k``.
 
     With ``method="jacobians"``, assembled the papers' way from the bodies' Jacobians and
@@ -293,7 +293,7 @@ def _coriolis_star(model: Model, q: Array, method: str = "auto") -> Array:
     return _coriolis_star_from(_mass_matrix_derivative(model, q, method))
 
 
-def coriolis_star(model: Model, q: Float[ArrayLike, " n"], method: str = "auto") -> Float[Array, "n n*n"]:
+def coriolis_star(model: Model, q: Float[ArrayLike, " nq"], method: str = "auto") -> Float[Array, "nv nv*nv"]:
     """Velocity-free Coriolis/centrifugal matrix ``C*(q)`` (``n x n^2``), Tuan eq. (101)::
 
         C*(q) = dM/dq - 1/2 (d vec(M) / dq)^T,
@@ -325,8 +325,8 @@ def coriolis_star(model: Model, q: Float[ArrayLike, " n"], method: str = "auto")
 
 
 def coriolis_matrix(
-    model: Model, q: Float[ArrayLike, " n"], qd: Float[ArrayLike, " n"], form: str = "truc"
-) -> Float[Array, "n n"]:
+    model: Model, q: Float[ArrayLike, " nq"], qd: Float[ArrayLike, " nv"], form: str = "truc"
+) -> Float[Array, "nv nv"]:
     """Coriolis/centrifugal matrix ``C(q, qd)`` (``n x n``); every form gives the same
     ``C qd = C*(q) (qd ⊗ qd)``.
 
@@ -403,7 +403,7 @@ def coriolis_matrix(
     return 0.5 * (u + v - v.T) - correction
 
 
-def gravity(model: Model, q: Float[ArrayLike, " n"]) -> Float[Array, " n"]:
+def gravity(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, " nv"]:
     """Generalized gravity ``g(q) = (dP/dq)^T`` (Truc eqs. 17, 45; Parsa eq. 27)::
 
         g = -sum_i m_i J_TGi^T g0,     P = -sum_i m_i g0 . r_Gi,
@@ -436,7 +436,7 @@ def gravity(model: Model, q: Float[ArrayLike, " n"]) -> Float[Array, " n"]:
     return -jnp.einsum("b,bpi,p->i", ine.mass, jt, model.gravity)
 
 
-def potential_energy(model: Model, q: Float[ArrayLike, " n"]) -> Float[Array, ""]:
+def potential_energy(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, ""]:
     """Gravitational potential energy ``P = -sum_i m_i g0 . r_Gi`` (Truc 17, Parsa 26), zero when
     all centres of mass are at the base origin.
 
@@ -461,7 +461,7 @@ def potential_energy(model: Model, q: Float[ArrayLike, " n"]) -> Float[Array, ""
     return -jnp.einsum("b,bp,p->", ine.mass, centres, model.gravity)
 
 
-def kinetic_energy(model: Model, q: Float[ArrayLike, " n"], qd: Float[ArrayLike, " n"]) -> Float[Array, ""]:
+def kinetic_energy(model: Model, q: Float[ArrayLike, " nq"], qd: Float[ArrayLike, " nv"]) -> Float[Array, ""]:
     """Kinetic energy ``T = sum_i 1/2 m_i v_Gi . v_Gi + 1/2 w_i . I_Gi w_i`` (Truc 22, Parsa 13),
     with ``w_i`` in the body frame, plus the rotors' ``1/2 qd . diag(armature) qd``; equals ``1/2
     qd^T M qd`` (Tuan 93). Computed from one forward-mode pass through the poses (no Jacobian
@@ -610,7 +610,9 @@ def _generalized_forces(model: Model, q: Array, wrenches: list[Wrench]) -> Array
     return jnp.einsum("bpi,bp->i", jt, forces) + jnp.einsum("bpi,bp->i", jr, moments)
 
 
-def generalized_forces(model: Model, q: Float[ArrayLike, " n"], wrenches: Wrench | Sequence[Wrench] | None) -> Float[Array, " n"]:
+def generalized_forces(
+    model: Model, q: Float[ArrayLike, " nq"], wrenches: Wrench | Sequence[Wrench] | None
+) -> Float[Array, " nv"]:
     """Joint-space generalized forces of external wrenches (Parsa eqs. 28, 31)::
 
         f = sum_w J_T(point_w)^T force_w + J_R^T moment_w
@@ -706,13 +708,13 @@ def _resolve_method(model: Model, method: str) -> str:
 
 def inverse_dynamics(
     model: Model,
-    q: Float[ArrayLike, " n"],
-    qd: Float[ArrayLike, " n"],
-    qdd: Float[ArrayLike, " n"],
+    q: Float[ArrayLike, " nq"],
+    qd: Float[ArrayLike, " nv"],
+    qdd: Float[ArrayLike, " nv"],
     method: str = "auto",
     wrenches: Wrench | Sequence[Wrench] | None = None,
     passive: bool = False,
-) -> Float[Array, " n"]:
+) -> Float[Array, " nv"]:
     """Joint forces/torques ``tau`` that produce ``qdd`` at ``(q, qd)`` (``(n,)``)::
 
         tau = M qdd + C*(q) (qd ⊗ qd) + g(q) - f_ext      (Tuan 100, Truc 44, Parsa 38)
@@ -773,12 +775,12 @@ def inverse_dynamics(
 
 def forward_dynamics(
     model: Model,
-    q: Float[ArrayLike, " n"],
-    qd: Float[ArrayLike, " n"],
-    tau: Float[ArrayLike, " n"],
+    q: Float[ArrayLike, " nq"],
+    qd: Float[ArrayLike, " nv"],
+    tau: Float[ArrayLike, " nv"],
     wrenches: Wrench | Sequence[Wrench] | None = None,
     passive: bool = False,
-) -> Float[Array, " n"]:
+) -> Float[Array, " nv"]:
     """Joint accelerations ``qdd`` (``(n,)``) from ``M qdd = tau + f_ext - C qd - g`` (Tuan 100);
     with ``passive=True`` the joints' damping and friction are added to ``tau``
     (:func:`kronjax.passive.passive_forces`; off by default, so that this is the inverse of
@@ -951,10 +953,10 @@ def _tree_aba_jvp(primals, tangents):
 
 def inverse_dynamics_derivatives(
     model: Model,
-    q: Float[ArrayLike, " n"],
-    qd: Float[ArrayLike, " n"],
-    qdd: Float[ArrayLike, " n"],
-) -> tuple[Float[Array, "n n"], Float[Array, "n n"], Float[Array, "n n"]]:
+    q: Float[ArrayLike, " nq"],
+    qd: Float[ArrayLike, " nv"],
+    qdd: Float[ArrayLike, " nv"],
+) -> tuple[Float[Array, "nv nv"], Float[Array, "nv nv"], Float[Array, "nv nv"]]:
     """Partial derivatives of inverse dynamics ``tau(q, qd, qdd)`` (:func:`inverse_dynamics`):
     ``(dtau_dq, dtau_dqd, dtau_dqdd)``, each ``n x n`` with entry ``[i, j] = d tau_i / d x_j``
     (row: output joint force, column: input coordinate); ``dtau_dqdd`` is ``M(q)``.
@@ -990,10 +992,10 @@ def inverse_dynamics_derivatives(
 
 def forward_dynamics_derivatives(
     model: Model,
-    q: Float[ArrayLike, " n"],
-    qd: Float[ArrayLike, " n"],
-    tau: Float[ArrayLike, " n"],
-) -> tuple[Float[Array, "n n"], Float[Array, "n n"], Float[Array, "n n"]]:
+    q: Float[ArrayLike, " nq"],
+    qd: Float[ArrayLike, " nv"],
+    tau: Float[ArrayLike, " nv"],
+) -> tuple[Float[Array, "nv nv"], Float[Array, "nv nv"], Float[Array, "nv nv"]]:
     """Partial derivatives of forward dynamics ``qdd(q, qd, tau)`` (:func:`forward_dynamics`):
     ``(dqdd_dq, dqdd_dqd, dqdd_dtau)``, each ``n x n`` with entry ``[i, j] = d qdd_i / d x_j``
     (row: output acceleration, column: input coordinate); ``dqdd_dtau`` is ``M(q)^-1``.

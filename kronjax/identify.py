@@ -366,9 +366,9 @@ def _regressor_one(model: Model, q: Array, qd: Array, qdd: Array, friction: bool
 
 def regressor(
     model: Model,
-    q: Float[ArrayLike, "*batch n"],
-    qd: Float[ArrayLike, "*batch n"],
-    qdd: Float[ArrayLike, "*batch n"],
+    q: Float[ArrayLike, "*batch nq"],
+    qd: Float[ArrayLike, "*batch nv"],
+    qdd: Float[ArrayLike, "*batch nv"],
     *,
     friction: bool = False,
     armature: bool = False,
@@ -925,7 +925,7 @@ def physically_consistent(
     friction: bool = False,
     armature: bool = False,
     initial: Float[ArrayLike, " p"] | None = None,
-    sigma: Float[ArrayLike, " n"] | None = None,
+    sigma: Float[ArrayLike, " nv"] | None = None,
     prior: Float[ArrayLike, " p"] | None = None,
     prior_weight: float = 0.0,
     steps: int = 1000,

@@ -83,7 +83,7 @@ class FramePoses(NamedTuple):
     origins: Float[Array, "nb 3"]
 
 
-def forward_kinematics(model: Model, q: Float[ArrayLike, " n"]) -> FramePoses:
+def forward_kinematics(model: Model, q: Float[ArrayLike, " nq"]) -> FramePoses:
     """Rotation matrices and origins of every body frame (Tuan eqs. 22, 26-27, 71-72).
 
     Example:
@@ -218,8 +218,8 @@ def _points(model: Model, points, dtype) -> Array | None:
 
 
 def jacobians(
-    model: Model, q: Float[ArrayLike, " n"], frame: str = "base", points=None, method: str = "auto"
-) -> tuple[Float[Array, "nb 3 n"], Float[Array, "nb 3 n"]]:
+    model: Model, q: Float[ArrayLike, " nq"], frame: str = "base", points=None, method: str = "auto"
+) -> tuple[Float[Array, "nb 3 nv"], Float[Array, "nb 3 nv"]]:
     """Translational and rotational Jacobians of every body, ``(J_T, J_R)``, each ``(nb, 3, n)``.
 
     ``J_T[i]`` is the Jacobian of body ``i``'s frame origin, or of a point fixed on it, and
@@ -258,8 +258,8 @@ def jacobians(
 
 
 def hessians(
-    model: Model, q: Float[ArrayLike, " n"], frame: str = "base", points=None, method: str = "auto"
-) -> tuple[Float[Array, "nb 3 n*n"], Float[Array, "nb 3 n*n"]]:
+    model: Model, q: Float[ArrayLike, " nq"], frame: str = "base", points=None, method: str = "auto"
+) -> tuple[Float[Array, "nb 3 nv*nv"], Float[Array, "nb 3 nv*nv"]]:
     """Translational and rotational Hessians of every body, ``(H_T, H_R)``, each ``(nb, 3, n^2)``.
 
     Khang's layout, jacobian-of-jacobian form: ``H[i][p, j n + k] = dJ[i][p, j]/dq_k`` for the
@@ -293,12 +293,12 @@ def hessians(
 
 def jacobians_dot(
     model: Model,
-    q: Float[ArrayLike, " n"],
-    qd: Float[ArrayLike, " n"],
+    q: Float[ArrayLike, " nq"],
+    qd: Float[ArrayLike, " nv"],
     frame: str = "base",
     points=None,
     method: str = "auto",
-) -> tuple[Float[Array, "nb 3 n"], Float[Array, "nb 3 n"]]:
+) -> tuple[Float[Array, "nb 3 nv"], Float[Array, "nb 3 nv"]]:
     """Time derivatives of the Jacobians of :func:`jacobians`, ``(dJ_T/dt, dJ_R/dt)``, each ``(nb, 3, n)``.
 
     ``dJ/dt = H (E_n ⊗ qd)`` (Tuan 8 with :func:`hessians`), so that ``a = J qdd + (dJ/dt) qd``
@@ -356,8 +356,8 @@ def _prepare(model: Model, q, body, point=None):
 
 
 def translational_jacobian(
-    model: Model, q: Float[ArrayLike, " n"], body: int | str, point=None, frame: str = "base"
-) -> Float[Array, "3 n"]:
+    model: Model, q: Float[ArrayLike, " nq"], body: int | str, point=None, frame: str = "base"
+) -> Float[Array, "3 nv"]:
     """Translational Jacobian ``J_T`` (3 x n) of a body frame's origin or of a point fixed on the body.
 
     ``frame="base"``: ``^0J_T^(0) = d(^0 d_i^(0))/dq`` (29), or ``J_TG`` of a point (45);
@@ -384,7 +384,7 @@ def translational_jacobian(
     return _jacobians(model, q, points, frame)[0][b]
 
 
-def rotational_jacobian(model: Model, q: Float[ArrayLike, " n"], body: int | str, frame: str = "base") -> Float[Array, "3 n"]:
+def rotational_jacobian(model: Model, q: Float[ArrayLike, " nq"], body: int | str, frame: str = "base") -> Float[Array, "3 nv"]:
     """Rotational Jacobian ``J_R`` (3 x n): ``omega = J_R qd`` in the base frame (37) or in the
     body frame (40).
 
@@ -403,8 +403,8 @@ def rotational_jacobian(model: Model, q: Float[ArrayLike, " n"], body: int | str
 
 
 def translational_hessian(
-    model: Model, q: Float[ArrayLike, " n"], body: int | str, point=None, frame: str = "base"
-) -> Float[Array, "3 n*n"]:
+    model: Model, q: Float[ArrayLike, " nq"], body: int | str, point=None, frame: str = "base"
+) -> Float[Array, "3 nv*nv"]:
     """Translational Hessian (3 x n^2, Khang's layout) of a frame origin or a body point.
 
     ``"base"``: ``H_T^(0) = dJ_T^(0)/dq`` (51; 67 for a point), ``a^(0) = J_T qdd + H_T (qd ⊗ qd)`` (52, 66).
@@ -433,7 +433,7 @@ def translational_hessian(
     return _hessians(model, q, points, frame)[0][b]
 
 
-def rotational_hessian(model: Model, q: Float[ArrayLike, " n"], body: int | str, frame: str = "base") -> Float[Array, "3 n*n"]:
+def rotational_hessian(model: Model, q: Float[ArrayLike, " nq"], body: int | str, frame: str = "base") -> Float[Array, "3 nv*nv"]:
     """Rotational Hessian (3 x n^2, Khang's layout): ``dJ_R/dq`` in the base frame (60) or the
     body frame (61); ``alpha = J_R qdd + H_R (qd ⊗ qd)`` (62-64). Not symmetric in general.
 
@@ -582,10 +582,10 @@ class RelativeMotion(eqx.Module):
 
     rotation: Float[Array, "3 3"]
     origin: Float[Array, 3]
-    J_T: Float[Array, "3 n"]
-    J_R: Float[Array, "3 n"]
-    H_T: Float[Array, "3 n*n"]
-    H_R: Float[Array, "3 n*n"]
+    J_T: Float[Array, "3 nv"]
+    J_R: Float[Array, "3 nv"]
+    H_T: Float[Array, "3 nv*nv"]
+    H_R: Float[Array, "3 nv*nv"]
     expressed_in: str = eqx.field(static=True, default="reference")
 
     def __check_init__(self):
@@ -728,7 +728,7 @@ def compose(ab: RelativeMotion, bc: RelativeMotion) -> RelativeMotion:
     return RelativeMotion(rotation, origin, jt, jr, ht, hr, ab.expressed_in)
 
 
-def point_motion(motion: RelativeMotion, point: Float[ArrayLike, 3]) -> tuple[Float[Array, "3 n"], Float[Array, "3 n*n"]]:
+def point_motion(motion: RelativeMotion, point: Float[ArrayLike, 3]) -> tuple[Float[Array, "3 nv"], Float[Array, "3 nv*nv"]]:
     """``(J_TG, H_TG)`` of a point fixed on the moving frame, given in moving-frame coordinates.
 
     Eqs. (79), (88) (``expressed_in="reference"``) or (82), (91) (``"moving"``).

@@ -295,8 +295,8 @@ def _check_torque(torque, t, q, qd) -> None:
 
 def rollout(
     model: Model,
-    q0: Float[ArrayLike, " n"],
-    qd0: Float[ArrayLike, " n"],
+    q0: Float[ArrayLike, " nq"],
+    qd0: Float[ArrayLike, " nv"],
     torque: TorqueFn | None,
     ts: Float[ArrayLike, " T"],
     *,
@@ -576,7 +576,7 @@ class OpenLoop(eqx.Module):
 
 
 class _Setpoint(eqx.Module):
-    q: Float[Array, " n"]
+    q: Float[Array, " nq"]
 
     def __call__(self, t):
         zero = jnp.zeros_like(self.q)
