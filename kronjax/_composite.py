@@ -45,7 +45,7 @@ def ancestry(tree: Tree) -> tuple[np.ndarray, ...]:
     moving bodies. The sub-joints of a multi-DoF joint are each other's ancestors (each moves the
     others' axes, which are fixed in the joint's child frame): ``⪯`` is then a preorder."""
     ex = sp.expansion(tree)
-    return _ancestry(ex.parents, ex.kinds, tuple(ex.group))
+    return _ancestry(ex.parents, ex.kinds, tuple(ex.group.tolist()))
 
 
 @functools.lru_cache(maxsize=64)

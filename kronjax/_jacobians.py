@@ -69,7 +69,7 @@ def _world(tree: Tree, q: Array, points: Array | None, dtype) -> dict:
     """Forward kinematics, the points ``P_i`` and the columns ``V_ij`` (components of ``(nb, n)``)."""
     f = sp.frames(tree, q, dtype)
     ex = sp.expansion(tree)
-    bodies, support, strict, sibling = _topology(ex.parents, ex.kinds, tuple(ex.group), tuple(ex.real))
+    bodies, support, strict, sibling = _topology(ex.parents, ex.kinds, tuple(ex.group.tolist()), tuple(ex.real.tolist()))
     rot, origin = f["R"], f["p"]
     if tree.has_multi_dof:  # the model's bodies among the expanded ones
         rot = tuple(tuple(c[ex.real] for c in row) for row in rot)

@@ -381,8 +381,11 @@ def jacobian_mass_matrix(model: kj.Model, q: np.ndarray) -> np.ndarray:
     jv = np.where(ancestor[:, :, None], jv, 0.0)  # (nb, n, 3)
     jw = np.where((ancestor & revolute[None])[:, :, None], world_axis[None], 0.0)
     world_inertia = np.einsum("bij,bjk,blk->bil", rot, inertia, rot)
-    w, v = np.linalg.eigh(world_inertia)
-    root = np.einsum("bij,bj,bkj->bik", v, np.sqrt(np.maximum(w, 0.0)), v)  # (R I R^T)^(1/2)
+    # eigh of entries near the largest double overflows (NaN): factor a scaled copy
+    scale = np.abs(world_inertia).max(axis=(1, 2))
+    scale = np.where(scale > 0, scale, 1.0)
+    w, v = np.linalg.eigh(world_inertia / scale[:, None, None])
+    root = np.einsum("bij,bj,bkj->bik", v, np.sqrt(np.maximum(w, 0.0)), v) * np.sqrt(scale)[:, None, None]  # (R I R^T)^(1/2)
     rows = np.concatenate([np.sqrt(mass)[:, None, None] * jv, np.einsum("bij,bkj->bki", root, jw)], axis=2)
     rows = rows.transpose(0, 2, 1).reshape(-1, n)  # (6 nb, n)
     return rows.T @ rows
@@ -456,6 +459,17 @@ def fuzz(examples: int) -> tuple[collections.Counter, int]:
 
     one()
     return outcomes, sum(chains)
+
+
+def test_an_inertia_near_the_largest_double_loads_and_matches_the_oracles():
+    """A case the fuzzer found (CI, 2026-11-25): cad_pendulum's second link with ``ixx`` set to
+    the largest double. The loader keeps it (M stays finite: 1.6e305 on the diagonal) and M
+    matches the Jacobian oracle and Pinocchio; the oracle's own eigh once overflowed to NaN."""
+    text = SEEDS["cad_pendulum"]
+    second = list(re.finditer(r'ixx="[^"]*"', text))[1].span()
+    model = kj.load_urdf(text[: second[0]] + 'ixx="1.7976931348623157e+308"' + text[second[1] :])
+    assert np.asarray(model.inertials.inertia)[0, 0, 0] > 1e308
+    check_model(model)
 
 
 @pytest.mark.slow
