@@ -41,12 +41,12 @@ from jaxtyping import Array, ArrayLike, Float
 from .calculus import skew
 
 KINDS = ("R", "P", "free", "spherical", "planar")
-_NQ = {"R": 1, "P": 1, "free": 7, "spherical": 4, "planar": 4}
-_NV = {"R": 1, "P": 1, "free": 6, "spherical": 3, "planar": 3}
+NQ = {"R": 1, "P": 1, "free": 7, "spherical": 4, "planar": 4}  # configuration numbers of each kind
+NV = {"R": 1, "P": 1, "free": 6, "spherical": 3, "planar": 3}  # velocities of each kind
 
 
 def _check_kind(kind: str) -> None:
-    if kind not in _NQ:
+    if kind not in NQ:
         raise ValueError(f"unknown joint kind {kind!r}; expected one of {KINDS}")
 
 
@@ -60,13 +60,13 @@ def _check_shape(name: str, x, size: int, kind: str) -> Array:
 def nq(kind: str) -> int:
     """Number of configuration coordinates of a joint kind (7 free, 4 spherical and planar, 1 R/P)."""
     _check_kind(kind)
-    return _NQ[kind]
+    return NQ[kind]
 
 
 def nv(kind: str) -> int:
     """Number of velocity coordinates of a joint kind (6 free, 3 spherical and planar, 1 R/P)."""
     _check_kind(kind)
-    return _NV[kind]
+    return NV[kind]
 
 
 # --------------------------------------------------------------------------------------------
@@ -259,7 +259,7 @@ def normalize(kind: str, q: Float[Array, " nq"]) -> Float[Array, " nq"]:
     """``q`` with its quaternion (free, spherical) or ``(cos, sin)`` pair (planar) scaled to unit
     norm, the rest unchanged (``pin.normalize``). A zero quaternion gives NaN."""
     _check_kind(kind)
-    q = _check_shape("q", q, _NQ[kind], kind)
+    q = _check_shape("q", q, NQ[kind], kind)
     k = {"R": 0, "P": 0, "free": 4, "spherical": 4, "planar": 2}[kind]
     if k == 0:
         return q
@@ -280,8 +280,8 @@ def integrate(kind: str, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv"])
     """``q (+) v``: the configuration reached from ``q`` by moving with the constant velocity ``v``
     for unit time (``pin.integrate``; see the module docstring for each kind's group law)."""
     _check_kind(kind)
-    q = _check_shape("q", q, _NQ[kind], kind)
-    v = _check_shape("v", v, _NV[kind], kind)
+    q = _check_shape("q", q, NQ[kind], kind)
+    v = _check_shape("v", v, NV[kind], kind)
     if kind in ("R", "P"):
         return q + v
     if kind == "spherical":
@@ -306,8 +306,8 @@ def difference(kind: str, q0: Float[Array, " nq"], q1: Float[Array, " nq"]) -> F
     """``q1 (-) q0``: the velocity ``v`` with ``integrate(kind, q0, v) = q1`` (quaternions up to
     sign), rotation angle in ``[0, pi]`` (``pin.difference(model, q0, q1)``)."""
     _check_kind(kind)
-    q0 = _check_shape("q0", q0, _NQ[kind], kind)
-    q1 = _check_shape("q1", q1, _NQ[kind], kind)
+    q0 = _check_shape("q0", q0, NQ[kind], kind)
+    q1 = _check_shape("q1", q1, NQ[kind], kind)
     if kind in ("R", "P"):
         return q1 - q0
     if kind == "spherical":
@@ -373,7 +373,7 @@ def motion(kind: str, q: Float[Array, " nq"]) -> tuple[Float[Array, "3 3"], Floa
     _check_kind(kind)
     if kind in ("R", "P"):
         raise ValueError(f"joint kind {kind!r}: its motion depends on the joint axis; the caller computes it")
-    q = _check_shape("q", q, _NQ[kind], kind)
+    q = _check_shape("q", q, NQ[kind], kind)
     zero = jnp.zeros((), dtype=q.dtype)
     if kind == "free":
         return quat_to_rotation(q[3:]), q[:3]

@@ -426,11 +426,9 @@ def joint_inputs(tree: Tree, q: Array, dtype) -> tuple[dict, np.ndarray]:
 def _multi_dof_motion(tree: Tree, ex: Expansion, q: Array, dtype) -> dict:
     """``{"motion": {first sub-joint: {"rot": G^T, "shift": Pre t}}}`` in components, which
     :func:`split` gives to those bodies' spans only (:class:`Schedule`)."""
-    from .chain import JOINT_NQ
-
     motion = {}
     for kind, start, _, lead, body in ex.multi:
-        g, t = _lie.motion(kind, q[start : start + JOINT_NQ[kind]])
+        g, t = _lie.motion(kind, q[start : start + _lie.NQ[kind]])
         pre = tree.pre_rotation[body].astype(dtype)
         motion[lead] = dict(
             rot=tuple(tuple(g[j, i] for j in range(3)) for i in range(3)), shift=tuple(pre[i] @ t for i in range(3))

@@ -69,8 +69,8 @@ _JOINT_KIND_NAMES = {
     "planar": "planar (x, y, rotation about z)",
 }
 MULTI_DOF = ("free", "spherical", "planar")
-JOINT_NQ = {"R": 1, "P": 1, "F": 0, "free": 7, "spherical": 4, "planar": 4}
-JOINT_NV = {"R": 1, "P": 1, "F": 0, "free": 6, "spherical": 3, "planar": 3}
+JOINT_NQ = {"F": 0, **_lie.NQ}  # configuration numbers of each joint kind (fixed joints: none)
+JOINT_NV = {"F": 0, **_lie.NV}  # velocities of each joint kind
 UNIT_TOLERANCE = 1e-6  # how far from 1 a quaternion's norm may be outside jit (Model.check_q)
 DEFAULT_GRAVITY = (0.0, 0.0, -9.81)
 

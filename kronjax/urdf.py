@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ._rotations import axis_angle, rpy, to_rpy
+from ._spatial import SUB_JOINTS
 from .chain import JOINT_NV, Inertial, Joint, Model, Tree, from_joints
 
 __all__ = ["URDFError", "load_urdf", "to_urdf"]
@@ -426,19 +427,18 @@ def _first_bad_pivot(m: np.ndarray, tol: float) -> int | None:
 
 
 def _sub_joints(joints: list[Joint], masses: list[_Mass]) -> tuple[list[Joint], list[_Mass]]:
-    """Free and planar joints as chains of 1-DoF joints in the child frame (the translations, then
-    the rotations; massless but for the last), which have the same ``M`` at some configuration."""
-    subs = {"free": ("P", "P", "P", "R", "R", "R"), "planar": ("P", "P", "R")}
+    """Multi-DoF joints as chains of 1-DoF joints in the child frame (the recursions' sub-joints,
+    :data:`kronjax._spatial.SUB_JOINTS`: the translations, then the rotations; massless but for
+    the last), which have the same ``M`` at some configuration."""
     out, out_masses, index = [], [], {}
     for i, (joint, mass) in enumerate(zip(joints, masses)):
         parent = -1 if joint.parent < 0 else index[joint.parent]
-        kinds = subs.get(joint.kind)
-        if kinds is None:
+        subs = SUB_JOINTS.get(joint.kind)
+        if subs is None:
             out.append(Joint(joint.kind, parent, joint.axis, joint.rotation, joint.translation, joint.name, mimic=joint.mimic))
             out_masses.append(mass)
         else:
-            axes = np.eye(3)[[0, 1, 2, 0, 1, 2] if joint.kind == "free" else [0, 1, 2]]
-            for k, (kind, axis) in enumerate(zip(kinds, axes)):
+            for k, (kind, axis) in enumerate(subs):
                 first = k == 0
                 out.append(
                     Joint(
@@ -450,7 +450,7 @@ def _sub_joints(joints: list[Joint], masses: list[_Mass]) -> tuple[list[Joint], 
                         joint.name,
                     )
                 )
-                out_masses.append(mass if k == len(kinds) - 1 else _Mass())
+                out_masses.append(mass if k == len(subs) - 1 else _Mass())
         index[i] = len(out) - 1
     return out, out_masses
 
