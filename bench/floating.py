@@ -66,6 +66,7 @@ from .report import FLOATING
 HUMANOID = ROOT / "tests" / "data" / "humanoid.urdf"
 OPERATIONS = FLOATING  # operation: Pinocchio's function
 MODEL = "humanoid"
+KRONJAX_METHODS = {"floating_inverse_dynamics": "inverse_dynamics (rnea)", "floating_forward_dynamics": "forward_dynamics (aba)"}
 CHUNK = 2000  # kronjax's second row: kj.chunked_vmap(fn, CHUNK); not a power of two (module doc)
 
 
@@ -188,6 +189,13 @@ class Humanoid:
         out = np.empty_like(q)
         out[:, self.q_perm] = q
         return out
+
+    def save_samples(self, directory: str | Path) -> str:
+        """The states, kronjax's layout, as ``directory``/samples.npz (``q``, ``v``, ``a``, ``tau``)
+        for a benchmark process of its own; returns the path."""
+        path = Path(directory, "samples.npz")
+        np.savez(path, q=self.q, v=self.v, a=self.a, tau=self.tau)
+        return str(path)
 
     def pin_v(self, v: np.ndarray) -> np.ndarray:
         out = np.empty_like(v)
@@ -467,14 +475,14 @@ def section(suite) -> None:
         jax_row(
             "kronjax",
             "floating_inverse_dynamics",
-            f"inverse_dynamics (rnea){suffix}",
+            KRONJAX_METHODS["floating_inverse_dynamics"] + suffix,
             lambda q, v, a: kj.inverse_dynamics(model, q, v, a),
             chunk=chunk,
         )
         jax_row(
             "kronjax",
             "floating_forward_dynamics",
-            f"forward_dynamics (aba){suffix}",
+            KRONJAX_METHODS["floating_forward_dynamics"] + suffix,
             lambda q, v, tau: kj.forward_dynamics(model, q, v, tau),
             chunk=chunk,
         )
@@ -515,15 +523,12 @@ def sharded_rows(suite, robot: Humanoid, common: dict) -> None:
     from .peers import run_module
 
     c = suite.config
-    methods = {"floating_inverse_dynamics": "inverse_dynamics (rnea)", "floating_forward_dynamics": "forward_dynamics (aba)"}
-    methods = {k: f"{v}, chunked_vmap({CHUNK}), sharded over {robot.threads} CPU devices" for k, v in methods.items()}
+    methods = {k: f"{v}, chunked_vmap({CHUNK}), sharded over {robot.threads} CPU devices" for k, v in KRONJAX_METHODS.items()}
     with tempfile.TemporaryDirectory(prefix="kronjax-bench-") as tmp:
-        samples = Path(tmp, "samples.npz")
-        np.savez(samples, q=robot.q, v=robot.v, a=robot.a, tau=robot.tau)
         spec = {
             "library": "kronjax",
             "urdf": str(robot.path),
-            "samples": str(samples),
+            "samples": robot.save_samples(tmp),
             "timing": suite.timing,
             "check": c.check,
             "chunk": CHUNK,
@@ -660,11 +665,9 @@ def mjx_rows(suite, robot: Humanoid, common: dict) -> None:
     """MJX on the humanoid (:func:`mjx_main`, through :func:`mjx_results`)."""
     c = suite.config
     with tempfile.TemporaryDirectory(prefix="kronjax-bench-") as tmp:
-        samples = Path(tmp, "samples.npz")
-        np.savez(samples, q=robot.q, v=robot.v, a=robot.a, tau=robot.tau)
         spec = {
             "urdf": str(robot.path),
-            "samples": str(samples),
+            "samples": robot.save_samples(tmp),
             "joint_names": list(robot.joint_names),
             "batch": common["batch"],
             "probe": c.mjx_probe,
