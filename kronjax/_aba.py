@@ -8,6 +8,7 @@ positive exactly when ``M`` is positive definite. Written in the scalar componen
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
@@ -16,6 +17,7 @@ from . import _spatial as sp
 from .chain import Model, armature_force
 
 
+@eqx.filter_jit
 def aba(model: Model, q: Array, qd: Array, tau: Array) -> tuple[Array, Array]:
     """``(qdd, pivots)``: joint accelerations of a :class:`~kronjax.chain.Tree` model, and the
     pivots ``D`` of the moving joints (all positive iff ``M(q)`` is positive definite). A rotor

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -134,6 +135,7 @@ def _symmetric_from_upto(upper: Array, upto: np.ndarray) -> Array:
     return jnp.where(upto, upper, 0) + jnp.where(mirrored, upper.T, 0)
 
 
+@eqx.filter_jit
 def mass_matrix(model: Model, q: Float[Array, " nq"]) -> Float[Array, "nv nv"]:
     s, composite, (upto, _) = _composite(model, q)
     f = _inertia_times(composite, s)  # F_j
@@ -200,6 +202,7 @@ def _columns(model: Model, q: Array, combine) -> Array:
     return jnp.transpose(jax.lax.map(column, jnp.arange(n)), (1, 0, 2)).reshape(n, n * n)
 
 
+@eqx.filter_jit
 def mass_matrix_derivative(model: Model, q: Float[Array, " nq"]) -> Float[Array, "nv nv*nv"]:
     """``dM/dq`` in Khang's layout: entry ``(i, j n + k) = dM[i, j]/dq_k`` (along the velocity
     coordinates with multi-DoF joints)."""
@@ -211,12 +214,14 @@ def mass_matrix_derivative(model: Model, q: Float[Array, " nq"]) -> Float[Array,
     return dm
 
 
+@eqx.filter_jit
 def coriolis_star(model: Model, q: Float[Array, " nq"]) -> Float[Array, "nv nv*nv"]:
     """``C*``, entry ``(i, j n + k) = dM[i, j]/dq_k - 1/2 dM[k, j]/dq_i`` (Tuan 101); models with
     independent 1-DoF joints only (:func:`kronjax.dynamics.coriolis_star` handles the others)."""
     return _columns(model, q, lambda d: d - 0.5 * d.T)
 
 
+@eqx.filter_jit
 def gravity(model: Model, q: Float[Array, " nq"]) -> Float[Array, " nv"]:
     """``g_j = -S_j . Ic_j (0, g0) = -(S_w . h x g0 + S_v . m g0)``."""
     s, (_, h, m), _ = _composite(model, q)

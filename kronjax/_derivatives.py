@@ -40,6 +40,7 @@ Forward dynamics (Carpentier and Mansard sec. V): ``qdd`` by the articulated-bod
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -147,6 +148,7 @@ def _dtype(model: Model, *x: Array):
     return jnp.result_type(*x, model.kinematics.axes, model.inertials.mass, model.gravity)
 
 
+@eqx.filter_jit
 def rnea_derivatives(
     model: Model, q: Float[Array, " nq"], qd: Float[Array, " nv"], qdd: Float[Array, " nv"]
 ) -> tuple[Float[Array, " nv"], Float[Array, "nv nv"], Float[Array, "nv nv"], Float[Array, "nv nv"]]:
@@ -161,6 +163,7 @@ def rnea_derivatives(
     return sp.reduce(tree, tau, (0,)) + armature_force(model, qdd), dq, dqd, with_armature(model, mass)
 
 
+@eqx.filter_jit
 def aba_derivatives(
     model: Model, q: Float[Array, " nq"], qd: Float[Array, " nv"], tau: Float[Array, " nv"]
 ) -> tuple[Float[Array, " nv"], Float[Array, "nv nv"], Float[Array, "nv nv"], Float[Array, "nv nv"], Float[Array, " nv"]]:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
+import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
@@ -112,6 +113,7 @@ def _stacked(x: tuple) -> Array:
     return out.reshape(out.shape[0], 3, -1)
 
 
+@eqx.filter_jit
 def jacobians(tree: Tree, q: Array, points: Array | None, frame: str, dtype) -> tuple[Array, Array]:
     """``(J_T, J_R)``, each ``(nb, 3, n)``, in the base (``"base"``) or body (``"body"``) frame."""
     g = _world(tree, q, points, dtype)
@@ -122,6 +124,7 @@ def jacobians(tree: Tree, q: Array, points: Array | None, frame: str, dtype) -> 
     return sp.reduce(tree, _stacked(jt), (2,)), sp.reduce(tree, _stacked(jr), (2,))
 
 
+@eqx.filter_jit
 def hessians(tree: Tree, q: Array, points: Array | None, frame: str, dtype) -> tuple[Array, Array]:
     """``(H_T, H_R)``, each ``(nb, 3, n^2)`` in Khang's layout: base frame (51, 60, 67), body
     frame (53, 61), or ``"body*"`` (58: ``R_i^T H_T``; ``H_R`` as in ``"body"``, 61)."""
@@ -156,6 +159,7 @@ def _reduce_hessian(tree: Tree, h: Array) -> Array:
     return h.reshape(*h.shape[:2], -1)
 
 
+@eqx.filter_jit
 def jacobians_dot(tree: Tree, q: Array, qd: Array, points: Array | None, frame: str, dtype) -> tuple[Array, Array]:
     """``(dJ_T/dt, dJ_R/dt)``, each ``(nb, 3, n)``: ``H (E_n ⊗ qd)`` (Tuan 8) of :func:`hessians`
     in the base frame, or the time derivative of the body-frame Jacobians."""

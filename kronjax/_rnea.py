@@ -6,6 +6,7 @@ enters as the base's acceleration ``(0, -g0)``. ``O(nb)`` work, no ``n x n^2`` t
 
 from __future__ import annotations
 
+import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
@@ -14,6 +15,7 @@ from . import _spatial as sp
 from .chain import Model, armature_force
 
 
+@eqx.filter_jit
 def rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     """Joint forces of a :class:`~kronjax.chain.Tree` model for one state, the rotors' ``A qdd``
     included (:attr:`~kronjax.chain.Model.armature`)."""

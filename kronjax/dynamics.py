@@ -374,6 +374,11 @@ def coriolis_matrix(
     if form not in CORIOLIS_FORMS:
         raise ValueError(f"unknown Coriolis form {form!r}; expected one of {CORIOLIS_FORMS}")
     q, qd = _check_state(model, q=q, qd=qd)
+    return _coriolis_matrix(model, q, qd, form)
+
+
+@eqx.filter_jit
+def _coriolis_matrix(model: Model, q: Array, qd: Array, form: str) -> Array:
     n = model.nv
     if form == "kane":
         ine = _inertials(model)
@@ -661,6 +666,7 @@ def _cross(a: Array, b: Array) -> Array:
     return jnp.stack([a2 * b3 - a3 * b2, a3 * b1 - a1 * b3, a1 * b2 - a2 * b1], axis=-1)
 
 
+@eqx.filter_jit
 def _lagrangian(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     """Euler-Lagrange (Truc 16): ``d/dt (dL/dqd) - dL/dq`` with ``L = T - P``, by autodiff:
     ``d/dt (dL/dqd)`` is a forward-mode derivative of the reverse-mode gradient along ``(qd, qdd)``.
