@@ -302,7 +302,7 @@ def integrate(kind: str, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv"])
     return jnp.concatenate([_rot2(c0, s0, t) + p0, _rot2(c0, s0, jnp.stack([c, s]))])
 
 
-def difference(kind: str, q0: Float[Array, " nq"], q1: Float[Array, " nq"]) -> Float[Array, " nv"]:
+def difference(kind: str, q0: Float[ArrayLike, " nq"], q1: Float[ArrayLike, " nq"]) -> Float[Array, " nv"]:
     """``q1 (-) q0``: the velocity ``v`` with ``integrate(kind, q0, v) = q1`` (quaternions up to
     sign), rotation angle in ``[0, pi]`` (``pin.difference(model, q0, q1)``)."""
     _check_kind(kind)

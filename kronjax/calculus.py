@@ -148,11 +148,14 @@ def time_derivative(da_dx: Float[ArrayLike, "r sn"], xdot: Float[ArrayLike, " n"
 
 def product_rule(
     a: Float[ArrayLike, "r m"],
-    da_dx: Float[ArrayLike, "r m*n"],
+    da_dx: Float[ArrayLike, "r mn"],
     b: Float[ArrayLike, "m s"],
-    db_dx: Float[ArrayLike, "m s*n"],
-) -> Float[Array, "r s*n"]:
+    db_dx: Float[ArrayLike, "m sn"],
+) -> Float[Array, "r sn"]:
     """Theorem 2, eq. (9): ``d(A B)/dx = dA/dx (B ⊗ E_n) + A dB/dx``.
+
+    For an ``n``-vector ``x`` (Khang's layout): ``dA/dx`` is ``r x (m n)``, ``dB/dx`` is
+    ``m x (s n)`` and ``d(A B)/dx`` is ``r x (s n)``.
 
     Example:
         ``A = x^T`` (1 x 2) and ``B = x`` (2 x 1): ``A B = x0^2 + x1^2``, whose derivative is
@@ -238,7 +241,7 @@ def block_skew(a: Float[ArrayLike, "3 m"]) -> Float[Array, "3 3*m"]:
     )
 
 
-def symmetrize(h: Float[ArrayLike, "r nn"]) -> Float[Array, "r nn"]:
+def symmetrize(h: Float[ArrayLike, "*batch r nn"]) -> Float[Array, "*batch r nn"]:
     """Symmetric part of a Khang-layout Hessian: columns ``(j, k)`` and ``(k, j)`` averaged.
 
     Only this part is determined by a quadratic form ``H (qd ⊗ qd)`` (Tuan, remark after eq. 52):

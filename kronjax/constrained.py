@@ -349,14 +349,14 @@ def _body(model: Model, body) -> int:
 def loop_closure(
     model: Model,
     body_a,
-    point_a: ArrayLike,
+    point_a: ArrayLike | Sequence[float],
     body_b,
-    point_b: ArrayLike,
+    point_b: ArrayLike | Sequence[float],
     kind: str = "spherical",
-    axis: ArrayLike | None = None,
+    axis: ArrayLike | Sequence[float] | None = None,
     *,
-    axis_b: ArrayLike | None = None,
-    rotation: ArrayLike | None = None,
+    axis_b: ArrayLike | Sequence[float] | None = None,
+    rotation: ArrayLike | Sequence[Sequence[float]] | None = None,
 ) -> Constraint:
     """A joint that closes a kinematic loop between two bodies of a tree model (Huang secs. 5-8).
 
@@ -531,7 +531,7 @@ class Constraints(eqx.Module):
         space: ``d/d delta Phi(q ⊕ delta)`` at ``delta = 0``)."""
         return jnp.concatenate([self._derivative(q, c.phi) if c.is_holonomic else c.a(q) for c in self.parts])
 
-    def hessian(self, q: Float[Array, " nq"]) -> Float[Array, "m n*n"]:
+    def hessian(self, q: Float[Array, " nq"]) -> Float[Array, "m nn"]:
         """``dA/dq`` in Khang's layout, ``m x n^2`` (``Phi_qq`` for holonomic rows), entry
         ``(i, j n + k) = d/d delta_k A[i, j](q ⊕ delta)``: ``gamma = -Phi_qq (qd ⊗ qd)`` for
         holonomic rows. (With multi-DoF joints it is not symmetric in ``(j, k)``: its
@@ -806,7 +806,7 @@ def huang_system(
     q: Float[ArrayLike, " nq"],
     qd: Float[ArrayLike, " nv"],
     tau: Float[ArrayLike, " nv"],
-    dt: float,
+    dt: Float[ArrayLike, ""],
     *,
     wrenches: Wrench | Sequence[Wrench] | None = None,
 ) -> HuangSystem:
@@ -891,8 +891,8 @@ def solve(
     tau: Float[ArrayLike, " nv"],
     method: str = "lagrange",
     *,
-    dt: float | None = None,
-    baumgarte: tuple[float, float] | None = None,
+    dt: Float[ArrayLike, ""] | None = None,
+    baumgarte: tuple[Float[ArrayLike, ""], Float[ArrayLike, ""]] | None = None,
     independent: Sequence[int] | None = None,
     wrenches: Wrench | Sequence[Wrench] | None = None,
     rtol: float | None = None,

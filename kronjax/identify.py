@@ -287,7 +287,7 @@ def _size(model: Model, friction: bool, armature: bool) -> int:
     return 10 * model.n_bodies + model.n_dof * (2 * bool(friction) + bool(armature))
 
 
-def pseudo_inertia(pi: Float[ArrayLike, " p"]) -> Float[Array, "nb 4 4"]:
+def pseudo_inertia(pi: Float[ArrayLike, " p"] | Sequence[float]) -> Float[Array, "nb 4 4"]:
     """Pseudo-inertia matrices ``J = [[Sigma, h], [h^T, m]]`` (``(nb, 4, 4)``, one per group of 10
     standard parameters), ``Sigma = tr(I_O)/2 E - I_O`` the second moment of the mass distribution
     about the body-frame origin, ``h = m c``.

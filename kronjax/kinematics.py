@@ -259,7 +259,7 @@ def jacobians(
 
 def hessians(
     model: Model, q: Float[ArrayLike, " nq"], frame: str = "base", points=None, method: str = "auto"
-) -> tuple[Float[Array, "nb 3 nv*nv"], Float[Array, "nb 3 nv*nv"]]:
+) -> tuple[Float[Array, "nb 3 nvnv"], Float[Array, "nb 3 nvnv"]]:
     """Translational and rotational Hessians of every body, ``(H_T, H_R)``, each ``(nb, 3, n^2)``.
 
     Khang's layout, jacobian-of-jacobian form: ``H[i][p, j n + k] = dJ[i][p, j]/dq_k`` for the
@@ -404,7 +404,7 @@ def rotational_jacobian(model: Model, q: Float[ArrayLike, " nq"], body: int | st
 
 def translational_hessian(
     model: Model, q: Float[ArrayLike, " nq"], body: int | str, point=None, frame: str = "base"
-) -> Float[Array, "3 nv*nv"]:
+) -> Float[Array, "3 nvnv"]:
     """Translational Hessian (3 x n^2, Khang's layout) of a frame origin or a body point.
 
     ``"base"``: ``H_T^(0) = dJ_T^(0)/dq`` (51; 67 for a point), ``a^(0) = J_T qdd + H_T (qd ⊗ qd)`` (52, 66).
@@ -433,7 +433,7 @@ def translational_hessian(
     return _hessians(model, q, points, frame)[0][b]
 
 
-def rotational_hessian(model: Model, q: Float[ArrayLike, " nq"], body: int | str, frame: str = "base") -> Float[Array, "3 nv*nv"]:
+def rotational_hessian(model: Model, q: Float[ArrayLike, " nq"], body: int | str, frame: str = "base") -> Float[Array, "3 nvnv"]:
     """Rotational Hessian (3 x n^2, Khang's layout): ``dJ_R/dq`` in the base frame (60) or the
     body frame (61); ``alpha = J_R qdd + H_R (qd ⊗ qd)`` (62-64). Not symmetric in general.
 

@@ -516,8 +516,8 @@ class ComputedTorque(eqx.Module):
 
     model: Model
     reference: Reference
-    kp: Float[Array, "*n"]
-    kd: Float[Array, "*n"]
+    kp: Float[Array, ""] | Float[Array, " n"]
+    kd: Float[Array, ""] | Float[Array, " n"]
     method: str = eqx.field(static=True)
 
     def __call__(self, t, q, qd):
@@ -545,8 +545,8 @@ class PD(eqx.Module):
     """
 
     reference: Reference
-    kp: Float[Array, "*n"]
-    kd: Float[Array, "*n"]
+    kp: Float[Array, ""] | Float[Array, " n"]
+    kd: Float[Array, ""] | Float[Array, " n"]
     model: Model | None
 
     def __call__(self, t, q, qd):

@@ -97,6 +97,7 @@ def test_vec_unvec_eager():
     np.testing.assert_array_equal(kj.unvec(np.arange(6.0), 1), np.arange(6.0).reshape(1, 6))
 
 
+@pytest.mark.usefixtures("without_shape_checks")
 def test_vec_rejects_non_matrices():
     with pytest.raises(ValueError, match="matrix"):
         kj.vec(np.ones(3))
@@ -106,6 +107,7 @@ def test_vec_rejects_non_matrices():
         kj.vec(np.float64(1.0))
 
 
+@pytest.mark.usefixtures("without_shape_checks")
 def test_unvec_errors():
     with pytest.raises(ValueError, match="vector"):
         kj.unvec(np.ones((2, 3)), 2)
@@ -433,6 +435,7 @@ def test_block_skew_of_jacobian_is_cross_of_velocity(n, seed):
     np.testing.assert_allclose(np.asarray(block_skew(jac)) @ np.kron(v, qd), np.cross(jac @ qd, v), atol=ATOL)
 
 
+@pytest.mark.usefixtures("without_shape_checks")
 def test_skew_and_block_skew_eager_and_errors():
     np.testing.assert_array_equal(kj.skew(np.array([1.0, 2.0, 3.0])), [[0, -3, 2], [3, 0, -1], [-2, 1, 0]])
     np.testing.assert_array_equal(kj.block_skew(np.array([[1.0], [2.0], [3.0]])), [[0, -3, 2], [3, 0, -1], [-2, 1, 0]])
@@ -469,6 +472,7 @@ def test_symmetrize(r, n, seed):
     np.testing.assert_allclose(symmetrize(s3.reshape(r, n * n)), s3.reshape(r, n * n), atol=ATOL)
 
 
+@pytest.mark.usefixtures("without_shape_checks")
 def test_symmetrize_batched_and_errors():
     rng = np.random.default_rng(0)
     h = rng.normal(size=(2, 3, 16))

@@ -176,9 +176,9 @@ def parallelogram_state(t):
 def kkt_reference(model, cons, q, qd, tau):
     """The exact solution ``(qdd, lambda)`` of ``[[M, -A^T], [A, 0]] [qdd; lambda] = [f; gamma]``."""
     m, f = pinocchio_system(model, q, qd, tau)
-    a = np.asarray(cons.jacobian(q))
+    a = np.asarray(cons.jacobian(jnp.asarray(q)))
     kkt = np.block([[m, -a.T], [a, np.zeros((a.shape[0], a.shape[0]))]])
-    x = exact_solve(kkt, np.concatenate([f, np.asarray(cons.bias(q, qd))]))
+    x = exact_solve(kkt, np.concatenate([f, np.asarray(cons.bias(jnp.asarray(q), jnp.asarray(qd)))]))
     return x[: model.n_dof], x[model.n_dof :], np.linalg.cond(a)
 
 

@@ -740,6 +740,7 @@ def four_bar():
     return model, pin, q
 
 
+@pytest.mark.usefixtures("without_shape_checks")
 def test_bad_input(spatial, four_bar):
     s = spatial
     model = s["model"]

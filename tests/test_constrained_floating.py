@@ -99,6 +99,7 @@ def test_states_and_shapes(loop):
 
 
 @pytest.mark.slow  # the loop fixture's constrained solve compiles for 11 s
+@pytest.mark.usefixtures("without_shape_checks")
 def test_bad_inputs_name_nq_and_nv(loop):
     model, cons = loop["model"], loop["cons"]
     q, qd = loop["q"][0], loop["qd"][0]

@@ -506,6 +506,7 @@ def test_change_point_huang_keeps_parallelogram_branch(change_point, start):
         (dict(crank_angle=float("inf")), "crank_angle must be a finite"),
     ],
 )
+@pytest.mark.usefixtures("without_shape_checks")
 def test_four_bar_bad_inputs(kwargs, match):
     with pytest.raises(ValueError, match=match):
         four_bar(**kwargs)

@@ -398,6 +398,7 @@ def test_indices_and_names(mixed):
         model.configuration_index("j4")
 
 
+@pytest.mark.usefixtures("without_shape_checks")
 def test_bad_input_gets_a_clear_error(mixed):
     model = mixed.model
     q = kj.neutral(model)

@@ -473,6 +473,7 @@ def test_an_inertia_near_the_largest_double_loads_and_matches_the_oracles():
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("without_shape_checks")  # +45% on the loader's per-number helpers; the fast tier's 50 keep them
 def test_fuzzed_urdfs_load_soundly_or_raise_a_urdf_error(capsys):
     outcomes, chains = fuzz(EXAMPLES)
     with capsys.disabled():

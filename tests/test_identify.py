@@ -491,6 +491,7 @@ def test_fourier_trajectory_derivatives_and_fit():
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("without_shape_checks")
 def test_errors():
     model = kj.models.truc_elbow()
     with pytest.raises(ValueError, match=r"q must have shape \(\.\.\., 3\)"):

@@ -438,9 +438,10 @@ def test_check_finite_wrapping_the_dynamics_as_documented():
         )
 
     args = (x["model"], x["q"], x["qd"], x["tau"])
+    model = jax.tree.map(jnp.asarray, x["model"])  # a Model holds JAX arrays: jit converts NumPy leaves, eager calls do not
     np.testing.assert_allclose(
         qdd(*args),
-        np.linalg.solve(kj.mass_matrix(*args[:2]), x["tau"] - kj.inverse_dynamics(*args[:3], 0 * x["q"])),
+        np.linalg.solve(kj.mass_matrix(model, x["q"]), x["tau"] - kj.inverse_dynamics(model, x["q"], x["qd"], 0 * x["q"])),
         rtol=1e-10,
     )
     with pytest.raises(RUNTIME_ERRORS, match="tau has a non-finite entry"):

@@ -452,6 +452,7 @@ def test_minimum_time_rotor_approaches_the_bang_bang_bound():
     assert 0 < gaps[30] < gaps[10] < 0.05
 
 
+@pytest.mark.usefixtures("without_shape_checks")
 def test_bad_inputs_raise_clear_errors():
     model = two_link()
     bc = to.BoundaryConditions([0.0, 0.0], [0.5, 0.5], 1.0)

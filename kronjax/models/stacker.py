@@ -4,24 +4,26 @@ from __future__ import annotations
 
 import math
 
+from jaxtyping import ArrayLike, Float
+
 from ..chain import Inertial, Model, from_dh
 
 
 def stacker(
     *,
-    m1: float = 4.0,
-    m2: float = 2.5,
-    m3: float = 1.8,
-    d2: float = 0.6,
-    a3: float = 1.4,
-    l3: float = 0.65,
-    yG2: float = 0.12,
-    I2x: float = 0.045,
-    I2y: float = 0.038,
-    I2z: float = 0.052,
-    I3x: float = 0.012,
-    I3y: float = 0.31,
-    I3z: float = 0.305,
+    m1: Float[ArrayLike, ""] = 4.0,
+    m2: Float[ArrayLike, ""] = 2.5,
+    m3: Float[ArrayLike, ""] = 1.8,
+    d2: Float[ArrayLike, ""] = 0.6,
+    a3: Float[ArrayLike, ""] = 1.4,
+    l3: Float[ArrayLike, ""] = 0.65,
+    yG2: Float[ArrayLike, ""] = 0.12,
+    I2x: Float[ArrayLike, ""] = 0.045,
+    I2y: Float[ArrayLike, ""] = 0.038,
+    I2z: Float[ArrayLike, ""] = 0.052,
+    I3x: Float[ArrayLike, ""] = 0.012,
+    I3y: Float[ArrayLike, ""] = 0.31,
+    I3z: Float[ArrayLike, ""] = 0.305,
     gravity=(0.0, 9.81, 0.0),
 ) -> Model:
     """The stacker (P-R-R) of Tuan et al. 2019, Fig. 2 and Tables 1-2.
@@ -41,7 +43,9 @@ def stacker(
 
     The paper is symbolic; the numeric defaults are those of the reference data. The paper gives
     no gravity: the default ``[0, +9.81, 0]`` (``y0`` pointing down, ``q1`` horizontal, ``q2`` a slew
-    about the vertical) gives ``g(q) = [0, 0, m3 g0 l3 cos q3]``.
+    about the vertical) gives ``g(q) = [0, 0, m3 g0 l3 cos q3]``. The parameters may be JAX
+    scalars, traced ones included: derivatives in them (``jax.grad`` in ``a3``, say) reach the
+    model's leaves.
 
     Example:
         >>> import jax.numpy as jnp

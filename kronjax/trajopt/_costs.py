@@ -194,7 +194,7 @@ class TorqueEffort(AbstractRunningCost):
         17.142857
     """
 
-    weights: Float[Array, "*n"] | None = eqx.field(default=None, converter=_weights_vector)
+    weights: Float[Array, ""] | Float[Array, " n"] | None = eqx.field(default=None, converter=_weights_vector)
 
     def integrand(self, model, samples):
         w = 1.0 if self.weights is None else self.weights

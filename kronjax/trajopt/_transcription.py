@@ -5,6 +5,8 @@ points), the samples where the costs are integrated and the limits imposed, and 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -68,14 +70,14 @@ class BoundaryConditions(eqx.Module):
 
     def __init__(
         self,
-        q_start: Float[ArrayLike, " n"],
-        q_end: Float[ArrayLike, " n"] | None,
+        q_start: Float[ArrayLike, " n"] | Sequence[float],
+        q_end: Float[ArrayLike, " n"] | Sequence[float] | None,
         duration: Float[ArrayLike, ""],
         *,
-        qd_start: Float[ArrayLike, " n"] | None = 0.0,
-        qd_end: Float[ArrayLike, " n"] | None = 0.0,
-        qdd_start: Float[ArrayLike, " n"] | None = 0.0,
-        qdd_end: Float[ArrayLike, " n"] | None = 0.0,
+        qd_start: Float[ArrayLike, " n"] | Float[ArrayLike, ""] | Sequence[float] | None = 0.0,
+        qd_end: Float[ArrayLike, " n"] | Float[ArrayLike, ""] | Sequence[float] | None = 0.0,
+        qdd_start: Float[ArrayLike, " n"] | Float[ArrayLike, ""] | Sequence[float] | None = 0.0,
+        qdd_end: Float[ArrayLike, " n"] | Float[ArrayLike, ""] | Sequence[float] | None = 0.0,
     ):
         q_start = jnp.asarray(q_start)
         if q_start.ndim != 1:
@@ -227,7 +229,7 @@ class Problem(eqx.Module):
         """Shape of the decision variable ``z``: ``(m_free, n)``."""
         return (len(self.free), self.n_dof)
 
-    def control_points(self, z: Float[Array, "m_free n"]) -> Float[Array, "m n"]:
+    def control_points(self, z: Float[ArrayLike, "m_free n"]) -> Float[Array, "m n"]:
         """All control points: ``z`` at the free indices; at each end, those fixed by the boundary
         conditions by forward substitution (derivative ``j`` at an end involves the ``j + 1``
         nearest control points, the ``j``-th with a non-zero coefficient)."""
@@ -247,12 +249,12 @@ class Problem(eqx.Module):
                 c = c.at[index].set(rhs / rows[j, index])
         return c
 
-    def trajectory(self, z: Float[Array, "m_free n"]) -> BSpline:
+    def trajectory(self, z: Float[ArrayLike, "m_free n"]) -> BSpline:
         """The :class:`BSpline` of the decision variables ``z``."""
         return BSpline(self.control_points(z), self.boundary.duration.astype(z.dtype), self.degree)
 
     @eqx.filter_jit
-    def samples(self, z: Float[Array, "m_free n"]) -> Samples:
+    def samples(self, z: Float[ArrayLike, "m_free n"]) -> Samples:
         """The trajectory, its derivatives and the inverse-dynamics torques at the samples."""
         c = self.control_points(z)
         dtype = c.dtype
@@ -264,7 +266,7 @@ class Problem(eqx.Module):
         return Samples(self.s.astype(dtype) * duration, self.weights.astype(dtype) * duration, q, qd, qdd, qddd, tau, duration)
 
     @eqx.filter_jit
-    def objective(self, z: Float[Array, "m_free n"]) -> Float[Array, ""]:
+    def objective(self, z: Float[ArrayLike, "m_free n"]) -> Float[Array, ""]:
         """The cost ``f(z)``."""
         return self.cost(self.model, self.trajectory(z), self.samples(z))
 
@@ -287,7 +289,7 @@ class Problem(eqx.Module):
         return eqx.tree_at(lambda p: p.boundary.duration, self, jnp.asarray(duration, self.boundary.duration.dtype))
 
     @eqx.filter_jit
-    def evaluate(self, z: Float[Array, "m_free n"]) -> tuple[Float[Array, ""], Float[Array, " c"], Float[Array, " e"]]:
+    def evaluate(self, z: Float[ArrayLike, "m_free n"]) -> tuple[Float[Array, ""], Float[Array, " c"], Float[Array, " e"]]:
         """``(f, g, h)`` from one evaluation of the samples: the cost, the inequalities
         ``g <= 0`` and the equalities ``h = 0``.
 
@@ -307,16 +309,16 @@ class Problem(eqx.Module):
             g.append(jnp.stack([1.0 - duration / self.free_time.lower, duration / self.free_time.upper - 1.0]))
         return f, jnp.concatenate(g), jnp.concatenate(h)
 
-    def constraints(self, z: Float[Array, "m_free n"]) -> Float[Array, " c"]:
+    def constraints(self, z: Float[ArrayLike, "m_free n"]) -> Float[Array, " c"]:
         """``g(z) <= 0``: the inequalities of :meth:`evaluate`."""
         return self.evaluate(z)[1]
 
-    def equalities(self, z: Float[Array, "m_free n"]) -> Float[Array, " e"]:
+    def equalities(self, z: Float[ArrayLike, "m_free n"]) -> Float[Array, " e"]:
         """``h(z) = 0``: the equalities of :meth:`evaluate`."""
         return self.evaluate(z)[2]
 
     @eqx.filter_jit
-    def violation(self, z: Float[Array, "m_free n"]) -> Float[Array, ""]:
+    def violation(self, z: Float[ArrayLike, "m_free n"]) -> Float[Array, ""]:
         """``max(0, max g(z), max |h(z)|)``: the largest constraint violation, relative to the
         limit (or in the constraint's units)."""
         _, g, h = self.evaluate(z)
