@@ -136,8 +136,13 @@ def test_computed_torque_error_dynamics(elbow):
 
 
 def _gains_loss(elbow, **rollout):
-    """A loss of a PD-controlled rollout of the elbow arm (Dopri8, rtol = atol = 1e-12) as a
-    function of the initial state, the plant mass of link 3 and the gains kp; their values."""
+    """A loss of a PD-controlled rollout of the elbow arm (Dopri8, rtol = atol = 1e-10) as a
+    function of the initial state, the plant mass of link 3 and the gains kp; their values.
+
+    Not tighter: at 1e-11 and below the step controller's error estimates are at rounding level,
+    and the backward pass of diffrax's checkpointed adjoint, which recomputes the steps in another
+    compiled program, can then reject a step that the forward pass accepted. Its gradient was 3e-6
+    off forward mode at 1e-12 when XLA's backend optimisation level was 0 (1e-14 at 1e-10)."""
     ts = jnp.linspace(0.0, 1.0, 5)
     qd0 = jnp.array([0.3, 0.1, -0.2])
     target = jnp.array([0.5, 0.3, -0.2])
@@ -145,7 +150,7 @@ def _gains_loss(elbow, **rollout):
     def loss(q0, mass, kp):
         plant = eqx.tree_at(lambda m: m.inertials.mass, elbow, elbow.inertials.mass.at[2].set(mass))
         law = sim.pd(kp, 3.0, target)
-        out = sim.rollout(plant, q0, qd0, law, ts, solver=diffrax.Dopri8(), rtol=1e-12, atol=1e-12, **rollout)
+        out = sim.rollout(plant, q0, qd0, law, ts, solver=diffrax.Dopri8(), rtol=1e-10, atol=1e-10, **rollout)
         return jnp.sum(out.q[-1] ** 2) + 0.1 * jnp.sum(out.qd[-1] ** 2)
 
     return loss, (jnp.array([0.2, -0.4, 0.6]), elbow.inertials.mass[2], jnp.array([20.0, 30.0, 10.0]))

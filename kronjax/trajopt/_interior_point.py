@@ -346,7 +346,11 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
     # barrier objective phi enough and is not dominated by the filter; where the step is a good
     # descent direction of phi at a nearly feasible point (the switching condition), Armijo's
     # condition on phi instead
-    tau = jnp.maximum(0.99, 1.0 - mu)
+    # tau below 1 - 10 eps: in float32 1 - mu rounds to 1 once mu < 6e-8, a slack could then land
+    # on 0 exactly and its multiplier (up to kappa_sigma mu / s) on inf, NaN from there on (the
+    # two-link arm in float32 did, where XLA's rounding differed); the floor (1 - tau) s on the
+    # trial slacks below holds in exact arithmetic and keeps them positive under rounding
+    tau = jnp.clip(1.0 - mu, 0.99, 1.0 - 10.0 * jnp.finfo(dtype).eps)
 
     def longest(v, dv):
         return jnp.minimum(1.0, jnp.min(jnp.where(dv < 0, -tau * v / jnp.where(dv < 0, dv, -1.0), jnp.inf)))
@@ -370,7 +374,7 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
         alpha = jnp.where(count == 0, alpha, 0.5 * alpha)
         x_t = x + alpha * dx
         f_t, c_t, h_t = fun(x_t)
-        s_t = jnp.maximum(s + alpha * ds, -c_t)
+        s_t = jnp.maximum(jnp.maximum(s + alpha * ds, -c_t), (1.0 - tau) * s)
         theta_t = jnp.sum(jnp.abs(c_t + s_t)) + jnp.sum(jnp.abs(h_t))
         phi_t = f_t - mu * jnp.sum(jnp.log(s_t))
         armijo = phi_t <= phi + _ETA * alpha * slope + rounding
