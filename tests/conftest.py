@@ -8,13 +8,22 @@ times; none of this changes what a test computes or checks):
   Panda's batched rnea, aba and C* compile in half the time) and the code runs as fast without
   them (rnea, aba and C* at batch 10^4 within the machine's noise).
 * ``KRONJAX_TEST_XLA_OPT=0`` sets XLA's backend (LLVM) optimisation level 0 for every compilation
-  as well (about a quarter off the compile time of compile-bound files: the fast tier took 475 s
-  instead of 569 s on 2 cores). ``make test`` sets it; ``make test-slow`` does not: the code it
-  emits ran 2-3x slower (rnea at batch 10^4), which the run-bound tests of the slow tier
-  (notebooks, soak, long simulations) would pay back and more.
+  as well (``make test`` and ``make test-fast`` set it): the code it emits runs 2-3x slower (rnea
+  at batch 10^4), but the suite compiles far more than it runs: every test CI runs took 688 s in
+  one run at level 0 against 874 s for its two former tiers, the slow one (notebooks, long
+  simulations) at the default level. Its different rounding showed two faults that level 3's hid:
+  a float32 interior-point solve whose slacks reached 0 (fixed in kronjax.trajopt) and a
+  reverse-mode gradient through an adaptive solve at tolerances below rounding (tests/test_simulate.py).
+  With it, three more flags cut the CPU time of four compile-bound files (test_trajopt,
+  test_floating_base, test_simulate_floating, test_docstrings) by about 5% (342-357 against
+  362-381 CPU seconds, three runs each): LLVM's expensive passes off, the LLVM module compiled in
+  one piece rather than split over threads, and Eigen's single-threaded matrix products (two
+  workers already hold both cores).
 * JAX's persistent compilation cache in a temporary directory for the duration of one run, shared
-  by the pytest-xdist workers: an identical program compiled by another test (or worker) is
-  loaded instead of compiled again. ``KRONJAX_TEST_JAX_CACHE=off`` turns it off.
+  by the pytest-xdist workers and the subprocesses that tests start (through JAX's environment
+  variables): an identical program compiled by another test, worker or subprocess (``kronjax
+  demo`` runs in tests/test_cli.py and again from the wheel in tests/test_packaging.py) is loaded
+  instead of compiled again. ``KRONJAX_TEST_JAX_CACHE=off`` turns it off.
 
 Runtime type checks: kronjax's functions and dataclasses carry jaxtyping annotations (shapes and
 dtypes); the tests check them as equinox and diffrax do, with jaxtyping's import hook and beartype,
@@ -34,7 +43,12 @@ import tempfile
 
 _FLAGS = ["--xla_cpu_use_fusion_emitters=false"]
 if os.environ.get("KRONJAX_TEST_XLA_OPT") == "0":
-    _FLAGS.append("--xla_backend_optimization_level=0")
+    _FLAGS += [
+        "--xla_backend_optimization_level=0",
+        "--xla_llvm_disable_expensive_passes=true",
+        "--xla_cpu_parallel_codegen_split_count=1",
+        "--xla_cpu_multi_thread_eigen=false",
+    ]
 for _flag in _FLAGS:  # a flag the caller's XLA_FLAGS set already is left as set
     if _flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _flag).strip()
@@ -64,9 +78,14 @@ def pytest_configure(config):
     if not os.environ.get(_CACHE_ENV):
         _OWNED_CACHE = tempfile.mkdtemp(prefix="kronjax-jax-cache-")
         os.environ[_CACHE_ENV] = _OWNED_CACHE
-    jax.config.update("jax_compilation_cache_dir", os.environ[_CACHE_ENV])
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    settings = {
+        "jax_compilation_cache_dir": os.environ[_CACHE_ENV],
+        "jax_persistent_cache_min_compile_time_secs": 0.0,
+        "jax_persistent_cache_min_entry_size_bytes": 0,
+    }
+    for name, value in settings.items():
+        jax.config.update(name, value)
+        os.environ[name.upper()] = str(value)  # for the subprocesses (the demo, notebooks, the wheel's env)
 
 
 @pytest.fixture
@@ -79,34 +98,37 @@ def without_shape_checks():
     jaxtyping.config.update("jaxtyping_disable", disabled)
 
 
-# The slowest files first (CPU seconds measured on this suite), so that pytest-xdist (which the
-# Makefile runs with --dist loadfile --no-loadscope-reorder: a file per worker, in this order) does
-# not start a long file last while the other workers idle; the rest keep their order.
+# The slowest files first (worker-seconds of `make test` on 2 cores, pytest --junitxml, 2026-11-25:
+# 1416 in all), so that pytest-xdist (which the Makefile runs with --dist loadfile
+# --no-loadscope-reorder: a file per worker, in this order) does not start a long file last while
+# the other worker idles; the rest keep their order.
 SLOW_FIRST = (
-    "test_notebooks.py",  # the slow tier's longest
-    "test_fuzz_urdf.py",  # slow tier: 2000 mutated files
-    "test_soak.py",  # slow tier
-    "test_dynamics_principles.py",
-    "test_docstrings.py",  # every public name's examples, one worker (~95 s on 2 busy cores)
-    "test_dynamics_derivatives.py",
-    "test_identify.py",
-    "test_constrained.py",
-    "test_urdf_pinocchio.py",
-    "test_simulate.py",
-    "test_constrained_mechanisms.py",
-    "test_trajopt.py",
-    "test_composite.py",
+    "test_trajopt.py",  # 120
+    "test_floating_base.py",  # 119
+    "test_notebooks.py",  # 106
+    "test_docstrings.py",  # 72: every public name's examples
+    "test_dynamics_principles.py",  # 63
+    "test_simulate_floating.py",  # 61
+    "test_fuzz_urdf.py",  # 57: 1000 mutated files
+    "test_dynamics_derivatives.py",  # 54
+    "test_simulate.py",  # 52
+    "test_identify.py",  # 52
+    "test_constrained.py",  # 49
+    "test_packaging.py",  # 41
+    "test_constrained_mechanisms.py",  # 36
+    "test_kinematics.py",  # 33
+    "test_constrained_floating.py",  # 31
 )
 
 
-# Tiers of single tests and parametrized instances (the rest carry their marks in their files), so
-# that CI stays under 30 minutes on 2 cores. `extended` (``make test-extended``, not in CI): second
-# instances of slow checks that CI runs on another model, precision or size (the instance CI keeps
-# is named), and the soak run. `slow`: run-bound or paper-specific checks moved out of ``make
-# test``. (Moving one parametrized instance saves nothing where its siblings share its compiled
-# functions: the next sibling compiles them instead.)
+# Tiers of single tests and parametrized instances (the rest carry their marks in their files).
+# `extended` (``make test-extended``, not in CI: the whole suite would pass 10 minutes on 2 cores):
+# second instances of slow checks that CI runs on another model, precision or size (the instance CI
+# keeps is named), and the soak run. `slow`: run-bound or paper-specific checks, in ``make test``
+# but left out of ``make test-fast``. (Moving one parametrized instance saves nothing where its
+# siblings share its compiled functions: the next sibling compiles them instead.)
 TIERS = {
-    # make test -> slow
+    # make test-fast -> slow
     "test_trajopt.py::test_two_link_matches_scipy_and_respects_limits": "slow",
     "test_trajopt.py::test_rotor_torque_effort_with_free_end_accelerations": "slow",
     "test_constrained.py::test_huang_double_pendulum_dfdq": "slow",
@@ -116,7 +138,7 @@ TIERS = {
     "test_batching.py::test_batches_sharded_over_four_cpu_devices": "slow",
     "test_relative_motion.py::test_compose_pose_and_jacobians[branched-4-5-reference]": "slow",
     "test_simulate.py::test_truc_feedforward_validation": "slow",
-    # slow -> extended
+    # make test -> extended
     "test_floating_base.py::test_floating_base_robots_against_pinocchio[quadruped]": "extended",  # [humanoid]
     "test_floating_base.py::test_free_floating_robot_conserves_momentum_and_balances_power[quadruped]": "extended",  # the humanoid's, test_simulate_floating
     "test_floating_base.py::test_float32_and_a_batch_of_ten_thousand_states": "extended",  # float32: test_kinematics, test_dynamics_derivatives
@@ -131,8 +153,8 @@ TIERS = {
 }
 _TIERED = {"test_soak.py": "extended"}  # whole files
 
-# `make test-fast` (under 2 minutes on 2 cores, for iteration) leaves out the files whose fast
-# tier took more than 25 worker-seconds (pytest --junitxml, 2026-11-25): marked `heavy` here.
+# `make test-fast` (under 2 minutes on 2 cores, for iteration) leaves out the slow tests and the
+# files whose other tests took more than 25 worker-seconds (pytest --junitxml, 2026-11-25): marked `heavy` here.
 HEAVY = (
     "test_docstrings.py",
     "test_constrained.py",
