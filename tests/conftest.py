@@ -39,6 +39,8 @@ without them. Cost: 1.5 s per worker to import kronjax (every function decorated
 
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 
 _FLAGS = ["--xla_cpu_use_fusion_emitters=false"]
@@ -49,9 +51,27 @@ if os.environ.get("KRONJAX_TEST_XLA_OPT") == "0":
         "--xla_cpu_parallel_codegen_split_count=1",
         "--xla_cpu_multi_thread_eigen=false",
     ]
-for _flag in _FLAGS:  # a flag the caller's XLA_FLAGS set already is left as set
-    if _flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " " + _flag).strip()
+
+
+def _known_to_xla(flags: list[str]) -> list[str]:
+    """The flags this jaxlib's XLA accepts: an unknown flag in XLA_FLAGS aborts every process that
+    starts XLA, and jax is not pinned. One probe process (about a second), one per flag if it fails."""
+
+    def accepted(candidates):
+        env = dict(os.environ, XLA_FLAGS=" ".join(candidates))
+        probe = [sys.executable, "-c", "import jax; jax.devices()"]
+        return subprocess.run(probe, env=env, capture_output=True).returncode == 0
+
+    if not flags or accepted(flags):
+        return flags
+    return [flag for flag in flags if accepted([flag])]
+
+
+# a flag the caller's XLA_FLAGS set already is left as set; xdist workers inherit the controller's
+_NEW = [flag for flag in _FLAGS if flag.split("=")[0] not in os.environ.get("XLA_FLAGS", "")]
+if _NEW and not os.environ.get("KRONJAX_TEST_XLA_FLAGS_PROBED"):
+    os.environ["XLA_FLAGS"] = " ".join([os.environ.get("XLA_FLAGS", ""), *_known_to_xla(_NEW)]).strip()
+    os.environ["KRONJAX_TEST_XLA_FLAGS_PROBED"] = "1"
 
 import jaxtyping  # noqa: E402
 
