@@ -343,6 +343,13 @@ def rollout(
             solver may be any diffrax ODE solver (explicit or implicit Runge-Kutta).
         adjoint: how diffrax differentiates (default ``diffrax.RecursiveCheckpointAdjoint()``,
             reverse mode through the steps; ``diffrax.ForwardMode()`` for ``jax.jacfwd``).
+            Reverse mode recomputes steps in another compiled program: at ``rtol``/``atol``
+            below about ``1e-10`` in float64 the error estimates are at rounding level, a
+            recomputed step can be rejected where the forward pass accepted it, and the
+            gradient can be off by far more than the tolerance, depending on how XLA rounds
+            (the elbow arm at ``1e-12``: 3e-6 relative with XLA's backend optimisation level 0,
+            1e-15 at the default level; 1e-14 at ``1e-10`` with both). Forward mode and fixed
+            steps (``dt``) are not affected.
         throw: raise when the solver fails (too many steps, a non-positive-definite ``M``);
             with ``False`` failures show in :attr:`Rollout.success` instead.
         passive: apply the joints' damping and Coulomb friction (the model's ``damping`` and
