@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo lint test test-fast test-extended bench bench-gpu docs clean
+.PHONY: demo lint test test-fast test-slow test-extended bench bench-gpu docs clean
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,18 +37,22 @@ demo: $(VENV)/.installed
 
 # Tests in parallel (pytest-xdist), a test file per worker so that its module-level compiled
 # functions and fixtures are built once, slowest files first (tests/conftest.py); at most 4
-# workers (each holds 1-4 GB). `make test`: every test CI runs, in one run (the notebooks, the
-# docs build, the wheel in a clean environment, the benchmark's smoke run, the oracle runs on the
-# larger models included); `make test-fast`: the tests marked neither slow nor heavy, for
-# iteration; `make test-extended`: the extended tier (tests/conftest.py's TIERS), not in CI.
+# workers (each holds 1-4 GB). `make test`: every test marked neither slow nor extended; `make
+# test-slow`: the slow tier (the notebooks, the docs build, the wheel in a clean environment, the
+# benchmark's smoke run, the oracle runs on the larger models); CI runs both. `make test-fast`: the
+# tests marked neither slow nor heavy, for iteration; `make test-extended`: the extended tier
+# (tests/conftest.py's TIERS), not in CI.
 PYTEST := $(PY) -m pytest -q -n logical --maxprocesses 4 --dist loadfile --no-loadscope-reorder --durations=25
 
-# Nearly all of the suite's time is XLA compilation of programs that run once or a few times:
-# XLA's backend optimisation level 0 (tests/conftest.py) takes a fifth off the whole run (688 s
-# vs 874 s for the two tiers run apart, 2 cores). tests/test_docs.py builds the site: the docs
-# extra as well.
-test: $(VENV)/.installed-test $(VENV)/.installed-docs
-	KRONJAX_TEST_XLA_OPT=0 $(PYTEST) -m "not extended"
+# Nearly all of the suite's time is XLA compilation of programs that run once or a few times: both
+# tiers compile at XLA's backend optimisation level 0 with tests/conftest.py's compile-time flags.
+# Everything in one run took 10 min 34 s on 2 cores, over the 10 minutes `make test` must keep.
+test: $(VENV)/.installed-test
+	KRONJAX_TEST_XLA_OPT=0 $(PYTEST) -m "not slow and not extended"
+
+# The slow tier includes tests/test_docs.py, which builds the site: the docs extra as well.
+test-slow: $(VENV)/.installed-test $(VENV)/.installed-docs
+	KRONJAX_TEST_XLA_OPT=0 $(PYTEST) -m "slow and not extended"
 
 # For iteration: the tests marked neither slow nor extended, without the heaviest files
 # (tests/conftest.py's HEAVY), under 2 minutes.

@@ -8,12 +8,13 @@ times; none of this changes what a test computes or checks):
   Panda's batched rnea, aba and C* compile in half the time) and the code runs as fast without
   them (rnea, aba and C* at batch 10^4 within the machine's noise).
 * ``KRONJAX_TEST_XLA_OPT=0`` sets XLA's backend (LLVM) optimisation level 0 for every compilation
-  as well (``make test`` and ``make test-fast`` set it): the code it emits runs 2-3x slower (rnea
-  at batch 10^4), but the suite compiles far more than it runs: every test CI runs took 688 s in
-  one run at level 0 against 874 s for its two former tiers, the slow one (notebooks, long
-  simulations) at the default level. Its different rounding showed two faults that level 3's hid:
-  a float32 interior-point solve whose slacks reached 0 (fixed in kronjax.trajopt) and a
-  reverse-mode gradient through an adaptive solve at tolerances below rounding (tests/test_simulate.py).
+  as well (``make test``, ``make test-slow`` and ``make test-fast`` set it): the code it emits runs
+  2-3x slower (rnea at batch 10^4), but the suite compiles far more than it runs, the slow tier's
+  notebooks and long simulations included (both tiers in one run took 688 s at level 0 against
+  874 s run apart with the slow tier at the default level). Its different rounding showed two
+  faults that level 3's hid: a float32 interior-point solve whose slacks reached 0 (fixed in
+  kronjax.trajopt) and a reverse-mode gradient through an adaptive solve at tolerances below
+  rounding (tests/test_simulate.py).
   With it, three more flags cut the CPU time of four compile-bound files (test_trajopt,
   test_floating_base, test_simulate_floating, test_docstrings) by about 5% (342-357 against
   362-381 CPU seconds, three runs each): LLVM's expensive passes off, the LLVM module compiled in
@@ -118,7 +119,7 @@ def without_shape_checks():
     jaxtyping.config.update("jaxtyping_disable", disabled)
 
 
-# The slowest files first (worker-seconds of `make test` on 2 cores, pytest --junitxml, 2026-11-25:
+# The slowest files first (worker-seconds of both tiers in one run on 2 cores, pytest --junitxml, 2026-11-25:
 # 1416 in all), so that pytest-xdist (which the Makefile runs with --dist loadfile
 # --no-loadscope-reorder: a file per worker, in this order) does not start a long file last while
 # the other worker idles; the rest keep their order.
@@ -142,13 +143,13 @@ SLOW_FIRST = (
 
 
 # Tiers of single tests and parametrized instances (the rest carry their marks in their files).
-# `extended` (``make test-extended``, not in CI: the whole suite would pass 10 minutes on 2 cores):
+# `extended` (``make test-extended``, not in CI, which stays under 30 minutes on 2 cores):
 # second instances of slow checks that CI runs on another model, precision or size (the instance CI
-# keeps is named), and the soak run. `slow`: run-bound or paper-specific checks, in ``make test``
-# but left out of ``make test-fast``. (Moving one parametrized instance saves nothing where its
+# keeps is named), and the soak run. `slow`: run-bound or paper-specific checks moved out of ``make
+# test`` (``make test-slow``, in CI). (Moving one parametrized instance saves nothing where its
 # siblings share its compiled functions: the next sibling compiles them instead.)
 TIERS = {
-    # make test-fast -> slow
+    # make test -> slow
     "test_trajopt.py::test_two_link_matches_scipy_and_respects_limits": "slow",
     "test_trajopt.py::test_rotor_torque_effort_with_free_end_accelerations": "slow",
     "test_constrained.py::test_huang_double_pendulum_dfdq": "slow",
@@ -158,7 +159,7 @@ TIERS = {
     "test_batching.py::test_batches_sharded_over_four_cpu_devices": "slow",
     "test_relative_motion.py::test_compose_pose_and_jacobians[branched-4-5-reference]": "slow",
     "test_simulate.py::test_truc_feedforward_validation": "slow",
-    # make test -> extended
+    # slow -> extended
     "test_floating_base.py::test_floating_base_robots_against_pinocchio[quadruped]": "extended",  # [humanoid]
     "test_floating_base.py::test_free_floating_robot_conserves_momentum_and_balances_power[quadruped]": "extended",  # the humanoid's, test_simulate_floating
     "test_floating_base.py::test_float32_and_a_batch_of_ten_thousand_states": "extended",  # float32: test_kinematics, test_dynamics_derivatives
@@ -173,8 +174,8 @@ TIERS = {
 }
 _TIERED = {"test_soak.py": "extended"}  # whole files
 
-# `make test-fast` (under 2 minutes on 2 cores, for iteration) leaves out the slow tests and the
-# files whose other tests took more than 25 worker-seconds (pytest --junitxml, 2026-11-25): marked `heavy` here.
+# `make test-fast` (under 2 minutes on 2 cores, for iteration) leaves out the files whose tests
+# not marked slow took more than 25 worker-seconds (pytest --junitxml, 2026-11-25): marked `heavy` here.
 HEAVY = (
     "test_docstrings.py",
     "test_constrained.py",

@@ -156,24 +156,21 @@ def test_coriolis_terms_on_the_tangent_space(mixed):
     model, pm, pd = mixed.model, mixed.pm, mixed.pd
     n = model.nv
 
-    # one program per quantity: a fifth less compile time than all of them in one
-    quantities = dict(
-        mdot=lambda q, v, a: jax.jvp(lambda t: kj.mass_matrix(model, kj.integrate(model, q, t * v)), (0.0,), (1.0,))[1],
-        dm_autodiff=lambda q, v, a: jax.jacfwd(lambda d: kj.mass_matrix(model, kj.integrate(model, q, d)))(jnp.zeros(n)),
-        kron=lambda q, v, a: kj.inverse_dynamics(model, q, v, a, method="kron"),
-        M=lambda q, v, a: kj.mass_matrix(model, q),
-        g=lambda q, v, a: kj.gravity(model, q),
-        T=lambda q, v, a: kj.kinetic_energy(model, q, v),
-    )
-    for method in ("composite", "jacobians"):
-        quantities[f"dm_{method}"] = lambda q, v, a, method=method: kj.mass_matrix_derivative(model, q, method=method)
-        quantities[f"cstar_{method}"] = lambda q, v, a, method=method: kj.coriolis_star(model, q, method=method)
-    for form in kj.dynamics.CORIOLIS_FORMS:
-        quantities[form] = lambda q, v, a, form=form: kj.coriolis_matrix(model, q, v, form=form)
+    def values(q, v, a):
+        out = dict(mdot=jax.jvp(lambda t: kj.mass_matrix(model, kj.integrate(model, q, t * v)), (0.0,), (1.0,))[1])
+        out["dm_autodiff"] = jax.jacfwd(lambda d: kj.mass_matrix(model, kj.integrate(model, q, d)))(jnp.zeros(n))
+        for method in ("composite", "jacobians"):
+            out[f"dm_{method}"] = kj.mass_matrix_derivative(model, q, method=method)
+            out[f"cstar_{method}"] = kj.coriolis_star(model, q, method=method)
+        for form in kj.dynamics.CORIOLIS_FORMS:
+            out[form] = kj.coriolis_matrix(model, q, v, form=form)
+        out["kron"] = kj.inverse_dynamics(model, q, v, a, method="kron")
+        out["M"], out["g"] = kj.mass_matrix(model, q), kj.gravity(model, q)
+        out["T"] = kj.kinetic_energy(model, q, v)
+        return out
 
     qs, vs, accs = mixed.states(5, seed=6)
-    states = [jnp.asarray(x) for x in mixed.ours(qs, vs, accs)]
-    ours = {key: jit_once(jax.vmap(fn))(*states) for key, fn in quantities.items()}
+    ours = jit_once(jax.vmap(values))(*(jnp.asarray(x) for x in mixed.ours(qs, vs, accs)))
     for k in range(5):
         q, v, a = mixed.ours(qs[k], vs[k], accs[k])
         tau = mixed.vec(pin.rnea(pm, pd, qs[k], vs[k], accs[k]))
