@@ -228,7 +228,7 @@ def _kronjax(problem, z0):
         result = trajopt.optimize(
             problem.model, problem.boundary, problem.cost, num_control_points=problem.num_control_points, init=z0
         )
-        return result.z[0], int(result.report.iterations[0]), "" if result.report.converged[0] else "not converged"
+        return result.z[0], int(result.report.iterations[0]), "" if result.report.converged[0] else result.report.status[0]
 
     return solve
 

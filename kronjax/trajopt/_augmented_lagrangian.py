@@ -13,7 +13,7 @@ import numpy as np
 import optax
 from jaxtyping import Array
 
-from ._solver import Progress, Solution, SolverReport, compile_clock
+from ._solver import CONVERGED, NON_FINITE, RUNNING, Progress, Solution, SolverReport, compile_clock, status_names
 from ._transcription import Problem
 
 
@@ -25,6 +25,7 @@ class _State(NamedTuple):
     cost: Array
     violation: Array
     previous_cost: Array
+    finite_gradient: Array  # whether the inner minimisation's last gradient was finite
 
 
 def _cost_and_inequalities(problem: Problem, z):
@@ -46,7 +47,7 @@ def _init_state(problem: Problem, z, rho0):
     f, g = _cost_and_inequalities(problem, z)
     scale = jax.lax.stop_gradient(jnp.where(jnp.abs(f) > 0, jnp.abs(f), 1.0))
     rho = jnp.asarray(rho0, z.dtype)
-    return _State(z, jnp.zeros_like(g), rho, scale, f, jnp.maximum(jnp.max(g), 0.0), f)
+    return _State(z, jnp.zeros_like(g), rho, scale, f, jnp.maximum(jnp.max(g), 0.0), f, jnp.asarray(True))
 
 
 @eqx.filter_jit
@@ -64,7 +65,8 @@ def _minimise_lbfgs(value_and_grad, z0, max_iterations: int, gtol: float):
     gradient are evaluated at a single place in the loop body: one trial point per iteration of
     the while loop. Compilation stays small, since the heavy function (inverse dynamics at every
     sample and its gradient) is traced once. The memory is reset when the curvature ``s.y`` is not
-    positive. Returns ``(z, aux, accepted iterations, cost and violation after each)``."""
+    positive. Returns ``(z, aux, accepted iterations, cost and violation after each, whether the
+    gradient at z is finite)``; ``aux`` is NaN where not even ``z0``'s value was finite."""
     lbfgs = optax.scale_by_lbfgs()
     fresh = lbfgs.init(z0)
     (_, aux0), _ = jax.eval_shape(value_and_grad, z0)
@@ -115,7 +117,7 @@ def _minimise_lbfgs(value_and_grad, z0, max_iterations: int, gtol: float):
         z=z0,
         value=jnp.asarray(jnp.inf, dtype),  # the first trial (alpha = 0) is always accepted
         grad=jnp.zeros_like(z0),
-        aux=jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), aux0),
+        aux=jax.tree.map(lambda x: jnp.full(x.shape, jnp.nan, x.dtype), aux0),
         d=jnp.zeros_like(z0),
         alpha=jnp.asarray(0.0, dtype),
         memory=fresh,
@@ -126,7 +128,8 @@ def _minimise_lbfgs(value_and_grad, z0, max_iterations: int, gtol: float):
         violations=zeros,
     )
     out = jax.lax.while_loop(cond, body, init)
-    return out["z"], out["aux"], out["k"] - 1, out["costs"], out["violations"]
+    finite = jnp.all(jnp.isfinite(out["grad"]))
+    return out["z"], out["aux"], jnp.maximum(out["k"] - 1, 0), out["costs"], out["violations"], finite
 
 
 def _minimise_optax(value_and_grad, optimizer, fun, z0, max_iterations: int, gtol: float):
@@ -165,7 +168,7 @@ def _minimise_optax(value_and_grad, optimizer, fun, z0, max_iterations: int, gto
         violations=zeros,
     )
     out = jax.lax.while_loop(cond, body, init)
-    return out["z"], out["aux"], out["k"] - 1, out["costs"], out["violations"]
+    return out["z"], out["aux"], out["k"] - 1, out["costs"], out["violations"], jnp.all(jnp.isfinite(out["grad"]))
 
 
 def _outer_step(
@@ -185,9 +188,11 @@ def _outer_step(
     w0 = problem.preconditioner_inverse.astype(state.z.dtype) @ state.z
     value_and_grad = jax.value_and_grad(fun, has_aux=True)
     if optimizer is None:
-        w, aux, k, costs, violations = _minimise_lbfgs(value_and_grad, w0, inner, gtol)
+        w, aux, k, costs, violations, finite_gradient = _minimise_lbfgs(value_and_grad, w0, inner, gtol)
     else:
-        w, aux, k, costs, violations = _minimise_optax(value_and_grad, optimizer, lambda w: fun(w)[0], w0, inner, gtol)
+        w, aux, k, costs, violations, finite_gradient = _minimise_optax(
+            value_and_grad, optimizer, lambda w: fun(w)[0], w0, inner, gtol
+        )
     z = precondition @ w
     f, violation, g = aux
     done = jnp.arange(inner) < k
@@ -195,7 +200,7 @@ def _outer_step(
     lam = jnp.maximum(state.lam + state.rho * g, 0.0)
     grow = (violation > tol) & (violation > 0.25 * state.violation)
     rho = jnp.where(grow, jnp.minimum(state.rho * rho_growth, rho_max), state.rho)
-    return _State(z, lam, rho, state.scale, f, violation, state.cost), k, (costs, violations)
+    return _State(z, lam, rho, state.scale, f, violation, state.cost, finite_gradient), k, (costs, violations)
 
 
 @eqx.filter_jit
@@ -307,16 +312,24 @@ class AugmentedLagrangian(eqx.Module):
                 )
             if converged.all():
                 break
+        # the cost, the constraints, then the gradient of the augmented Lagrangian (entries 0, 1
+        # and 3 of NON_FINITE_QUANTITIES), where not finite
+        status = np.where(converged, CONVERGED, RUNNING)
+        status = np.where(np.asarray(state.finite_gradient), status, NON_FINITE + 3)
+        status = np.where(np.isfinite(viol_now), status, NON_FINITE + 1)
+        status = np.where(np.isfinite(cost_now), status, NON_FINITE)
         report = SolverReport(
             best=-1,
             cost=np.asarray(state.cost),
             violation=np.asarray(state.violation),
-            converged=converged,
+            converged=status == CONVERGED,
             iterations=iterations,
             outer_iterations=outer,
             history_cost=np.concatenate(costs, axis=0),
             history_violation=np.concatenate(violations, axis=0),
             compile_time=compile_time,
             wall_time=0.0,
+            status=status_names(status),
+            failed_row=np.full(status.shape, -1),
         )
         return Solution(state.z, duration0, AugmentedLagrangianState(state.lam, state.rho, state.scale), report)

@@ -28,8 +28,8 @@ one forward-over-reverse pass (``jax.jacfwd`` of the ``vjp``): ``n`` tangents th
 dynamics at every sample. The system is solved by its eigendecomposition; where the matrix is not
 positive definite, ``delta = 1e-4 mean|diag W| - 2 lambda_min`` (inertia correction, N&W sec.
 19.3; IPOPT's ``delta_w`` comes out within the same factor of ``-lambda_min``). The step lengths
-keep ``s`` and ``lam`` positive (fraction to the boundary, N&W 19.9, ``tau = max(0.99, 1 - mu)``,
-primal and dual apart); the primal one backtracks until the filter accepts the trial point (W&B
+keep ``s`` and ``lam`` positive (fraction to the boundary, N&W 19.9, ``tau = max(0.99, 1 - mu)``
+capped at ``1 - 10 eps``, primal and dual apart); the primal one backtracks until the filter accepts the trial point (W&B
 sec. 2.3): it must lower the infeasibility ``theta = |c + s|_1 + |h|_1`` or the barrier objective
 ``phi = f - mu sum log s`` enough, and not be dominated by an earlier pair ``(theta, phi)``; at a
 nearly feasible point where the step is a good descent direction of ``phi`` (the switching
@@ -43,6 +43,11 @@ eq. 7). It stops when the KKT error of the original problem and the duality gap 
 (the cost's distance to the optimum, to first order) are at most ``tol`` and every constraint
 holds to ``violation_tol``. The filter keeps its last 64 entries (a ring; W&B's keeps them all). There is no restoration phase: a line search that fails takes its shortest
 step and starts a new filter.
+
+A guess also stops where the cost, the constraints or their derivatives at the current point are
+not finite (the report names the first such quantity), and where it has found no feasible point
+and its smallest violation has not dropped by 1 % in ``_STALL`` iterations (the problem is likely
+infeasible: the report says so and the guess returns the point of least violation).
 
 The iterations run in one ``lax.while_loop`` over all the initial guesses at once; a guess that
 has converged stays put while the others go on.
@@ -61,7 +66,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
-from ._solver import Progress, Solution, SolverReport, compile_clock
+from ._solver import CONVERGED, INFEASIBLE, NON_FINITE, RUNNING, Progress, Solution, SolverReport, compile_clock, status_names
 from ._transcription import Problem
 
 _KAPPA_SIGMA = 1e10  # Wächter and Biegler's bound on how far lam may drift from mu / s
@@ -70,6 +75,7 @@ _SCALE_MAX = 100.0  # their s_max, for the scaled KKT error
 _GAMMA_THETA, _GAMMA_PHI, _ETA, _S_THETA, _S_PHI = 1e-5, 1e-8, 1e-4, 1.1, 2.3
 _FILTER_SIZE = 64
 _MAX_BACKTRACKS = 40
+_STALL = 30  # iterations without a 1 % drop of the smallest violation before an infeasible guess stops
 
 
 class InteriorPoint(eqx.Module):
@@ -140,13 +146,15 @@ class InteriorPoint(eqx.Module):
             best=-1,
             cost=np.asarray(guesses.f * guesses.scale),
             violation=np.asarray(guesses.violation),
-            converged=np.asarray(guesses.done),
+            converged=np.asarray(guesses.status) == CONVERGED,
             iterations=np.asarray(guesses.steps),
             outer_iterations=k,
             history_cost=np.asarray(history_cost)[: max(k, 1)],
             history_violation=np.asarray(history_violation)[: max(k, 1)],
             compile_time=compile_seconds(),
             wall_time=0.0,
+            status=status_names(np.asarray(guesses.status)),
+            failed_row=np.asarray(guesses.failed_row),
         )
         return Solution(z, duration, state, report)
 
@@ -195,6 +203,13 @@ class _Guess(NamedTuple):
     filter_count: Array
     theta_min: Array
     theta_max: Array
+    status: Array  # RUNNING until the guess stops (_solver's codes)
+    failed_row: Array  # the first non-finite row of the constraints or their Jacobian, else -1
+    least: Array  # the smallest violation so far, at x_least (cost f_least)
+    x_least: Array
+    f_least: Array
+    reference: Array  # the violation at the last drop of 1 %, `since` iterations ago
+    since: Array
 
 
 # the callbacks of the solves in progress, by a token that the compiled solve hands back to
@@ -278,6 +293,13 @@ def _start(problem: Problem, x, warm: InteriorPointState | None, solver: Interio
         jnp.asarray(0),
         1e-4 * theta,
         1e4 * theta,
+        jnp.asarray(RUNNING),
+        jnp.asarray(-1),
+        violation,
+        x,
+        f,
+        violation,
+        jnp.asarray(0),
     )
 
 
@@ -308,7 +330,20 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
     # Panda's optimum, m = 2772 constraints each contributing mu
     violation = _violation(c, h)
     gap = jnp.sum(s * lam) / scale_d
-    done = (kkt_error(0.0) <= tol) & (gap <= tol) & (violation <= solver.violation_tol)
+    converged = (kkt_error(0.0) <= tol) & (gap <= tol) & (violation <= solver.violation_tol)
+    # the first quantity that is not finite, in NON_FINITE's order, and its row where it is a
+    # constraint's (the report names the constraint)
+    checked = (f, c, h, grad_f, jac, jac_e, hessian)
+    finite = jnp.stack([jnp.all(jnp.isfinite(a)) for a in checked])
+    first = jnp.argmin(finite)
+    rows = [
+        jnp.argmin(jnp.isfinite(a).reshape(a.shape[0], -1).all(axis=1)) if a.shape[0] else jnp.asarray(0)
+        for a in (c, h, jac, jac_e)
+    ]
+    failed_row = jnp.select([first == 1, first == 2, first == 4, first == 5], rows, -1)
+    infeasible = (guess.since >= _STALL) & (guess.least > solver.violation_tol)
+    status = jnp.select([converged, ~jnp.all(finite), infeasible], [CONVERGED, NON_FINITE + first, INFEASIBLE], RUNNING)
+    done = status != RUNNING
     floor = tol / (10.0 * s.shape[0])
     mu = jnp.where(kkt_error(mu) <= 10.0 * mu, jnp.maximum(floor, jnp.minimum(0.2 * mu, mu**1.5)), mu)
 
@@ -402,6 +437,9 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
     )
     alpha = jnp.where(finite, alpha, 0.0)
     lam_new = jnp.clip(lam + alpha_dual * dlam, mu / (_KAPPA_SIGMA * s_new), _KAPPA_SIGMA * mu / s_new)
+    violation_new = _violation(c_new, h_new)
+    lower = violation_new < guess.least
+    dropped = violation_new <= 0.99 * guess.reference
     stepped = guess._replace(
         x=x_new,
         s=s_new,
@@ -409,13 +447,24 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
         y=y + alpha * (y_new - y),
         mu=mu,
         f=f_new,
-        violation=_violation(c_new, h_new),
+        violation=violation_new,
         filter_theta=filter_theta,
         filter_phi=filter_phi,
         filter_count=guess.filter_count + grow,
         steps=guess.steps + 1,
+        least=jnp.where(lower, violation_new, guess.least),
+        x_least=jnp.where(lower, x_new, guess.x_least),
+        f_least=jnp.where(lower, f_new, guess.f_least),
+        reference=jnp.where(dropped, violation_new, guess.reference),
+        since=jnp.where(dropped, 0, guess.since + 1),
     )
-    stay = guess._replace(done=jnp.asarray(True), f=f, violation=violation)
+    stay = guess._replace(done=jnp.asarray(True), f=f, violation=violation, status=status, failed_row=failed_row)
+    # an infeasible guess ends at its point of least violation
+    stay = jax.tree.map(
+        lambda least, here: jnp.where(status == INFEASIBLE, least, here),
+        stay._replace(x=guess.x_least, f=guess.f_least, violation=guess.least),
+        stay,
+    )
     return jax.tree.map(lambda a, b: jnp.where(done, a, b), stay, stepped)
 
 

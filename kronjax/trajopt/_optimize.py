@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -83,9 +84,52 @@ def _check_warm_start(problem: Problem, z0, warm) -> None:
 
 
 def _best(cost: np.ndarray, violation: np.ndarray, tol: float) -> int:
-    """The guess with the lowest cost among the feasible ones, else the least violation."""
+    """The guess with the lowest cost among the feasible ones, else the least violation (NaN
+    counts as the worst)."""
+    cost, violation = np.where(np.isnan(cost), np.inf, cost), np.where(np.isnan(violation), np.inf, violation)
     feasible = violation <= tol
     return int(np.argmin(np.where(feasible, cost, np.inf) if feasible.any() else violation))
+
+
+def _message(problem: Problem, report: SolverReport, z, duration) -> str:
+    """:attr:`SolverReport.message` for the best guess, whose free control points are ``z`` and
+    duration ``duration``."""
+    k = report.best
+    status, iterations, violation = report.status[k], int(report.iterations[k]), float(report.violation[k])
+    if status == "converged":
+        return f"converged in {iterations} iterations"
+    if status.startswith("non-finite"):
+        row = int(report.failed_row[k])
+        where = ""
+        if row >= 0:
+            where = f" (first at {problem.constraint_name(row, equality=status.startswith('non-finite equality'))})"
+        quantity = status[len("non-finite ") :]
+        return (
+            f"stopped after {iterations} iterations: the {quantity} at the current point "
+            f"{'are' if quantity.endswith('constraints') else 'is'} not finite "
+            f"(NaN or inf){where}; look for an operation outside its domain there (a square root or a logarithm of a "
+            "negative number or of 0, a division by 0) or a parameter that is not finite"
+        )
+    at = problem if problem.free_time is None else problem.at_duration(duration)
+    _, g, h = at.evaluate(z)
+    g, h = np.asarray(g), np.abs(np.asarray(h))
+    worst = (
+        at.constraint_name(int(np.argmax(h)), equality=True)
+        if h.size and (not g.size or h.max() > g.max())
+        else at.constraint_name(int(np.argmax(g)))
+    )
+    if status == "infeasible":
+        return (
+            f"no feasible motion found: after {iterations} iterations the smallest violation reached is {violation:.3g} "
+            f"(relative to the limit), the largest at {worst}; the constraints may not be satisfiable (limits that "
+            "cannot be met in this duration: a longer one or wider limits)"
+        )
+    if violation > 0.0 and not violation <= 1e-6:
+        return (
+            f"not converged in {iterations} iterations (the solver's iteration limit): violation {violation:.3g}, the "
+            f"largest at {worst}"
+        )
+    return f"not converged in {iterations} iterations (the solver's iteration limit); the point is feasible (violation {violation:.3g})"
 
 
 def print_progress(progress: Progress) -> None:
@@ -214,7 +258,11 @@ def optimize(
     report = solution.report
     best = _best(report.cost, report.violation, solver.violation_tol)
     trajectories = _trajectories(problem, solution.z, solution.duration)
-    report = report._replace(best=best, wall_time=time.perf_counter() - start)
+    report = report._replace(best=best)
+    report = report._replace(message=_message(problem, report, solution.z[best], solution.duration[best]))
+    if report.status[best] != "converged":
+        warnings.warn(f"trajopt.optimize: {report.message}", RuntimeWarning, stacklevel=2)
+    report = report._replace(wall_time=time.perf_counter() - start)
     return Result(
         jax.tree.map(lambda x: x[best], trajectories),
         report,

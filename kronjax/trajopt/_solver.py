@@ -50,6 +50,27 @@ class Progress(NamedTuple):
     elapsed: float
 
 
+# why a guess stopped, as the compiled solvers record it: RUNNING until it stops (still RUNNING
+# after the last iteration: "max_iterations"), then CONVERGED, INFEASIBLE, or NON_FINITE + i for the
+# first quantity of NON_FINITE_QUANTITIES that was not finite
+RUNNING, CONVERGED, INFEASIBLE, NON_FINITE = 0, 1, 2, 3
+NON_FINITE_QUANTITIES = (
+    "cost",
+    "inequality constraints",
+    "equality constraints",
+    "cost gradient",
+    "inequality constraints' Jacobian",
+    "equality constraints' Jacobian",
+    "Hessian of the Lagrangian",
+)
+_STATUS = ("max_iterations", "converged", "infeasible") + tuple(f"non-finite {q}" for q in NON_FINITE_QUANTITIES)
+
+
+def status_names(codes: np.ndarray) -> np.ndarray:
+    """The :attr:`SolverReport.status` strings of the solvers' status codes."""
+    return np.asarray([_STATUS[int(c)] for c in np.ravel(codes)], dtype=object).reshape(np.shape(codes))
+
+
 class SolverReport(NamedTuple):
     """How :func:`optimize` went.
 
@@ -69,6 +90,15 @@ class SolverReport(NamedTuple):
             (for plots of the convergence; a guess that has converged repeats its last value).
         wall_time: seconds, compilation included; ``compile_time``: of which lowering and
             compiling (0 when the compiled solver was reused from memory).
+        status: ``(G,)`` why each guess stopped: ``"converged"``; ``"max_iterations"``;
+            ``"infeasible"`` (interior point: no feasible point found and the smallest violation
+            stopped dropping; the guess holds its point of least violation); or ``"non-finite
+            <quantity>"``, the first of the cost, the constraints, the cost gradient, the
+            constraints' Jacobians and the Hessian of the Lagrangian that was NaN or inf at the
+            guess's last point (where a constraint's was, ``failed_row`` gives its row, else
+            ``-1``: :meth:`Problem.constraint_name` names it).
+        message: what became of the best guess, in words (why it stopped, and for a guess that
+            did not converge, its largest violation and where).
 
     Example:
         The report of the torque-optimal motion of a rotor (``tau = 0.1 qdd``) from rest at 0 to
@@ -87,6 +117,8 @@ class SolverReport(NamedTuple):
         [0.12]
         >>> report.history_cost.shape == (report.outer_iterations, 1)  # (I, G): after every iteration
         True
+        >>> report.status.tolist(), report.message
+        (['converged'], 'converged in 6 iterations')
     """
 
     best: int
@@ -99,6 +131,9 @@ class SolverReport(NamedTuple):
     history_violation: np.ndarray
     wall_time: float
     compile_time: float
+    status: np.ndarray
+    failed_row: np.ndarray
+    message: str = ""
 
 
 class Solution(NamedTuple):

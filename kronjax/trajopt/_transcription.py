@@ -309,6 +309,44 @@ class Problem(eqx.Module):
             g.append(jnp.stack([1.0 - duration / self.free_time.lower, duration / self.free_time.upper - 1.0]))
         return f, jnp.concatenate(g), jnp.concatenate(h)
 
+    def constraint_name(self, index: int, equality: bool = False) -> str:
+        """What row ``index`` of the inequalities ``g`` (or, with ``equality``, of ``h``) of
+        :meth:`evaluate` constrains, in words (for the solvers' reports).
+
+        Example:
+            The rows of a rotor's problem (``K = 53`` samples, one joint): the position upper
+            limits come first, one per sample, then the lower ones, the velocity and the torque
+            limits:
+
+            >>> import kronjax as kj
+            >>> from kronjax import trajopt
+            >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1), effort=1.0)], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
+            >>> problem = trajopt.transcribe(rotor, trajopt.BoundaryConditions([0.0], [1.0], 1.0), trajopt.TorqueEffort(),
+            ...                              num_control_points=9)
+            >>> problem.constraint_name(0), problem.constraint_name(4 * 53 + 26)
+            ('the upper position limit of joint1 at t = 0 s', 'the upper torque limit of joint1 at t = 0.5 s')
+        """
+        count, n = self.s.shape[0], self.n_dof
+        if not equality and index < 6 * count * n:
+            kind, rest = divmod(index, count * n)
+            sample, joint = divmod(rest, n)
+            limit = ("upper position", "lower position", "upper velocity", "lower velocity", "upper torque", "lower torque")[kind]
+            t = float(self.s[sample] * self.boundary.duration)
+            return f"the {limit} limit of {self.model.joint_names[joint]} at t = {t:.4g} s"
+        row = index - (0 if equality else 6 * count * n)
+        z = jax.ShapeDtypeStruct(self.shape, self.boundary.q_start.dtype)
+        trajectory, samples = jax.eval_shape(lambda z: (self.trajectory(z), self.samples(z)), z)
+        for constraint in self.extra_constraints:
+            if constraint.equality != equality:
+                continue
+            size = jax.eval_shape(lambda t, s, c=constraint: jnp.ravel(c(self.model, t, s)), trajectory, samples).shape[0]
+            if row < size:
+                return f"row {row} of {type(constraint).__name__}"
+            row -= size
+        if not equality and self.free_time is not None and row < 2:
+            return ("the lower", "the upper")[row] + " bound of free_time"
+        raise IndexError(f"the problem has no {'equality' if equality else 'inequality'} constraint {index}")
+
     def constraints(self, z: Float[ArrayLike, "m_free n"]) -> Float[Array, " c"]:
         """``g(z) <= 0``: the inequalities of :meth:`evaluate`."""
         return self.evaluate(z)[1]
