@@ -452,37 +452,6 @@ def test_minimum_time_rotor_approaches_the_bang_bang_bound():
     assert 0 < gaps[30] < gaps[10] < 0.05
 
 
-def _rotor_with_torque_limit(tau_max):
-    return kj.from_joints(
-        [kj.Joint("R", axis=(0, 0, 1), effort=tau_max, velocity=100.0, lower=-10.0, upper=10.0)],
-        [kj.Inertial(mass=2.0, com=(0.1, 0, 0), inertia=(0.01, 0.01, 0.03))],
-    )
-
-
-def test_infeasible_motion_is_reported_not_converged():
-    """A rotor asked to move dq in half the bang-bang time T* = 2 sqrt(I dq / tau_max): no motion
-    meets the torque limit, since the least peak acceleration of a rest-to-rest motion is 4 dq /
-    T^2, so every motion's torque exceeds the limit by (T* / T)^2 - 1 = 3 somewhere (on the
-    samples, a little less). The solver stops early and says so; with an iteration limit below
-    that, it says the limit stopped it."""
-    inertia, dq, tau_max = ROTOR_INERTIA, 1.0, 1.0
-    duration = np.sqrt(inertia * dq / tau_max)  # T* / 2
-    bound = (2 * np.sqrt(inertia * dq / tau_max) / duration) ** 2 - 1
-    model, bc = _rotor_with_torque_limit(tau_max), to.BoundaryConditions([0.0], [dq], duration)
-    with pytest.warns(RuntimeWarning, match="no feasible motion found") as caught:
-        result = to.optimize(model, bc, to.TorqueEffort())
-    report = result.report
-    print(f"\n{report.message}")
-    assert report.status.tolist() == ["infeasible"] and not report.converged[0]
-    assert report.iterations[0] <= 60  # stopped, not run to the 200 allowed
-    assert 0.95 * bound <= report.violation[0] == pytest.approx(report.history_violation[:, 0].min(), rel=0, abs=0)
-    assert float(result.problem.violation(result.z[0])) == pytest.approx(report.violation[0], rel=1e-12)
-    assert "torque limit of joint1" in report.message and str(caught[0].message).endswith(report.message)
-    with pytest.warns(RuntimeWarning, match="not converged in 3 iterations"):
-        short = to.optimize(model, bc, to.TorqueEffort(), solver=to.InteriorPoint(max_iterations=3))
-    assert short.report.status.tolist() == ["max_iterations"] and "torque limit of joint1" in short.report.message
-
-
 class _Root(to.AbstractCost):
     """``int sqrt(q - shift) dt``: not finite where ``q < shift``, nor its gradient where ``q = shift``."""
 
@@ -501,17 +470,49 @@ class _Cap(to.AbstractConstraint):
         return (samples.q[::10, 0] - 10.0) * jnp.sqrt(self.root)
 
 
+_AUGMENTED = to.AugmentedLagrangian(max_outer_iterations=2, max_inner_iterations=5)
+
+
+def _rotor_motion(duration, shift=-1.0, root=1.0, solver=None):
+    """The rotor of the minimum-time test (``|tau| <= 1``) from rest at 0 to rest at 1 rad in
+    ``duration``, at least ``int tau^2 + 0.01 sqrt(q - shift) dt`` with ``(q - 10) sqrt(root) <= 0``
+    (inactive): one compiled solver for every ``duration``, ``shift`` and ``root`` (arrays)."""
+    model = kj.from_joints(
+        [kj.Joint("R", axis=(0, 0, 1), effort=1.0, velocity=100.0, lower=-10.0, upper=10.0)],
+        [kj.Inertial(mass=2.0, com=(0.1, 0, 0), inertia=(0.01, 0.01, 0.03))],
+    )
+    cost = to.TorqueEffort() + 0.01 * _Root(jnp.asarray(shift))
+    bc = to.BoundaryConditions([0.0], [1.0], duration)
+    return to.optimize(model, bc, cost, constraints=(_Cap(jnp.asarray(root)),), num_control_points=12, solver=solver)
+
+
+def test_infeasible_motion_is_reported_not_converged():
+    """The rotor asked to move 1 rad in half the bang-bang time T* = 2 sqrt(I dq / tau_max): no
+    motion meets the torque limit, since the least peak acceleration of a rest-to-rest motion is
+    4 dq / T^2, so every motion's torque exceeds the limit by (T* / T)^2 - 1 = 3 somewhere (on the
+    samples, a little less). The solver stops early and says so; the augmented Lagrangian with an
+    iteration limit says the limit stopped it."""
+    duration = np.sqrt(ROTOR_INERTIA)  # T* / 2 for dq = tau_max = 1
+    bound = (2 * np.sqrt(ROTOR_INERTIA) / duration) ** 2 - 1
+    with pytest.warns(RuntimeWarning, match="no feasible motion found") as caught:
+        result = _rotor_motion(duration)
+    report = result.report
+    print(f"\n{report.message}")
+    assert report.status.tolist() == ["infeasible"] and not report.converged[0]
+    assert report.iterations[0] <= 60  # stopped, not run to the 200 allowed
+    assert 0.95 * bound <= report.violation[0] == report.history_violation[:, 0].min()
+    assert float(result.problem.violation(result.z[0])) == pytest.approx(report.violation[0], rel=1e-12)
+    assert "torque limit of joint1" in report.message and str(caught[0].message).endswith(report.message)
+    with pytest.warns(RuntimeWarning, match="not converged in .* iterations .*torque limit of joint1"):
+        short = _rotor_motion(duration, solver=_AUGMENTED)
+    assert short.report.status.tolist() == ["max_iterations"]
+
+
 def test_non_finite_cost_or_constraint_stops_with_a_message():
     """A cost or constraint that is NaN (or whose gradient is) at the initial guess stops the
     solver at once, naming the first non-finite quantity (and the constraint's row); the same
-    problem with finite values converges (one compiled solver: the parameters are arrays)."""
-    model, bc = _rotor_with_torque_limit(1.0), to.BoundaryConditions([0.0], [1.0], 1.0)
-
-    def solve(shift, root, solver=None):
-        cost = to.TorqueEffort() + 0.01 * _Root(jnp.asarray(shift))
-        return to.optimize(model, bc, cost, constraints=(_Cap(jnp.asarray(root)),), num_control_points=12, solver=solver)
-
-    assert solve(-1.0, 1.0).report.status.tolist() == ["converged"]
+    problem with finite values converges."""
+    assert _rotor_motion(1.0).report.status.tolist() == ["converged"]
     cases = [
         ((0.25, 1.0), "non-finite cost", "the cost at the current point is not finite"),
         ((0.0, 1.0), "non-finite cost gradient", "the cost gradient at the current point is not finite"),
@@ -519,12 +520,11 @@ def test_non_finite_cost_or_constraint_stops_with_a_message():
     ]
     for (shift, root), status, message in cases:
         with pytest.warns(RuntimeWarning, match=message):
-            report = solve(shift, root).report
+            report = _rotor_motion(1.0, shift, root).report
         assert report.status.tolist() == [status] and report.iterations[0] == 0 and not report.converged[0]
-    augmented = to.AugmentedLagrangian(max_outer_iterations=2, max_inner_iterations=5)
     for (shift, root), status, message in cases[:2]:
         with pytest.warns(RuntimeWarning, match=message):
-            report = solve(shift, root, augmented).report
+            report = _rotor_motion(1.0, shift, root, _AUGMENTED).report
         assert report.status.tolist() == [status] and not report.converged[0]
 
 
