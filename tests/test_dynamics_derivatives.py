@@ -201,6 +201,47 @@ def test_jax_transformations_use_the_analytic_derivatives():
         assert max_error(ad[key], zip(*expected)) <= 1e-12, key
 
 
+@functools.cache
+def recursion_autodiff(name: str):
+    """``inverse_dynamics(..., derivatives="autodiff")``: its value (and the rule's), ``jax.jacrev``
+    (JAX's reverse mode through the recursion) at every state and, at the first state,
+    ``jax.hessian`` of ``sum sin(tau)^2`` in ``(q, qd, qdd)`` (forward-over-reverse of the
+    recursion) with central differences of its gradient through the analytic rule."""
+    model, states = model_and_states(name)
+    n = model.n_dof
+
+    def inverse(q, qd, qdd, derivatives):
+        return kj.inverse_dynamics(model, q, qd, qdd, derivatives=derivatives)
+
+    def loss(x, derivatives):
+        return jnp.sum(jnp.sin(inverse(x[:n], x[n : 2 * n], x[2 * n :], derivatives)) ** 2)
+
+    @jax.jit
+    def f(q, qd, qdd):
+        tau = jax.vmap(lambda *s: (inverse(*s, "autodiff"), inverse(*s, "analytic")))(q, qd, qdd)
+        jac = jax.vmap(jax.jacrev(inverse, argnums=(0, 1, 2)), in_axes=(0, 0, 0, None))(q, qd, qdd, "autodiff")
+        x = jnp.concatenate([q[0], qd[0], qdd[0]])
+        grad = jax.grad(loss)
+        central = jax.vmap(lambda s: (grad(x + s, "analytic") - grad(x - s, "analytic")) / (2 * EPS), out_axes=1)
+        return tau, jac, jax.hessian(loss)(x, "autodiff"), central(EPS * jnp.eye(3 * n))
+
+    return jax.tree.map(np.asarray, f(*(jnp.asarray(s) for s in states[:3])))
+
+
+def test_derivatives_by_autodiff_of_the_recursion():
+    """``derivatives="autodiff"``: the same torques, JAX's reverse mode through the recursion equal
+    to Pinocchio's computeRNEADerivatives, and its forward-over-reverse Hessian equal to central
+    differences of the gradient through the analytic rule."""
+    (tau_autodiff, tau_analytic), jac, hessian, hessian_fd = recursion_autodiff("panda")
+    assert relative_error(tau_autodiff, tau_analytic) <= 1e-15
+    error = max_error(jac, pinocchio_reference("panda")[0])
+    print(f"\npanda: jacrev of the recursion vs computeRNEADerivatives {error:.1e}")
+    assert error <= PINOCCHIO_TOL
+    assert relative_error(hessian, hessian_fd) <= FD_TOL
+    with pytest.raises(ValueError, match="derivatives must be 'analytic' or 'autodiff'"):
+        kj.inverse_dynamics(kj.models.double_pendulum(), jnp.zeros(2), jnp.zeros(2), jnp.zeros(2), derivatives="exact")
+
+
 def _symmetric(six: jax.Array) -> jax.Array:
     """``(nb, 6)`` upper entries -> ``(nb, 3, 3)`` symmetric matrices."""
     i, j = np.triu_indices(3)

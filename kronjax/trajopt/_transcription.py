@@ -13,7 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from ..chain import JointLimits, Model, require_one_dof_joints
+from .._spatial import schedule
+from ..chain import JointLimits, Model, Tree, require_one_dof_joints
 from ..dynamics import INVERSE_DYNAMICS_METHODS, inverse_dynamics
 from ._constraints import AbstractConstraint, TaskConstraint
 from ._costs import AbstractCost, Samples
@@ -262,7 +263,10 @@ class Problem(eqx.Module):
         design = self.design.astype(dtype)
         q, qd, qdd, qddd = (design[j] @ c / duration**j for j in range(4))
         model = self.model
-        tau = jax.vmap(lambda q, qd, qdd: inverse_dynamics(model, q, qd, qdd, method=self.method))(q, qd, qdd)
+        derivatives = _derivatives(model)
+        tau = jax.vmap(lambda q, qd, qdd: inverse_dynamics(model, q, qd, qdd, method=self.method, derivatives=derivatives))(
+            q, qd, qdd
+        )
         return Samples(self.s.astype(dtype) * duration, self.weights.astype(dtype) * duration, q, qd, qdd, qddd, tau, duration)
 
     @eqx.filter_jit
@@ -381,6 +385,17 @@ class Problem(eqx.Module):
         return z0 + noise.at[0].set(0.0)
 
 
+def _derivatives(model: Model) -> str:
+    """How the solvers differentiate the inverse dynamics (:func:`~kronjax.inverse_dynamics`'s
+    ``derivatives``). They take gradients and forward-over-reverse Hessians of scalars of ``tau``,
+    where JAX's own derivatives of the recursion beat the analytic Jacobian rules (the Panda's and
+    the UR5's interior-point solves 2.5x faster); but those programs hold a copy of the recursion
+    per unbranched run of bodies, and on a branched tree they compile several times slower: the
+    rules there."""
+    tree = model.kinematics
+    return "autodiff" if isinstance(tree, Tree) and len(schedule(tree).spans) == 1 else "analytic"
+
+
 def _lobatto_grid(spans: int, r: int) -> tuple[np.ndarray, np.ndarray]:
     """Nodes and weights on ``[0, 1]``: ``r``-point Gauss-Lobatto on each of ``spans`` equal
     spans, shared ends merged. Lobatto nodes on ``[-1, 1]``: ``+-1`` and the roots of
@@ -459,6 +474,8 @@ def transcribe(
             The samples are the union: ``K = (r - 1 + checks_per_span)(m - p) + 1`` at most.
         method: inverse-dynamics method (:func:`kronjax.inverse_dynamics`); ``"rnea"`` (default,
             the fast one), ``"kron"`` (the papers' ``M qdd + C* (qd ⊗ qd) + g``), ``"lagrangian"``.
+            On a serial chain the solvers differentiate it by JAX's own derivatives
+            (``derivatives="autodiff"``), on a branched tree by the analytic rules.
         limits: the joint limits (default ``model.limits``, unlimited where the model has none).
         margin: shrink every limit by this fraction (a safety margin for the samples).
         constraints: further constraints on the motion (:class:`AvoidSpheres`,
