@@ -210,6 +210,7 @@ class _Guess(NamedTuple):
     f_least: Array
     reference: Array  # the violation at the last drop of 1 %, `since` iterations ago
     since: Array
+    fresh: Array  # before the first iteration (which sets s, lam, y and the scale)
 
 
 # the callbacks of the solves in progress, by a token that the compiled solve hands back to
@@ -237,13 +238,12 @@ def _variables(problem: Problem, x):
     return z, duration
 
 
-def _functions(problem: Problem, scale):
-    """``x -> (f / scale, g, h)`` in the solver's variables."""
+def _functions(problem: Problem):
+    """``x -> (f, g, h)`` in the solver's variables (the cost not scaled)."""
 
     def fun(x):
         z, duration = _variables(problem, x)
-        f, g, h = (problem if duration is None else problem.at_duration(duration)).evaluate(z)
-        return f / scale, g, h
+        return (problem if duration is None else problem.at_duration(duration)).evaluate(z)
 
     return fun
 
@@ -257,64 +257,71 @@ def _violation(c, h):
     return jnp.maximum(jnp.maximum(jnp.max(c), _inf_norm(h)), 0.0)
 
 
-def _start(problem: Problem, x, warm: InteriorPointState | None, solver: InteriorPoint) -> _Guess:
+def _start(x, warm: InteriorPointState | None, counts: tuple[int, int], solver: InteriorPoint) -> _Guess:
+    """A guess at ``x`` before its first iteration, which evaluates the problem there and sets the
+    cost's scale, the slacks and the multipliers (:func:`_first_values`); ``counts``: the numbers
+    of inequalities and equalities."""
     dtype = x.dtype
     if warm is None:
-        f, c, h = _functions(problem, 1.0)(x)
-        scale = jax.lax.stop_gradient(jnp.where(jnp.abs(f) > 0, jnp.abs(f), 1.0))
-        f = f / scale
         mu = jnp.asarray(solver.barrier_init, dtype)
-        s = jnp.maximum(-c, 1e-2)
-        lam = mu / s
-        y = jnp.zeros_like(h)
+        s, lam, y, scale = (
+            jnp.ones(counts[0], dtype),
+            jnp.zeros(counts[0], dtype),
+            jnp.zeros(counts[1], dtype),
+            jnp.asarray(1.0, dtype),
+        )
     else:
-        scale = warm.scale.astype(dtype)
-        f, c, h = _functions(problem, scale)(x)
         mu = jnp.asarray(solver.warm_barrier, dtype)
-        s = jnp.maximum(jnp.maximum(warm.s.astype(dtype), -c), mu)
-        lam = jnp.clip(warm.lam.astype(dtype), mu / (_KAPPA_SIGMA * s), _KAPPA_SIGMA * mu / s)
-        y = warm.y.astype(dtype)
-    theta = jnp.maximum(jnp.sum(jnp.abs(c + s)) + jnp.sum(jnp.abs(h)), 1.0)
+        s, lam, y, scale = (a.astype(dtype) for a in warm)
     empty = jnp.full(_FILTER_SIZE, jnp.inf, dtype)
-    violation = _violation(c, h)
+    zero = jnp.zeros((), dtype)
     return _Guess(
-        x,
-        s,
-        lam,
-        y,
-        mu,
-        scale,
-        f,
-        violation,
-        jnp.asarray(False),
-        jnp.asarray(0),
-        empty,
-        empty,
-        jnp.asarray(0),
-        1e-4 * theta,
-        1e4 * theta,
-        jnp.asarray(RUNNING),
-        jnp.asarray(-1),
-        violation,
-        x,
-        f,
-        violation,
-        jnp.asarray(0),
-    )
+        x, s, lam, y, mu, scale, zero, zero, jnp.asarray(False), jnp.asarray(0), empty, empty, jnp.asarray(0),
+        zero, zero, jnp.asarray(RUNNING), jnp.asarray(-1), zero, x, zero, zero, jnp.asarray(0), jnp.asarray(True),
+    )  # fmt: skip
 
 
-def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoint) -> _Guess:
-    """One Newton step of one guess (or none, where it has converged)."""
-    x, s, lam, y, mu = guess.x, guess.s, guess.lam, guess.y, guess.mu
-    dtype = x.dtype
-    fun = _functions(problem, guess.scale)
+def _first_values(guess: _Guess, f, c, h, warm: bool):
+    """``(scale, s, lam, y)`` of a guess's first iteration from the problem's values at its start:
+    the cost's scale ``|f|`` and slacks ``max(-c, 1e-2)`` with ``lam = mu / s`` (cold), or the
+    earlier solution's slacks, at least ``-c`` and ``mu``, and multipliers kept within
+    ``[mu / (k s), k mu / s]`` (warm)."""
+    mu = guess.mu
+    if not warm:
+        s = jnp.maximum(-c, 1e-2)
+        return jnp.where(jnp.abs(f) > 0, jnp.abs(f), 1.0), s, mu / s, jnp.zeros_like(h)
+    s = jnp.maximum(jnp.maximum(guess.s, -c), mu)
+    return guess.scale, s, jnp.clip(guess.lam, mu / (_KAPPA_SIGMA * s), _KAPPA_SIGMA * mu / s), guess.y
+
+
+def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoint, warm: bool) -> _Guess:
+    """One Newton step of one guess (or none, where it has converged). The first one also sets the
+    guess's scale, slacks and multipliers from the same evaluation of the problem (one program for
+    the start and the steps: compiling a separate evaluation for the start cost about 1 s on the
+    Panda)."""
+    fun = _functions(problem)
+    first = guess.fresh
 
     def gradient_of_lagrangian(x):
         (f, c, h), pullback = jax.vjp(fun, x)
-        grad_l = pullback((jnp.ones_like(f), lam, y))[0]
-        return (grad_l, c, h, f), (grad_l, c, h, f)
+        start = jax.lax.stop_gradient(_first_values(guess, f, c, h, warm))
+        scale, _, lam, y = (jnp.where(first, new, old) for new, old in zip(start, (guess.scale, guess.s, guess.lam, guess.y)))
+        grad_l = pullback((1.0 / scale, lam, y))[0]
+        return (grad_l, c, h, f / scale), (grad_l, c, h, f / scale, start)
 
-    (hessian, jac, jac_e, grad_f), (grad_l, c, h, f) = jax.jacfwd(gradient_of_lagrangian, has_aux=True)(x)
+    (hessian, jac, jac_e, grad_f), (grad_l, c, h, f, start) = jax.jacfwd(gradient_of_lagrangian, has_aux=True)(guess.x)
+    # the first iteration: the start's values, and the filter's bounds and the records of least
+    # violation from them (W&B sec. 2.3)
+    violation = _violation(c, h)
+    scale, s0, lam0, y0 = start
+    theta = jnp.maximum(jnp.sum(jnp.abs(c + s0)) + jnp.sum(jnp.abs(h)), 1.0)
+    opening = guess._replace(
+        s=s0, lam=lam0, y=y0, scale=scale, f=f, violation=violation, theta_min=1e-4 * theta, theta_max=1e4 * theta,
+        least=violation, f_least=f, reference=violation, fresh=jnp.asarray(False),
+    )  # fmt: skip
+    guess = jax.tree.map(lambda a, b: jnp.where(first, a, b), opening, guess._replace(fresh=jnp.asarray(False)))
+    x, s, lam, y, mu = guess.x, guess.s, guess.lam, guess.y, guess.mu
+    dtype = x.dtype
 
     # convergence of the original problem, then the barrier update (W&B eqs. 5 and 7)
     count = s.shape[0] + h.shape[0]
@@ -409,6 +416,7 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
         alpha = jnp.where(count == 0, alpha, 0.5 * alpha)
         x_t = x + alpha * dx
         f_t, c_t, h_t = fun(x_t)
+        f_t = f_t / guess.scale
         s_t = jnp.maximum(jnp.maximum(s + alpha * ds, -c_t), (1.0 - tau) * s)
         theta_t = jnp.sum(jnp.abs(c_t + s_t)) + jnp.sum(jnp.abs(h_t))
         phi_t = f_t - mu * jnp.sum(jnp.log(s_t))
@@ -475,7 +483,8 @@ def _solve(problem: Problem, z0, duration0, warm, solver: InteriorPoint, tol: fl
     x0 = jnp.einsum("ij,gjn->gin", problem.preconditioner_inverse.astype(dtype), z0).reshape(count, -1)
     if problem.free_time is not None:
         x0 = jnp.concatenate([x0, (duration0 / problem.boundary.duration.astype(dtype))[:, None]], axis=1)
-    guesses = jax.vmap(lambda x, w: _start(problem, x, w, solver))(x0, warm)
+    _, c, h = jax.eval_shape(_functions(problem), x0[0])
+    guesses = jax.vmap(lambda x, w: _start(x, w, (c.shape[0], h.shape[0]), solver))(x0, warm)
     history = jnp.zeros((solver.max_iterations, count), dtype)
 
     def cond(carry):
@@ -484,7 +493,7 @@ def _solve(problem: Problem, z0, duration0, warm, solver: InteriorPoint, tol: fl
 
     def body(carry):
         guesses, k, history_cost, history_violation = carry
-        new = jax.vmap(lambda g: _iteration(problem, g, tol, solver))(guesses)
+        new = jax.vmap(lambda g: _iteration(problem, g, tol, solver, warm is not None))(guesses)
         new = jax.tree.map(lambda a, b: jnp.where(guesses.done.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), guesses, new)
         cost = new.f * new.scale
         if report:
