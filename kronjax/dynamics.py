@@ -758,7 +758,10 @@ def inverse_dynamics(
               interior-point method of :mod:`kronjax.trajopt` computes. Its programs hold a copy
               of the recursion per unbranched run of bodies: on a serial chain they compile about
               as fast as the rule's, on a branched tree several times slower (a Hessian of a
-              4-body tree with a branch: 18 s against 4 s).
+              4-body tree with a branch: 18 s against 4 s). With free or spherical joints the
+              derivatives are along ``q``'s coordinates as written, where the rule's are taken
+              along the joints' tangent space: the two differ for a change of ``q`` that leaves
+              the unit sphere of a quaternion.
 
     Example:
         The three methods agree with ``M qdd + C* (qd ⊗ qd) + g``, and at rest ``tau = g``:

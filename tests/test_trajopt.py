@@ -462,12 +462,13 @@ class _Root(to.AbstractCost):
 
 
 class _Cap(to.AbstractConstraint):
-    """``(q - 10) sqrt(root) <= 0`` at every tenth sample: NaN where ``root < 0``."""
+    """``q - 10 <= 0`` at every tenth sample, times ``sqrt(root)`` in row 3: NaN there where ``root < 0``."""
 
     root: jax.Array
 
     def __call__(self, model, trajectory, samples):
-        return (samples.q[::10, 0] - 10.0) * jnp.sqrt(self.root)
+        rows = samples.q[::10, 0] - 10.0
+        return rows * jnp.sqrt(jnp.where(jnp.arange(rows.shape[0]) == 3, self.root, 1.0))
 
 
 _AUGMENTED = to.AugmentedLagrangian(max_outer_iterations=2, max_inner_iterations=5)
@@ -508,6 +509,25 @@ def test_infeasible_motion_is_reported_not_converged():
     assert short.report.status.tolist() == ["max_iterations"]
 
 
+def test_constraint_names_follow_the_coordinates():
+    """The rows of the limits name the joint of each coordinate, past a fixed joint: the planar arm
+    with a fixed flange between its joints (``joint2``), whose second coordinate is ``joint3``."""
+    link = kj.Inertial(mass=1.0, com=(0.25, 0, 0), inertia=(0.001, 0.02, 0.02))
+    joints = [
+        kj.Joint("R", parent=-1, axis=(0, 0, 1), lower=-2.5, upper=2.5, effort=5.0),
+        kj.Joint("F", parent=0, translation=(0.5, 0, 0)),
+        kj.Joint("R", parent=1, axis=(0, 0, 1), lower=-2.0, upper=2.0, effort=5.0),
+    ]
+    model = kj.from_joints(joints, [link, kj.Inertial(mass=0.1), link])
+    problem = to.transcribe(model, to.BoundaryConditions([0.0, 0.0], [0.5, 0.5], 1.0), to.TorqueEffort())
+    samples = problem.s.shape[0]
+    assert model.joint_names == ("joint1", "joint2", "joint3")
+    assert problem.constraint_name(1) == "the upper position limit of joint3 at t = 0 s"
+    assert problem.constraint_name(6 * 2 * samples - 1) == "the lower torque limit of joint3 at t = 1 s"
+    with pytest.raises(IndexError, match="no inequality constraint"):
+        problem.constraint_name(6 * 2 * samples)
+
+
 def test_non_finite_cost_or_constraint_stops_with_a_message():
     """A cost or constraint that is NaN (or whose gradient is) at the initial guess stops the
     solver at once, naming the first non-finite quantity (and the constraint's row); the same
@@ -516,13 +536,18 @@ def test_non_finite_cost_or_constraint_stops_with_a_message():
     cases = [
         ((0.25, 1.0), "non-finite cost", "the cost at the current point is not finite"),
         ((0.0, 1.0), "non-finite cost gradient", "the cost gradient at the current point is not finite"),
-        ((-1.0, -1.0), "non-finite inequality constraints", r"constraints at the current point are not finite .* row 0 of _Cap"),
+        ((-1.0, -1.0), "non-finite inequality constraints", r"constraints at the current point are not finite .* row 3 of _Cap"),
     ]
     for (shift, root), status, message in cases:
         with pytest.warns(RuntimeWarning, match=message):
             report = _rotor_motion(1.0, shift, root).report
         assert report.status.tolist() == [status] and report.iterations[0] == 0 and not report.converged[0]
-    for (shift, root), status, message in cases[:2]:
+    augmented = [
+        ((0.25, 1.0), "non-finite cost", "the cost at the current point is not finite"),
+        ((0.0, 1.0), "non-finite gradient of the augmented Lagrangian", "gradient of the augmented Lagrangian .* is not finite"),
+        ((-1.0, -1.0), "non-finite constraints", "the constraints at the current point are not finite"),
+    ]
+    for (shift, root), status, message in augmented:
         with pytest.warns(RuntimeWarning, match=message):
             report = _rotor_motion(1.0, shift, root, _AUGMENTED).report
         assert report.status.tolist() == [status] and not report.converged[0]

@@ -13,8 +13,23 @@ import numpy as np
 import optax
 from jaxtyping import Array
 
-from ._solver import CONVERGED, NON_FINITE, RUNNING, Progress, Solution, SolverReport, compile_clock, status_names
+from ._solver import (
+    CONVERGED,
+    NON_FINITE,
+    NON_FINITE_QUANTITIES,
+    RUNNING,
+    Progress,
+    Solution,
+    SolverReport,
+    compile_clock,
+    status_names,
+)
 from ._transcription import Problem
+
+# the status of a guess whose constraints (inequalities and equalities together) or whose gradient
+# of the augmented Lagrangian are not finite
+_CONSTRAINTS = NON_FINITE_QUANTITIES.index("constraints")
+_GRADIENT = NON_FINITE_QUANTITIES.index("gradient of the augmented Lagrangian")
 
 
 class _State(NamedTuple):
@@ -195,6 +210,10 @@ def _outer_step(
         )
     z = precondition @ w
     f, violation, g = aux
+    # no point accepted, not even the start (its value was not finite): report the start's values,
+    # so that the first non-finite one is named
+    unset = jnp.isnan(f)
+    f, violation = jnp.where(unset, state.cost, f), jnp.where(unset, state.violation, violation)
     done = jnp.arange(inner) < k
     costs, violations = jnp.where(done, costs, f), jnp.where(done, violations, violation)
     lam = jnp.maximum(state.lam + state.rho * g, 0.0)
@@ -310,13 +329,12 @@ class AugmentedLagrangian(eqx.Module):
                 callback(
                     Progress(outer, iterations.copy(), cost_now, viol_now, np.asarray(state.rho), time.perf_counter() - start)
                 )
-            if converged.all():
+            broken = ~np.isfinite(cost_now) | ~np.isfinite(viol_now) | ~np.asarray(state.finite_gradient)
+            if (converged | broken).all():
                 break
-        # the cost, the constraints, then the gradient of the augmented Lagrangian (entries 0, 1
-        # and 3 of NON_FINITE_QUANTITIES), where not finite
         status = np.where(converged, CONVERGED, RUNNING)
-        status = np.where(np.asarray(state.finite_gradient), status, NON_FINITE + 3)
-        status = np.where(np.isfinite(viol_now), status, NON_FINITE + 1)
+        status = np.where(np.asarray(state.finite_gradient), status, NON_FINITE + _GRADIENT)
+        status = np.where(np.isfinite(viol_now), status, NON_FINITE + _CONSTRAINTS)
         status = np.where(np.isfinite(cost_now), status, NON_FINITE)
         report = SolverReport(
             best=-1,

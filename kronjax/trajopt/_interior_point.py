@@ -45,12 +45,12 @@ holds to ``violation_tol``. The filter keeps its last 64 entries (a ring; W&B's 
 step and starts a new filter.
 
 A guess also stops where the cost, the constraints or their derivatives at the current point are
-not finite (the report names the first such quantity), and where it has found no feasible point
-and its smallest violation has not dropped by 1 % in ``_STALL`` iterations (the problem is likely
-infeasible: the report says so and the guess returns the point of least violation).
+not finite (the report names the first such quantity), and where its violation has stayed above
+``10 violation_tol`` and within 1 % of itself for ``_STALL`` iterations (stalled: the problem is
+likely infeasible; the report says so and the guess returns its point of least violation).
 
 The iterations run in one ``lax.while_loop`` over all the initial guesses at once; a guess that
-has converged stays put while the others go on.
+has stopped stays put while the others go on.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ _SCALE_MAX = 100.0  # their s_max, for the scaled KKT error
 _GAMMA_THETA, _GAMMA_PHI, _ETA, _S_THETA, _S_PHI = 1e-5, 1e-8, 1e-4, 1.1, 2.3
 _FILTER_SIZE = 64
 _MAX_BACKTRACKS = 40
-_STALL = 30  # iterations without a 1 % drop of the smallest violation before an infeasible guess stops
+_STALL = 30  # iterations of a violation flat to 1 % before a guess stops as infeasible
 
 
 class InteriorPoint(eqx.Module):
@@ -208,8 +208,7 @@ class _Guess(NamedTuple):
     least: Array  # the smallest violation so far, at x_least (cost f_least)
     x_least: Array
     f_least: Array
-    reference: Array  # the violation at the last drop of 1 %, `since` iterations ago
-    since: Array
+    recent: Array  # (_STALL,) the last violations, a ring (+inf until filled)
     fresh: Array  # before the first iteration (which sets s, lam, y and the scale)
 
 
@@ -277,7 +276,7 @@ def _start(x, warm: InteriorPointState | None, counts: tuple[int, int], solver: 
     zero = jnp.zeros((), dtype)
     return _Guess(
         x, s, lam, y, mu, scale, zero, zero, jnp.asarray(False), jnp.asarray(0), empty, empty, jnp.asarray(0),
-        zero, zero, jnp.asarray(RUNNING), jnp.asarray(-1), zero, x, zero, zero, jnp.asarray(0), jnp.asarray(True),
+        zero, zero, jnp.asarray(RUNNING), jnp.asarray(-1), zero, x, zero, jnp.full(_STALL, jnp.inf, dtype), jnp.asarray(True),
     )  # fmt: skip
 
 
@@ -295,17 +294,17 @@ def _first_values(guess: _Guess, f, c, h, warm: bool):
 
 
 def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoint, warm: bool) -> _Guess:
-    """One Newton step of one guess (or none, where it has converged). The first one also sets the
+    """One Newton step of one guess (or none, where it has stopped). The first one also sets the
     guess's scale, slacks and multipliers from the same evaluation of the problem (one program for
     the start and the steps: compiling a separate evaluation for the start cost about 1 s on the
     Panda)."""
     fun = _functions(problem)
-    first = guess.fresh
+    fresh = guess.fresh
 
     def gradient_of_lagrangian(x):
         (f, c, h), pullback = jax.vjp(fun, x)
         start = jax.lax.stop_gradient(_first_values(guess, f, c, h, warm))
-        scale, _, lam, y = (jnp.where(first, new, old) for new, old in zip(start, (guess.scale, guess.s, guess.lam, guess.y)))
+        scale, _, lam, y = (jnp.where(fresh, new, old) for new, old in zip(start, (guess.scale, guess.s, guess.lam, guess.y)))
         grad_l = pullback((1.0 / scale, lam, y))[0]
         return (grad_l, c, h, f / scale), (grad_l, c, h, f / scale, start)
 
@@ -317,9 +316,9 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
     theta = jnp.maximum(jnp.sum(jnp.abs(c + s0)) + jnp.sum(jnp.abs(h)), 1.0)
     opening = guess._replace(
         s=s0, lam=lam0, y=y0, scale=scale, f=f, violation=violation, theta_min=1e-4 * theta, theta_max=1e4 * theta,
-        least=violation, f_least=f, reference=violation, fresh=jnp.asarray(False),
+        least=violation, f_least=f, fresh=jnp.asarray(False),
     )  # fmt: skip
-    guess = jax.tree.map(lambda a, b: jnp.where(first, a, b), opening, guess._replace(fresh=jnp.asarray(False)))
+    guess = jax.tree.map(lambda a, b: jnp.where(fresh, a, b), opening, guess._replace(fresh=jnp.asarray(False)))
     x, s, lam, y, mu = guess.x, guess.s, guess.lam, guess.y, guess.mu
     dtype = x.dtype
 
@@ -342,14 +341,17 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
     # constraint's (the report names the constraint)
     checked = (f, c, h, grad_f, jac, jac_e, hessian)
     finite = jnp.stack([jnp.all(jnp.isfinite(a)) for a in checked])
-    first = jnp.argmin(finite)
+    bad = jnp.argmin(finite)
     rows = [
         jnp.argmin(jnp.isfinite(a).reshape(a.shape[0], -1).all(axis=1)) if a.shape[0] else jnp.asarray(0)
         for a in (c, h, jac, jac_e)
     ]
-    failed_row = jnp.select([first == 1, first == 2, first == 4, first == 5], rows, -1)
-    infeasible = (guess.since >= _STALL) & (guess.least > solver.violation_tol)
-    status = jnp.select([converged, ~jnp.all(finite), infeasible], [CONVERGED, NON_FINITE + first, INFEASIBLE], RUNNING)
+    failed_row = jnp.select([bad == 1, bad == 2, bad == 4, bad == 5], rows, -1)
+    # stalled: the last _STALL violations all within 1 % of each other and well above the tolerance
+    # (a violation that rises and falls, or falls slowly, is not flat)
+    low, high = jnp.min(guess.recent), jnp.max(guess.recent)
+    infeasible = jnp.isfinite(high) & (low > 10.0 * solver.violation_tol) & (high <= 1.01 * low)
+    status = jnp.select([converged, ~jnp.all(finite), infeasible], [CONVERGED, NON_FINITE + bad, INFEASIBLE], RUNNING)
     done = status != RUNNING
     floor = tol / (10.0 * s.shape[0])
     mu = jnp.where(kkt_error(mu) <= 10.0 * mu, jnp.maximum(floor, jnp.minimum(0.2 * mu, mu**1.5)), mu)
@@ -447,7 +449,6 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
     lam_new = jnp.clip(lam + alpha_dual * dlam, mu / (_KAPPA_SIGMA * s_new), _KAPPA_SIGMA * mu / s_new)
     violation_new = _violation(c_new, h_new)
     lower = violation_new < guess.least
-    dropped = violation_new <= 0.99 * guess.reference
     stepped = guess._replace(
         x=x_new,
         s=s_new,
@@ -463,8 +464,7 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
         least=jnp.where(lower, violation_new, guess.least),
         x_least=jnp.where(lower, x_new, guess.x_least),
         f_least=jnp.where(lower, f_new, guess.f_least),
-        reference=jnp.where(dropped, violation_new, guess.reference),
-        since=jnp.where(dropped, 0, guess.since + 1),
+        recent=guess.recent.at[guess.steps % _STALL].set(violation_new),
     )
     stay = guess._replace(done=jnp.asarray(True), f=f, violation=violation, status=status, failed_row=failed_row)
     # an infeasible guess ends at its point of least violation

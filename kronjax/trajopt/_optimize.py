@@ -83,34 +83,39 @@ def _check_warm_start(problem: Problem, z0, warm) -> None:
         )
 
 
-def _best(cost: np.ndarray, violation: np.ndarray, tol: float) -> int:
-    """The guess with the lowest cost among the feasible ones, else the least violation (NaN
-    counts as the worst)."""
-    cost, violation = np.where(np.isnan(cost), np.inf, cost), np.where(np.isnan(violation), np.inf, violation)
+def _best(cost: np.ndarray, violation: np.ndarray, tol: float, status: np.ndarray | None = None) -> int:
+    """The guess with the lowest cost among the feasible converged ones, else among the feasible
+    ones, else the least violation; a guess with a NaN, or a ``non-finite`` status, comes last."""
+    broken = np.isnan(cost) | np.isnan(violation)
+    if status is not None:
+        broken |= np.char.startswith(status.astype(str), "non-finite")
+    cost, violation = np.where(broken, np.inf, cost), np.where(broken, np.inf, violation)
     feasible = violation <= tol
+    if status is not None and (feasible & (status == "converged")).any():
+        feasible &= status == "converged"
     return int(np.argmin(np.where(feasible, cost, np.inf) if feasible.any() else violation))
 
 
-def _message(problem: Problem, report: SolverReport, z, duration) -> str:
+def _message(problem: Problem, report: SolverReport, z, duration, tol: float) -> str:
     """:attr:`SolverReport.message` for the best guess, whose free control points are ``z`` and
-    duration ``duration``."""
+    duration ``duration``; ``tol`` the solver's ``violation_tol``."""
     k = report.best
     status, iterations, violation = report.status[k], int(report.iterations[k]), float(report.violation[k])
     if status == "converged":
         return f"converged in {iterations} iterations"
+    at = problem if problem.free_time is None else problem.at_duration(duration)
     if status.startswith("non-finite"):
         row = int(report.failed_row[k])
         where = ""
         if row >= 0:
-            where = f" (first at {problem.constraint_name(row, equality=status.startswith('non-finite equality'))})"
+            where = f" (first at {at.constraint_name(row, equality=status.startswith('non-finite equality'))})"
         quantity = status[len("non-finite ") :]
         return (
             f"stopped after {iterations} iterations: the {quantity} at the current point "
-            f"{'are' if quantity.endswith('constraints') else 'is'} not finite "
-            f"(NaN or inf){where}; look for an operation outside its domain there (a square root or a logarithm of a "
-            "negative number or of 0, a division by 0) or a parameter that is not finite"
+            f"{'are' if quantity.endswith('constraints') else 'is'} not finite (NaN or inf){where}; look for an operation "
+            "outside its domain there (a square root or a logarithm of a negative number or of 0, a division by 0) or a "
+            "parameter that is not finite"
         )
-    at = problem if problem.free_time is None else problem.at_duration(duration)
     _, g, h = at.evaluate(z)
     g, h = np.asarray(g), np.abs(np.asarray(h))
     worst = (
@@ -120,11 +125,11 @@ def _message(problem: Problem, report: SolverReport, z, duration) -> str:
     )
     if status == "infeasible":
         return (
-            f"no feasible motion found: after {iterations} iterations the smallest violation reached is {violation:.3g} "
+            f"no feasible motion found: after {iterations} iterations the violation stopped dropping at {violation:.3g} "
             f"(relative to the limit), the largest at {worst}; the constraints may not be satisfiable (limits that "
             "cannot be met in this duration: a longer one or wider limits)"
         )
-    if violation > 0.0 and not violation <= 1e-6:
+    if not violation <= tol:
         return (
             f"not converged in {iterations} iterations (the solver's iteration limit): violation {violation:.3g}, the "
             f"largest at {worst}"
@@ -256,10 +261,10 @@ def optimize(
         _check_warm_start(problem, z0, warm)
     solution = solver.solve(problem, z0, jnp.asarray(duration0, dtype), warm, callback)
     report = solution.report
-    best = _best(report.cost, report.violation, solver.violation_tol)
+    best = _best(report.cost, report.violation, solver.violation_tol, report.status)
     trajectories = _trajectories(problem, solution.z, solution.duration)
     report = report._replace(best=best)
-    report = report._replace(message=_message(problem, report, solution.z[best], solution.duration[best]))
+    report = report._replace(message=_message(problem, report, solution.z[best], solution.duration[best], solver.violation_tol))
     if report.status[best] != "converged":
         warnings.warn(f"trajopt.optimize: {report.message}", RuntimeWarning, stacklevel=2)
     report = report._replace(wall_time=time.perf_counter() - start)

@@ -62,6 +62,8 @@ NON_FINITE_QUANTITIES = (
     "inequality constraints' Jacobian",
     "equality constraints' Jacobian",
     "Hessian of the Lagrangian",
+    "constraints",  # the augmented Lagrangian's (inequalities and equalities together)
+    "gradient of the augmented Lagrangian",
 )
 _STATUS = ("max_iterations", "converged", "infeasible") + tuple(f"non-finite {q}" for q in NON_FINITE_QUANTITIES)
 
@@ -75,8 +77,9 @@ class SolverReport(NamedTuple):
     """How :func:`optimize` went.
 
     Attributes:
-        best: index of the returned guess (the lowest cost among the feasible ones, else the
-            least violation).
+        best: index of the returned guess: the lowest cost among the feasible converged ones,
+            else among the feasible ones, else the least violation (a guess whose cost,
+            constraints or derivatives were not finite comes last).
         cost, violation: ``(G,)`` final cost and largest relative constraint violation per guess.
         converged: ``(G,)`` whether each guess met the solver's stopping test (interior point: KKT
             error and duality gap ``<= tol`` and violation ``<= violation_tol``, tested before each
@@ -87,7 +90,8 @@ class SolverReport(NamedTuple):
         outer_iterations: iterations of the batch (interior point: of the slowest guess) or
             multiplier updates (augmented Lagrangian).
         history_cost, history_violation: ``(I, G)``: cost and violation after every iteration
-            (for plots of the convergence; a guess that has converged repeats its last value).
+            (for plots of the convergence; a guess that has stopped repeats its last value, an
+            infeasible one that of its point of least violation, where it ends).
         wall_time: seconds, compilation included; ``compile_time``: of which lowering and
             compiling (0 when the compiled solver was reused from memory).
         status: ``(G,)`` why each guess stopped: ``"converged"``; ``"max_iterations"``;
@@ -97,6 +101,7 @@ class SolverReport(NamedTuple):
             constraints' Jacobians and the Hessian of the Lagrangian that was NaN or inf at the
             guess's last point (where a constraint's was, ``failed_row`` gives its row, else
             ``-1``: :meth:`Problem.constraint_name` names it).
+        failed_row: ``(G,)`` that row, per guess (``-1`` where there is none).
         message: what became of the best guess, in words (why it stopped, and for a guess that
             did not converge, its largest violation and where).
 

@@ -336,7 +336,7 @@ class Problem(eqx.Module):
             sample, joint = divmod(rest, n)
             limit = ("upper position", "lower position", "upper velocity", "lower velocity", "upper torque", "lower torque")[kind]
             t = float(self.s[sample] * self.boundary.duration)
-            return f"the {limit} limit of {self.model.joint_names[joint]} at t = {t:.4g} s"
+            return f"the {limit} limit of {self.model.coordinate_names[joint]} at t = {t:.4g} s"
         row = index - (0 if equality else 6 * count * n)
         z = jax.ShapeDtypeStruct(self.shape, self.boundary.q_start.dtype)
         trajectory, samples = jax.eval_shape(lambda z: (self.trajectory(z), self.samples(z)), z)
