@@ -29,8 +29,8 @@ dynamics at every sample. The system is solved by its eigendecomposition; where 
 positive definite, ``delta = 1e-4 mean|diag W| - 2 lambda_min`` (inertia correction, N&W sec.
 19.3; IPOPT's ``delta_w`` comes out within the same factor of ``-lambda_min``). The step lengths
 keep ``s`` and ``lam`` positive (fraction to the boundary, N&W 19.9, ``tau = max(0.99, 1 - mu)``
-capped at ``1 - 10 eps``, primal and dual apart); the primal one backtracks until the filter accepts the trial point (W&B
-sec. 2.3): it must lower the infeasibility ``theta = |c + s|_1 + |h|_1`` or the barrier objective
+capped at ``1 - 10 eps``, primal and dual apart); the primal one backtracks until the filter
+accepts the trial point (W&B sec. 2.3): it must lower the infeasibility ``theta = |c + s|_1 + |h|_1`` or the barrier objective
 ``phi = f - mu sum log s`` enough, and not be dominated by an earlier pair ``(theta, phi)``; at a
 nearly feasible point where the step is a good descent direction of ``phi`` (the switching
 condition), Armijo's condition on ``phi`` instead. The filter starts anew with each ``mu``. (An
@@ -334,7 +334,6 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
     # converged when, besides, the duality gap sum(s lam) (the cost's distance to the optimum, to
     # first order) is at most tol: with the max-norm of S lam alone it stopped 7e-8 above the
     # Panda's optimum, m = 2772 constraints each contributing mu
-    violation = _violation(c, h)
     gap = jnp.sum(s * lam) / scale_d
     converged = (kkt_error(0.0) <= tol) & (gap <= tol) & (violation <= solver.violation_tol)
     # the first quantity that is not finite, in NON_FINITE's order, and its row where it is a
@@ -466,12 +465,15 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
         f_least=jnp.where(lower, f_new, guess.f_least),
         recent=guess.recent.at[guess.steps % _STALL].set(violation_new),
     )
-    stay = guess._replace(done=jnp.asarray(True), f=f, violation=violation, status=status, failed_row=failed_row)
     # an infeasible guess ends at its point of least violation
-    stay = jax.tree.map(
-        lambda least, here: jnp.where(status == INFEASIBLE, least, here),
-        stay._replace(x=guess.x_least, f=guess.f_least, violation=guess.least),
-        stay,
+    at_least = status == INFEASIBLE
+    stay = guess._replace(
+        x=jnp.where(at_least, guess.x_least, x),
+        f=jnp.where(at_least, guess.f_least, f),
+        violation=jnp.where(at_least, guess.least, violation),
+        done=jnp.asarray(True),
+        status=status,
+        failed_row=failed_row,
     )
     return jax.tree.map(lambda a, b: jnp.where(done, a, b), stay, stepped)
 
