@@ -14,7 +14,8 @@ import numpy as np
 from jaxtyping import Array
 
 from . import _spatial as sp
-from .chain import Model, armature_force
+from .chain import Model
+from .chain._model import armature_force
 
 
 @eqx.filter_jit

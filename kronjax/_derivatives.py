@@ -48,7 +48,8 @@ from jaxtyping import Array, Float
 
 from . import _composite
 from . import _spatial as sp
-from .chain import Model, Tree, armature_force, with_armature
+from .chain import Model, Tree
+from .chain._model import armature_force, with_armature
 
 
 def _force_cross(v, f):

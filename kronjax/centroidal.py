@@ -26,7 +26,8 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from .calculus import skew
-from .chain import Inertials, Model, _is_concrete
+from .chain import Inertials, Model
+from .chain._arrays import _is_concrete
 from .kinematics import _jacobians, _jacobians_dot
 
 __all__ = [

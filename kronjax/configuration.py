@@ -16,7 +16,8 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
 from . import _lie
-from .chain import JOINT_NQ, JOINT_NV, Model
+from .chain import Model
+from .chain._tree import JOINT_NQ, JOINT_NV
 
 __all__ = ["neutral", "integrate", "difference", "normalize", "random_configuration"]
 

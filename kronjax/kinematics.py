@@ -31,7 +31,8 @@ from jaxtyping import Array, ArrayLike, Float
 
 from . import _jacobians as _tree
 from .calculus import block_skew, skew
-from .chain import Model, choose_method
+from .chain import Model
+from .chain._model import choose_method
 from .configuration import _integrate
 
 __all__ = [

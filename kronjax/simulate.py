@@ -73,7 +73,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from .chain import Model, require_one_dof_joints
+from .chain import Model
+from .chain._model import require_one_dof_joints
 from .configuration import _chart, _chart_rate, _configuration_rate, _Joints, _moving_joints, _normalize
 from .dynamics import INVERSE_DYNAMICS_METHODS, forward_dynamics, gravity, inverse_dynamics
 

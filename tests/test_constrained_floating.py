@@ -2,7 +2,7 @@
 
 ``q`` has ``nq`` numbers, velocities ``nv``; ``Phi_q`` is taken along the tangent space, in the
 chart ``delta -> q ⊕ delta`` (``kj.integrate``), and the drift ``gamma`` is the second derivative
-of ``Phi(q ⊕ s v)`` in ``s`` (kronjax/constrained.py, module doc). Oracles:
+of ``Phi(q ⊕ s v)`` in ``s`` (kronjax/constrained/__init__.py, module doc). Oracles:
 
 * finite differences along the chart: ``Phi_q`` column by column, ``-(d/ds Phi_q(q ⊕ s v)) v``
   for ``gamma`` (the claim that the chart's Lie-bracket term drops out of ``d/dt (Phi_q v)``),

@@ -426,7 +426,7 @@ def outcome(source) -> str:
     naming an element; any other exception propagates (a failure)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # non-unit axes, degenerate limits
-        # NumPy's overflow in the loader: never left unchecked (chain.py's _check_inertial has its own)
+        # NumPy's overflow in the loader: never left unchecked (kronjax/chain/_inertials.py's _check_inertial has its own)
         warnings.filterwarnings("error", category=RuntimeWarning, module=r"kronjax\.urdf")
         try:
             model = kj.load_urdf(source)

@@ -13,7 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from ..chain import Model, require_one_dof_joints
+from ..chain import Model
+from ..chain._model import require_one_dof_joints
 from ._augmented_lagrangian import AugmentedLagrangian, AugmentedLagrangianState
 from ._costs import AbstractCost
 from ._interior_point import InteriorPoint, InteriorPointState

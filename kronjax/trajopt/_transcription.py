@@ -14,7 +14,8 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from .._spatial import schedule
-from ..chain import JointLimits, Model, Tree, require_one_dof_joints
+from ..chain import JointLimits, Model, Tree
+from ..chain._model import require_one_dof_joints
 from ..dynamics import INVERSE_DYNAMICS_METHODS, inverse_dynamics
 from ._constraints import AbstractConstraint, TaskConstraint
 from ._costs import AbstractCost, Samples

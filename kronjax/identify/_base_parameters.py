@@ -1,0 +1,280 @@
+"""The base (identifiable) parameters ``beta = K pi`` of a regressor, found numerically (Gautier
+1991)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float
+
+from .. import _lie
+from ..chain import Model
+from ..configuration import _joints
+from ._parameters import _as_parameters, _size, parameter_names
+from ._regressor import regressor
+
+
+class BaseParameters(eqx.Module):
+    """The base (identifiable) parameters ``beta = K pi`` of a regressor (Gautier 1991).
+
+    The columns of the regressor ``W`` are split into ``r = rank(W)`` independent ones
+    (``independent``, chosen greedily in a priority order: each is kept when it is not a linear
+    combination of the columns before it) and the others, ``W_d = W_i B``. Then
+    ``W pi = W_i (pi_i + B pi_d) = W_i beta``: the base regressor is ``W[:, independent]`` and the
+    base parameters are ``beta = pi_i + B pi_d``, each an independent parameter plus the dependent
+    ones regrouped onto it (Gautier and Khalil 1990's regrouping, found numerically).
+
+    Attributes:
+        rank: number of base parameters ``r``.
+        independent: indices (into the standard parameters, :func:`parameter_names`) of the
+            columns kept, in increasing order.
+        projection: ``K``, ``(r, p)``: ``beta = K pi``; ``K[:, independent]`` is the identity and
+            ``K[:, dependent] = B`` (entries below ``1e-10`` relative set to zero).
+        names: names of the standard parameters (empty when not known).
+
+    Example:
+        The double pendulum's 20 standard parameters act through 6 base parameters: the planar
+        arm's ``Izz``, ``m c_x`` and ``m c_y`` per link, the second link's mass regrouped onto the
+        first link's (``L m2`` and ``L^2 m2``, ``L = 1.22`` m).
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()
+        >>> base = kj.identify.base_parameters(model)
+        >>> base.rank, base.size, base.independent
+        (6, 20, (1, 2, 9, 11, 12, 19))
+        >>> for line in base.describe():
+        ...     print(line)
+        link1.mcx + 1.22 link2.m
+        link1.mcy
+        link1.Izz + 1.488 link2.m
+        link2.mcx
+        link2.mcy
+        link2.Izz
+        >>> Y = kj.identify.regressor(model, *np.random.default_rng(0).normal(size=(3, 40, 2)))
+        >>> pi = kj.identify.standard_parameters(model)
+        >>> bool(jnp.allclose(base.regressor(Y) @ base.from_standard(pi), Y @ pi))  # W_i beta = W pi
+        True
+    """
+
+    rank: int = eqx.field(static=True)
+    independent: tuple[int, ...] = eqx.field(static=True)
+    projection: Float[Array, "r p"]
+    names: tuple[str, ...] = eqx.field(static=True, default=())
+
+    @property
+    def size(self) -> int:
+        """Number of standard parameters ``p``."""
+        return self.projection.shape[1]
+
+    def regressor(self, y: Float[ArrayLike, "*batch p"]) -> Float[Array, "*batch r"]:
+        """The base regressor ``Y[..., independent]`` of a standard regressor."""
+        y = jnp.asarray(y)
+        if y.shape[-1] != self.size:
+            raise ValueError(f"the regressor has {y.shape[-1]} columns, these base parameters were found for {self.size}")
+        return y[..., np.asarray(self.independent, dtype=int)]
+
+    def from_standard(self, pi: Float[ArrayLike, " p"]) -> Float[Array, " r"]:
+        """``beta = K pi``."""
+        return self.projection @ _as_parameters(pi, self.size, "standard parameters")
+
+    def to_standard(self, beta: Float[ArrayLike, " r"], nominal: Float[ArrayLike, " p"]) -> Float[Array, " p"]:
+        """The standard parameters closest to ``nominal`` (Euclidean) that have the base parameters
+        ``beta``: ``pi = nominal + K^+ (beta - K nominal)``. How an estimate of ``beta`` is usually
+        turned back into bodies (e.g. to check their physical consistency)."""
+        beta = jnp.asarray(beta)
+        if beta.shape != (self.rank,):
+            raise ValueError(f"beta must have shape ({self.rank},), got {beta.shape}")
+        nominal = _as_parameters(nominal, self.size, "nominal")
+        k = self.projection
+        return nominal + jnp.linalg.pinv(k) @ (beta - k @ nominal)
+
+    def describe(self, precision: int = 4) -> list[str]:
+        """Each base parameter as a linear combination of named standard parameters."""
+        names = self.names or tuple(f"pi[{k}]" for k in range(self.size))
+        k = np.asarray(self.projection)
+        lines = []
+        for row, col in zip(k, self.independent):
+            terms = [names[col]]
+            for j in np.flatnonzero(row):
+                if j != col:
+                    c = row[j]
+                    sign = "-" if c < 0 else "+"
+                    coef = "" if abs(abs(c) - 1) < 1e-12 else f"{abs(c):.{precision}g} "
+                    terms.append(f"{sign} {coef}{names[j]}")
+            lines.append(" ".join(terms))
+        return lines
+
+
+def _priority(p: int) -> np.ndarray:
+    """Greedy order of the columns: body by body, inertia before first moments before mass, then
+    anything after the bodies' columns (friction)."""
+    within = np.array([4, 5, 6, 7, 8, 9, 1, 2, 3, 0])
+    bodies = (np.arange(p // 10)[:, None] * 10 + within).reshape(-1)
+    return np.concatenate([bodies, np.arange(bodies.size, p)])
+
+
+def base_parameters_from_regressor(
+    w: Float[ArrayLike, "*rows p"],
+    *,
+    rtol: float | None = None,
+    names: Sequence[str] = (),
+    priority: Sequence[int] | None = None,
+) -> BaseParameters:
+    """Base parameters of a regressor stacked over many states, ``(rows, p)`` or ``(N, n, p)``.
+
+    Numerical procedure (Gautier 1991), in float64 NumPy, outside ``jit``:
+
+    1. scale each column to unit norm, so that the decision does not depend on the parameters'
+       units; columns of norm below ``rtol`` times the largest (parameters without effect, up to
+       rounding) are set to zero;
+    2. rank ``r``: the number of singular values above ``rtol * s_max``;
+    3. independent columns: a QR decomposition without pivoting of the scaled ``W`` with its
+       columns in the ``priority`` order (Gram-Schmidt: a column is kept when it is not a
+       combination of those before it); column ``k`` is independent when ``|R_kk| > rtol``; the
+       count must equal ``r`` (else the rank is ill-determined: more or other states are needed);
+    4. ``B`` from the least-squares solution of ``W_i B = W_d``.
+
+    Args:
+        w: the regressor stacked over states (from :func:`regressor`, any batch shape).
+        rtol: relative threshold; default ``1e-8``, far below the smallest significant singular
+            value of a regressor over random states (1e-3 or more) and far above rounding (1e-14).
+        names: names of the standard parameters (for :meth:`BaseParameters.describe`).
+        priority: a permutation of the columns, the order in which they are tried. Default: body
+            by body, the 6 inertia entries, then the first moments, then the mass, then the columns
+            after the bodies' (friction). With it masses and first moments are regrouped onto
+            inertias and a link's parameters onto its parent's, as in Gautier and Khalil's rules
+            (e.g. ``link1.Iyy - 0.0361 link2.m + link2.Iyy ...`` for the elbow arm).
+
+    Example:
+        The double pendulum's regressor over 40 random states: 6 of its 20 columns are
+        independent (:class:`BaseParameters`), as :func:`base_parameters` finds.
+
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()
+        >>> Y = kj.identify.regressor(model, *np.random.default_rng(1).normal(size=(3, 40, 2)))  # (40, 2, 20)
+        >>> base = kj.identify.base_parameters_from_regressor(Y, names=kj.identify.parameter_names(model))
+        >>> base.rank, [base.names[i] for i in base.independent]
+        (6, ['link1.mcx', 'link1.mcy', 'link1.Izz', 'link2.mcx', 'link2.mcy', 'link2.Izz'])
+    """
+    w = np.asarray(w, dtype=np.float64)
+    if w.ndim < 2:
+        raise ValueError(f"the stacked regressor must have at least 2 dimensions (rows, p), got shape {w.shape}")
+    w = w.reshape(-1, w.shape[-1])
+    rows, p = w.shape
+    if rows < p:
+        raise ValueError(f"{rows} rows for {p} parameters: stack the regressor over more states (at least {p} rows)")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("the regressor has non-finite entries")
+    rtol = 1e-8 if rtol is None else float(rtol)
+    norms = np.linalg.norm(w, axis=0)
+    # columns that are zero up to rounding (parameters with no effect) are zero
+    zero = norms <= rtol * np.max(norms)
+    scaled = np.where(zero, 0.0, w / np.where(zero, 1.0, norms))
+    s = np.linalg.svd(scaled, compute_uv=False)
+    rank = int(np.sum(s > rtol * s[0])) if s[0] > 0 else 0
+    if rank == 0:
+        raise ValueError("the regressor is zero: no parameter is identifiable")
+    order = _priority(p) if priority is None else np.asarray(priority, dtype=int)
+    if sorted(order.tolist()) != list(range(p)):
+        raise ValueError(f"priority must be a permutation of range({p})")
+    diag = np.abs(np.diag(np.linalg.qr(scaled[:, order], mode="r")))
+    independent = np.sort(order[diag > rtol])
+    if independent.size != rank:
+        raise ValueError(
+            f"ill-determined rank: {rank} singular values and {independent.size} QR pivots above rtol={rtol:g}; "
+            "stack the regressor over more (random) states or change rtol"
+        )
+    dependent = np.setdiff1d(np.arange(p), independent)
+    b, *_ = np.linalg.lstsq(w[:, independent], w[:, dependent], rcond=None)
+    k = np.zeros((rank, p))
+    k[np.arange(rank), independent] = 1.0
+    k[:, dependent] = b
+    # exact regrouping coefficients are 0 where a rounding residue is left
+    k[np.abs(k) < 1e-10 * max(1.0, float(np.max(np.abs(k))))] = 0.0
+    names = tuple(str(n) for n in names)
+    if names and len(names) != p:
+        raise ValueError(f"got {len(names)} names for {p} parameters")
+    return BaseParameters(rank=rank, independent=tuple(int(i) for i in independent), projection=jnp.asarray(k), names=names)
+
+
+def _random_states(model: Model, seed: int, samples: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    # not within the joint limits: the rank of the regressor is a generic property of the
+    # kinematics, and a range of one point (a URDF's lower = upper = 0, "not set") would hide
+    # every parameter that only acts when the joint moves
+    rng = np.random.default_rng(seed)
+    shape = (samples, model.n_dof)
+    q = rng.uniform(-math.pi, math.pi, shape)
+    if model.has_multi_dof:  # uniform rotations, translations in [-pi, pi], the rest as above
+        q = np.concatenate(
+            [
+                q[:, vs] if kind in ("R", "P") else _random_joint(kind, seed, k, samples)
+                for k, (kind, _, vs) in enumerate(_joints(model))
+            ],
+            axis=1,
+        )
+    return q, rng.normal(size=shape), rng.normal(size=shape)
+
+
+def _random_joint(kind: str, seed: int, k: int, samples: int) -> np.ndarray:
+    """``samples`` uniform configurations of a multi-DoF joint (translations in ``[-pi, pi]``)."""
+    keys = jax.random.split(jax.random.fold_in(jax.random.key(seed), k), samples)
+    size = {"free": 3, "planar": 2}.get(kind)
+    bounds = () if size is None else (-math.pi * np.ones(size), math.pi * np.ones(size))
+    return np.asarray(jax.vmap(lambda key: _lie.random(kind, key, *bounds))(keys))
+
+
+def base_parameters(
+    model: Model,
+    seed: int = 0,
+    *,
+    samples: int | None = None,
+    friction: bool = False,
+    armature: bool = False,
+    method: str = "auto",
+    rtol: float | None = None,
+) -> BaseParameters:
+    """Base parameters of a model (the identifiable combinations of its standard parameters).
+
+    The regressor (:func:`regressor`) is stacked over ``samples`` random states -- ``q`` uniform
+    in ``[-pi, pi]`` (rad or m; free, spherical and planar joints: uniform rotations and
+    translations, :func:`~kronjax.configuration.random_configuration`), ``qd`` and ``qdd``
+    standard normal, from ``numpy.random.default_rng(seed)`` -- and reduced by :func:`base_parameters_from_regressor`.
+    The result depends on the kinematics and gravity only. The states ignore ``model.limits``:
+    the rank of the regressor and the regrouping are generic properties (the same at almost
+    every state), and states within narrow or single-point limits (a URDF's ``lower = upper = 0``)
+    would miss the parameters that only act when a joint moves. Which base parameters an
+    experiment within the limits actually excites is measured by :func:`condition_number` of the
+    base regressor over its samples.
+
+    Args:
+        seed: seed of the NumPy random generator of the states.
+        samples: number of random states (default ``2 p / n + 20``).
+        friction: include the ``2 n`` friction parameters.
+        armature: include the ``n`` rotor inertias.
+
+    Example:
+        The double pendulum (a planar arm): 6 base parameters of 20, the first link's combined
+        with the second link's mass (``L^2 m2``, ``L = 1.22`` m); see :class:`BaseParameters`.
+
+        >>> import kronjax as kj
+        >>> base = kj.identify.base_parameters(kj.models.double_pendulum())
+        >>> base.rank, base.projection.shape
+        (6, (6, 20))
+        >>> base.describe()[2]
+        'link1.Izz + 1.488 link2.m'
+    """
+    if not isinstance(model, Model):
+        raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
+    p = _size(model, friction, armature)
+    samples = int(2 * p / model.n_dof + 20) if samples is None else int(samples)
+    q, qd, qdd = _random_states(model, int(seed), samples)
+    y = regressor(model, q, qd, qdd, friction=friction, armature=armature, method=method)
+    return base_parameters_from_regressor(y, rtol=rtol, names=parameter_names(model, friction, armature))

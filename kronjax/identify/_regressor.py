@@ -1,0 +1,125 @@
+"""The joint-torque regressor ``Y`` with ``tau = Y pi`` (Atkeson, An and Hollerbach 1986), by
+``jax.jacfwd`` of the inverse dynamics with respect to ``pi``."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
+
+from ..chain import Model
+from ..dynamics import inverse_dynamics
+from ..dynamics._inverse import _resolve_method
+from ._parameters import _set_inertials
+
+
+def _unit_parameters(nb: int, dtype) -> Array:
+    """A point at which to differentiate: unit masses at the origins, unit inertia tensors."""
+    return jnp.tile(jnp.array([1.0, 0, 0, 0, 1, 0, 1, 0, 0, 1], dtype), nb)
+
+
+def _state_dtype(model: Model, *xs) -> jnp.dtype:
+    floats = [x for x in jax.tree.leaves(model) if eqx.is_inexact_array(x)]
+    return jnp.result_type(*xs, *floats)
+
+
+def _regressor_one(model: Model, q: Array, qd: Array, qdd: Array, friction: bool, armature: bool, method: str) -> Array:
+    dtype = _state_dtype(model, q, qd, qdd)
+    pi0 = _unit_parameters(model.n_bodies, dtype)
+
+    def tau(pi):
+        return inverse_dynamics(_set_inertials(model, pi), q, qd, qdd, method=method)
+
+    columns = [jax.jacfwd(tau)(pi0)]  # exact: tau is linear in pi
+    if friction:
+        columns += [jnp.diag(qd).astype(dtype), jnp.diag(jnp.sign(qd)).astype(dtype)]
+    if armature:
+        columns.append(jnp.diag(qdd).astype(dtype))
+    return jnp.concatenate(columns, axis=1)
+
+
+def regressor(
+    model: Model,
+    q: Float[ArrayLike, "*batch nq"],
+    qd: Float[ArrayLike, "*batch nv"],
+    qdd: Float[ArrayLike, "*batch nv"],
+    *,
+    friction: bool = False,
+    armature: bool = False,
+    method: str = "auto",
+) -> Float[Array, "*batch n p"]:
+    """The joint-torque regressor ``Y`` with ``tau = Y pi`` (Atkeson et al. 1986), ``(n, 10 nb)``,
+    with ``2 n`` more columns with ``friction=True`` and ``n`` more with ``armature=True``.
+
+    Column ``10 i + k`` is the derivative of the joint torques with respect to body ``i``'s
+    parameter :data:`BODY_PARAMETERS` ``[k]`` (inertia about the body-frame origin, body axes), so
+    ``Y @ standard_parameters(model) == inverse_dynamics(model, q, qd, qdd)`` less the rotors'
+    ``model.armature * qdd`` (:attr:`~kronjax.chain.Model.armature`). ``Y`` is
+    ``jax.jacfwd`` of :func:`~kronjax.dynamics.inverse_dynamics` with respect to ``pi``, which is
+    exact because inverse dynamics is linear in ``pi``; it depends only on the kinematics and
+    gravity (the model's own inertials are not used; the model may have none). With
+    ``friction=True`` the next ``2 n`` columns are ``diag(qd)`` (viscous) and ``diag(sign(qd))``
+    (Coulomb), with ``armature=True`` the last ``n`` ``diag(qdd)`` (rotor inertias): ``tau = Y [pi,
+    fv, fc, ia] = inverse_dynamics(model, q, qd, qdd, passive=True)`` for ``fv = model.damping``,
+    ``fc = model.friction`` and ``ia = model.armature``.
+
+    Args:
+        q, qd, qdd: ``(nq,)``, ``(nv,)``, ``(nv,)`` for one state (``n = nq = nv`` unless the model
+            has free, spherical or planar joints), or with the same leading batch dimensions: the
+            batch is mapped with ``jax.vmap`` and ``Y`` is ``(..., nv, p)``. With ``friction=True``
+            every velocity coordinate gets its two columns, a free-flyer's too.
+        friction: append the viscous and Coulomb friction columns.
+        armature: append the rotor-inertia columns.
+        method: the inverse-dynamics method differentiated (see
+            :func:`~kronjax.dynamics.inverse_dynamics`); all give the same ``Y``.
+
+    Compiled with ``equinox.filter_jit`` (as ``diffrax.diffeqsolve`` is): the first call for a
+    model structure and batch shape compiles, later ones reuse it; inside a user's ``jit`` it is
+    inlined. (The input checks above run in Python first.)
+
+    Example:
+        ``Y pi`` is the inverse dynamics (the double pendulum has no rotors):
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()
+        >>> q, qd, qdd = jnp.array([0.3, -0.7]), jnp.array([0.5, 1.0]), jnp.array([-1.0, 2.0])
+        >>> Y = kj.identify.regressor(model, q, qd, qdd)
+        >>> Y.shape  # (n, 10 nb)
+        (2, 20)
+        >>> bool(jnp.allclose(Y @ kj.identify.standard_parameters(model), kj.inverse_dynamics(model, q, qd, qdd)))
+        True
+        >>> kj.identify.regressor(model, *np.random.default_rng(0).normal(size=(3, 40, 2))).shape  # 40 states at once
+        (40, 2, 20)
+    """
+    if not isinstance(model, Model):
+        raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
+    _resolve_method(model, method)
+    arrays = []
+    for name, x, size in (("q", q, model.nq), ("qd", qd, model.nv), ("qdd", qdd, model.nv)):
+        x = jnp.asarray(x)
+        if not jnp.issubdtype(x.dtype, jnp.floating):
+            x = x.astype(jnp.result_type(float))
+        if x.ndim == 0 or x.shape[-1] != size:
+            what = f"{model.n_dof}-DOF model" if model.nq == model.nv else f"model with nq = {model.nq}, nv = {model.nv}"
+            raise ValueError(f"{name} must have shape (..., {size}) for this {what}, got {x.shape}")
+        arrays.append(x)
+    q, qd, qdd = arrays
+    if not q.shape[:-1] == qd.shape[:-1] == qdd.shape[:-1]:
+        raise ValueError(
+            f"q, qd and qdd must have the same shape but for their last axis (nq, nv, nv), got {q.shape}, {qd.shape}, {qdd.shape}"
+        )
+    return _regressor(model, q, qd, qdd, bool(friction), bool(armature), method)
+
+
+@eqx.filter_jit
+def _regressor(model: Model, q: Array, qd: Array, qdd: Array, friction: bool, armature: bool, method: str) -> Array:
+    batch = q.shape[:-1]
+    one = lambda q, qd, qdd: _regressor_one(model, q, qd, qdd, friction, armature, method)  # noqa: E731
+    if not batch:
+        return one(q, qd, qdd)
+    flat = [x.reshape(-1, x.shape[-1]) for x in (q, qd, qdd)]
+    y = jax.vmap(one)(*flat)
+    return y.reshape(*batch, *y.shape[1:])
