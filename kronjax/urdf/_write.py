@@ -167,3 +167,4 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
         attributes = {key: _fmt(np.clip(value, -_UNLIMITED, _UNLIMITED)) for key, value in (bounds | rates).items()}
         ET.SubElement(joint, "limit", **attributes)
     ET.indent(robot)
+    return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"
