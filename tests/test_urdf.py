@@ -16,7 +16,7 @@ import pytest
 from oracles import random_inertia, random_rotation, relative_error
 
 import kronjax as kj
-from kronjax._rotations import rpy
+from kronjax._rotations import rpy, to_rpy
 from kronjax.urdf import URDFError
 
 
@@ -350,11 +350,11 @@ def test_rpy_and_its_inverse():
     rng = np.random.default_rng(0)
     for angles in [*rng.uniform(-3, 3, (20, 3)), (0.3, np.pi / 2, 0.2), (0.3, -np.pi / 2, -1.2)]:
         np.testing.assert_allclose(np.asarray(rpy(*angles)), _rpy_numpy(*angles), atol=1e-14)
-        back = kj.urdf.to_rpy(_rpy_numpy(*angles))
+        back = to_rpy(_rpy_numpy(*angles))
         np.testing.assert_allclose(_rpy_numpy(*back), _rpy_numpy(*angles), atol=1e-12)
     for _ in range(20):
         r = random_rotation(rng)
-        np.testing.assert_allclose(_rpy_numpy(*kj.urdf.to_rpy(r)), r, atol=1e-12)
+        np.testing.assert_allclose(_rpy_numpy(*to_rpy(r)), r, atol=1e-12)
 
 
 # --------------------------------------------------------------------------------------------
