@@ -119,7 +119,7 @@ def main(argv=None) -> dict:
         def run():
             solver = trajopt.AugmentedLagrangian(max_inner_iterations=args.iterations, max_outer_iterations=1, gtol=0.0)
             with warnings.catch_warnings():  # a fixed number of iterations, not a solve: "not converged" is expected
-                warnings.simplefilter("ignore", RuntimeWarning)
+                warnings.simplefilter("ignore", trajopt.NotConvergedWarning)
                 return trajopt.optimize(
                     model, boundary, trajopt.TorqueEffort(), num_control_points=10, method=method, init=guesses, solver=solver
                 )

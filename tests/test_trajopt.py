@@ -495,7 +495,7 @@ def test_infeasible_motion_is_reported_not_converged():
     iteration limit says the limit stopped it."""
     duration = np.sqrt(ROTOR_INERTIA)  # T* / 2 for dq = tau_max = 1
     bound = (2 * np.sqrt(ROTOR_INERTIA) / duration) ** 2 - 1
-    with pytest.warns(RuntimeWarning, match="no feasible motion found") as caught:
+    with pytest.warns(to.NotConvergedWarning, match="no feasible motion found") as caught:
         result = _rotor_motion(duration)
     report = result.report
     print(f"\n{report.message}")
@@ -504,7 +504,7 @@ def test_infeasible_motion_is_reported_not_converged():
     assert 0.95 * bound <= report.violation[0] == report.history_violation[:, 0].min()
     assert float(result.problem.violation(result.z[0])) == pytest.approx(report.violation[0], rel=1e-12)
     assert "torque limit of joint1" in report.message and str(caught[0].message).endswith(report.message)
-    with pytest.warns(RuntimeWarning, match="not converged in .* iterations .*torque limit of joint1"):
+    with pytest.warns(to.NotConvergedWarning, match="not converged in .* iterations .*torque limit of joint1"):
         short = _rotor_motion(duration, solver=_AUGMENTED)
     assert short.report.status.tolist() == ["max_iterations"]
 
@@ -539,7 +539,7 @@ def test_non_finite_cost_or_constraint_stops_with_a_message():
         ((-1.0, -1.0), "non-finite inequality constraints", r"constraints at the current point are not finite .* row 3 of _Cap"),
     ]
     for (shift, root), status, message in cases:
-        with pytest.warns(RuntimeWarning, match=message):
+        with pytest.warns(to.NotConvergedWarning, match=message):
             report = _rotor_motion(1.0, shift, root).report
         assert report.status.tolist() == [status] and report.iterations[0] == 0 and not report.converged[0]
     augmented = [
@@ -548,7 +548,7 @@ def test_non_finite_cost_or_constraint_stops_with_a_message():
         ((-1.0, -1.0), "non-finite constraints", "the constraints at the current point are not finite"),
     ]
     for (shift, root), status, message in augmented:
-        with pytest.warns(RuntimeWarning, match=message):
+        with pytest.warns(to.NotConvergedWarning, match=message):
             report = _rotor_motion(1.0, shift, root, _AUGMENTED).report
         assert report.status.tolist() == [status] and not report.converged[0]
 

@@ -70,7 +70,7 @@ from ._costs import (
     TorqueEffort,
 )
 from ._interior_point import InteriorPoint, InteriorPointState
-from ._optimize import Result, optimize, print_progress
+from ._optimize import NotConvergedWarning, Result, optimize, print_progress
 from ._solver import Progress, SolverReport
 from ._spline import BSpline
 from ._transcription import BoundaryConditions, FreeTime, Problem, transcribe
@@ -102,6 +102,7 @@ __all__ = [
     "Progress",
     "SolverReport",
     "Result",
+    "NotConvergedWarning",
     "optimize",
     "print_progress",
 ]

@@ -23,6 +23,25 @@ from ._spline import BSpline
 from ._transcription import BoundaryConditions, Problem, transcribe
 
 
+class NotConvergedWarning(RuntimeWarning):
+    """What :func:`optimize` warns with when the guess it returns did not converge; the text is
+    the report's :attr:`SolverReport.message` (the iteration limit, an infeasible problem with
+    its most violated limit, or the first quantity that is not finite).
+
+    A loop that accepts unconverged plans (a receding horizon with a fixed iteration budget) can
+    silence it by category and read :attr:`SolverReport.status` instead.
+
+    Example:
+        >>> import warnings
+        >>> from kronjax import trajopt
+        >>> issubclass(trajopt.NotConvergedWarning, RuntimeWarning)
+        True
+        >>> with warnings.catch_warnings():
+        ...     warnings.simplefilter("ignore", trajopt.NotConvergedWarning)
+        ...     warnings.warn("trajopt.optimize: not converged in 5 iterations", trajopt.NotConvergedWarning)
+    """
+
+
 class Result(NamedTuple):
     """The result of :func:`optimize`.
 
@@ -211,6 +230,9 @@ def optimize(
         A :class:`Result`: ``result.trajectory`` (a :class:`BSpline`, also a reference for
         :mod:`kronjax.simulate`) and ``result.report`` (:class:`SolverReport`).
 
+    Warns:
+        NotConvergedWarning: when the returned guess did not converge, with the report's message.
+
     Example:
         A rotor (``tau = I qdd``, ``I = 0.1``) from rest at 0 to rest at 1 rad in ``T = 1`` s,
         end accelerations free, at least ``int tau^2 dt``: the optimum is the cubic ``q = 3 t^2 -
@@ -267,7 +289,7 @@ def optimize(
     report = report._replace(best=best)
     report = report._replace(message=_message(problem, report, solution.z[best], solution.duration[best], solver.violation_tol))
     if report.status[best] != "converged":
-        warnings.warn(f"trajopt.optimize: {report.message}", RuntimeWarning, stacklevel=2)
+        warnings.warn(f"trajopt.optimize: {report.message}", NotConvergedWarning, stacklevel=2)
     report = report._replace(wall_time=time.perf_counter() - start)
     return Result(
         jax.tree.map(lambda x: x[best], trajectories),
