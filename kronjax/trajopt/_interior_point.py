@@ -129,13 +129,33 @@ class InteriorPoint(eqx.Module):
         an earlier solution (slacks, multipliers, scale)."""
         dtype = z0.dtype
         tol = self.tol if self.tol is not None else (1e-8 if jnp.finfo(dtype).bits >= 64 else 1e-5)
+        is_warm = warm is not None
+        if not is_warm:
+            # placeholders of the warm state's shapes: a cold and a warm start run one compiled
+            # program (a warm start after a cold one compiled anew before, 7 s on the Panda)
+            _, c, h = jax.eval_shape(problem.evaluate, z0[0])
+            guesses = z0.shape[0]
+            warm = InteriorPointState(
+                jnp.ones((guesses, c.shape[0]), dtype),
+                jnp.zeros((guesses, c.shape[0]), dtype),
+                jnp.zeros((guesses, h.shape[0]), dtype),
+                jnp.ones(guesses, dtype),
+            )
         token = next(_tokens)
         _callbacks[token] = (callback, time.perf_counter())
         try:
             with compile_clock() as compile_seconds:
                 z, duration, guesses, k, history_cost, history_violation = jax.block_until_ready(
                     _compiled(jax.default_backend())(
-                        problem, z0, duration0, warm, self, float(tol), callback is not None, jnp.asarray(token)
+                        problem,
+                        z0,
+                        duration0,
+                        warm,
+                        jnp.asarray(is_warm),
+                        self,
+                        float(tol),
+                        callback is not None,
+                        jnp.asarray(token),
                     )
                 )
         finally:
@@ -210,6 +230,7 @@ class _Guess(NamedTuple):
     f_least: Array
     recent: Array  # (_STALL,) the last violations, a ring (+inf until filled)
     fresh: Array  # before the first iteration (which sets s, lam, y and the scale)
+    warm: Array  # started from an earlier solution's slacks, multipliers and scale
 
 
 # the callbacks of the solves in progress, by a token that the compiled solve hands back to
@@ -256,44 +277,36 @@ def _violation(c, h):
     return jnp.maximum(jnp.maximum(jnp.max(c), _inf_norm(h)), 0.0)
 
 
-def _start(x, warm: InteriorPointState | None, counts: tuple[int, int], solver: InteriorPoint) -> _Guess:
+def _start(x, warm: InteriorPointState, is_warm: Array, solver: InteriorPoint) -> _Guess:
     """A guess at ``x`` before its first iteration, which evaluates the problem there and sets the
-    cost's scale, the slacks and the multipliers (:func:`_first_values`); ``counts``: the numbers
-    of inequalities and equalities."""
+    cost's scale, the slacks and the multipliers (:func:`_first_values`): from ``warm`` where
+    ``is_warm``, else from the start's values alone (``warm`` then holds placeholders)."""
     dtype = x.dtype
-    if warm is None:
-        mu = jnp.asarray(solver.barrier_init, dtype)
-        s, lam, y, scale = (
-            jnp.ones(counts[0], dtype),
-            jnp.zeros(counts[0], dtype),
-            jnp.zeros(counts[1], dtype),
-            jnp.asarray(1.0, dtype),
-        )
-    else:
-        mu = jnp.asarray(solver.warm_barrier, dtype)
-        s, lam, y, scale = (a.astype(dtype) for a in warm)
+    mu = jnp.where(is_warm, solver.warm_barrier, solver.barrier_init).astype(dtype)
+    s, lam, y, scale = (a.astype(dtype) for a in warm)
     empty = jnp.full(_FILTER_SIZE, jnp.inf, dtype)
     zero = jnp.zeros((), dtype)
     return _Guess(
         x, s, lam, y, mu, scale, zero, zero, jnp.asarray(False), jnp.asarray(0), empty, empty, jnp.asarray(0),
         zero, zero, jnp.asarray(RUNNING), jnp.asarray(-1), zero, x, zero, jnp.full(_STALL, jnp.inf, dtype), jnp.asarray(True),
+        is_warm,
     )  # fmt: skip
 
 
-def _first_values(guess: _Guess, f, c, h, warm: bool):
+def _first_values(guess: _Guess, f, c, h):
     """``(scale, s, lam, y)`` of a guess's first iteration from the problem's values at its start:
     the cost's scale ``|f|`` and slacks ``max(-c, 1e-2)`` with ``lam = mu / s`` (cold), or the
     earlier solution's slacks, at least ``-c`` and ``mu``, and multipliers kept within
     ``[mu / (k s), k mu / s]`` (warm)."""
     mu = guess.mu
-    if not warm:
-        s = jnp.maximum(-c, 1e-2)
-        return jnp.where(jnp.abs(f) > 0, jnp.abs(f), 1.0), s, mu / s, jnp.zeros_like(h)
-    s = jnp.maximum(jnp.maximum(guess.s, -c), mu)
-    return guess.scale, s, jnp.clip(guess.lam, mu / (_KAPPA_SIGMA * s), _KAPPA_SIGMA * mu / s), guess.y
+    s_cold = jnp.maximum(-c, 1e-2)
+    cold = (jnp.where(jnp.abs(f) > 0, jnp.abs(f), 1.0), s_cold, mu / s_cold, jnp.zeros_like(h))
+    s_warm = jnp.maximum(jnp.maximum(guess.s, -c), mu)
+    warm = (guess.scale, s_warm, jnp.clip(guess.lam, mu / (_KAPPA_SIGMA * s_warm), _KAPPA_SIGMA * mu / s_warm), guess.y)
+    return tuple(jnp.where(guess.warm, w, k) for w, k in zip(warm, cold))
 
 
-def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoint, warm: bool) -> _Guess:
+def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoint) -> _Guess:
     """One Newton step of one guess (or none, where it has stopped). The first one also sets the
     guess's scale, slacks and multipliers from the same evaluation of the problem (one program for
     the start and the steps: compiling a separate evaluation for the start cost about 1 s on the
@@ -303,7 +316,7 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
 
     def gradient_of_lagrangian(x):
         (f, c, h), pullback = jax.vjp(fun, x)
-        start = jax.lax.stop_gradient(_first_values(guess, f, c, h, warm))
+        start = jax.lax.stop_gradient(_first_values(guess, f, c, h))
         scale, _, lam, y = (jnp.where(fresh, new, old) for new, old in zip(start, (guess.scale, guess.s, guess.lam, guess.y)))
         grad_l = pullback((1.0 / scale, lam, y))[0]
         return (grad_l, c, h, f / scale), (grad_l, c, h, f / scale, start)
@@ -478,15 +491,14 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
     return jax.tree.map(lambda a, b: jnp.where(done, a, b), stay, stepped)
 
 
-def _solve(problem: Problem, z0, duration0, warm, solver: InteriorPoint, tol: float, report: bool, token):
+def _solve(problem: Problem, z0, duration0, warm, is_warm, solver: InteriorPoint, tol: float, report: bool, token):
     """The whole solve: ``(z, duration, guesses, iterations, history_cost, history_violation)``."""
     dtype = z0.dtype
     count = z0.shape[0]
     x0 = jnp.einsum("ij,gjn->gin", problem.preconditioner_inverse.astype(dtype), z0).reshape(count, -1)
     if problem.free_time is not None:
         x0 = jnp.concatenate([x0, (duration0 / problem.boundary.duration.astype(dtype))[:, None]], axis=1)
-    _, c, h = jax.eval_shape(_functions(problem), x0[0])
-    guesses = jax.vmap(lambda x, w: _start(x, w, (c.shape[0], h.shape[0]), solver))(x0, warm)
+    guesses = jax.vmap(lambda x, w: _start(x, w, is_warm, solver))(x0, warm)
     history = jnp.zeros((solver.max_iterations, count), dtype)
 
     def cond(carry):
@@ -495,7 +507,7 @@ def _solve(problem: Problem, z0, duration0, warm, solver: InteriorPoint, tol: fl
 
     def body(carry):
         guesses, k, history_cost, history_violation = carry
-        new = jax.vmap(lambda g: _iteration(problem, g, tol, solver, warm is not None))(guesses)
+        new = jax.vmap(lambda g: _iteration(problem, g, tol, solver))(guesses)
         new = jax.tree.map(lambda a, b: jnp.where(guesses.done.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), guesses, new)
         cost = new.f * new.scale
         if report:
