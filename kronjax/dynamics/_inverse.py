@@ -152,9 +152,6 @@ def inverse_dynamics(
     return tau
 
 
-# --------------------------------------------------------------------------------------------
-
-
 def inverse_dynamics_derivatives(
     model: Model,
     q: Float[ArrayLike, " nq"],

@@ -357,6 +357,3 @@ def kinetic_energy(model: Model, q: Float[ArrayLike, " nq"], qd: Float[ArrayLike
     ine = _inertials(model)
     _, v, w = _velocities(model, q, qd)
     return _kinetic(ine, v, w) + 0.5 * jnp.sum(qd * armature_force(model, qd))
-
-
-# --------------------------------------------------------------------------------------------

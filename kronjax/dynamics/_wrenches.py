@@ -172,6 +172,3 @@ def generalized_forces(
         True
     """
     return _generalized_forces(model, model.check_q(q), _as_wrenches(wrenches))
-
-
-# --------------------------------------------------------------------------------------------

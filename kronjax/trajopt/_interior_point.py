@@ -230,7 +230,6 @@ class _Guess(NamedTuple):
     f_least: Array
     recent: Array  # (_STALL,) the last violations, a ring (+inf until filled)
     fresh: Array  # before the first iteration (which sets s, lam, y and the scale)
-    warm: Array  # started from an earlier solution's slacks, multipliers and scale
 
 
 # the callbacks of the solves in progress, by a token that the compiled solve hands back to
@@ -289,11 +288,10 @@ def _start(x, warm: InteriorPointState, is_warm: Array, solver: InteriorPoint) -
     return _Guess(
         x, s, lam, y, mu, scale, zero, zero, jnp.asarray(False), jnp.asarray(0), empty, empty, jnp.asarray(0),
         zero, zero, jnp.asarray(RUNNING), jnp.asarray(-1), zero, x, zero, jnp.full(_STALL, jnp.inf, dtype), jnp.asarray(True),
-        is_warm,
     )  # fmt: skip
 
 
-def _first_values(guess: _Guess, f, c, h):
+def _first_values(guess: _Guess, f, c, h, is_warm: Array):
     """``(scale, s, lam, y)`` of a guess's first iteration from the problem's values at its start:
     the cost's scale ``|f|`` and slacks ``max(-c, 1e-2)`` with ``lam = mu / s`` (cold), or the
     earlier solution's slacks, at least ``-c`` and ``mu``, and multipliers kept within
@@ -303,10 +301,10 @@ def _first_values(guess: _Guess, f, c, h):
     cold = (jnp.where(jnp.abs(f) > 0, jnp.abs(f), 1.0), s_cold, mu / s_cold, jnp.zeros_like(h))
     s_warm = jnp.maximum(jnp.maximum(guess.s, -c), mu)
     warm = (guess.scale, s_warm, jnp.clip(guess.lam, mu / (_KAPPA_SIGMA * s_warm), _KAPPA_SIGMA * mu / s_warm), guess.y)
-    return tuple(jnp.where(guess.warm, w, k) for w, k in zip(warm, cold))
+    return tuple(jnp.where(is_warm, w, k) for w, k in zip(warm, cold))
 
 
-def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoint) -> _Guess:
+def _iteration(problem: Problem, guess: _Guess, is_warm: Array, tol: float, solver: InteriorPoint) -> _Guess:
     """One Newton step of one guess (or none, where it has stopped). The first one also sets the
     guess's scale, slacks and multipliers from the same evaluation of the problem (one program for
     the start and the steps: compiling a separate evaluation for the start cost about 1 s on the
@@ -316,7 +314,7 @@ def _iteration(problem: Problem, guess: _Guess, tol: float, solver: InteriorPoin
 
     def gradient_of_lagrangian(x):
         (f, c, h), pullback = jax.vjp(fun, x)
-        start = jax.lax.stop_gradient(_first_values(guess, f, c, h))
+        start = jax.lax.stop_gradient(_first_values(guess, f, c, h, is_warm))
         scale, _, lam, y = (jnp.where(fresh, new, old) for new, old in zip(start, (guess.scale, guess.s, guess.lam, guess.y)))
         grad_l = pullback((1.0 / scale, lam, y))[0]
         return (grad_l, c, h, f / scale), (grad_l, c, h, f / scale, start)
@@ -507,7 +505,7 @@ def _solve(problem: Problem, z0, duration0, warm, is_warm, solver: InteriorPoint
 
     def body(carry):
         guesses, k, history_cost, history_violation = carry
-        new = jax.vmap(lambda g: _iteration(problem, g, tol, solver))(guesses)
+        new = jax.vmap(lambda g: _iteration(problem, g, is_warm, tol, solver))(guesses)
         new = jax.tree.map(lambda a, b: jnp.where(guesses.done.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), guesses, new)
         cost = new.f * new.scale
         if report:
