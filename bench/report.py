@@ -213,6 +213,13 @@ def goals(records: list[Record], config) -> list[dict]:
                 find(records, operation=operation, method=f"{pin_name} ({suffix})", **pin),
                 goal,
             )
+        # no JAX function returning new arrays of these shapes beats this ratio at this batch
+        slower(
+            f"floor: new arrays of kronjax {operation}'s output shapes, written alone, vs Pinocchio {what} per call, batch {big}",
+            find(records, operation=operation, library="jax", batch=big, precision=f64),
+            find(records, operation=operation, method=f"{pin_name} (per call)", **pin),
+            None,
+        )
     # issue 15: the floating-base humanoid (section `floating`): >= 1x *InParallel, ahead of every JAX peer
     ours_floating = [
         r

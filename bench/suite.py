@@ -483,12 +483,30 @@ class Suite:
                 if derivatives:
                     fn = jax.jacfwd(fn, argnums=tuple(range(len(arrays))))
                 self.jax_record(operation, "kronjax", method, fn, arrays, c.big, precision, _pieces_error(ref))
+                if method == operation:
+                    self.output_floor(operation, fn, arrays, precision)
         for operation, (arrays, name, _) in cases.items():
             self.pin_records(operation, name, arrays, (c.big,))
         if self.available("frax"):
             for operation, method, function, derivatives in frax_rows:
                 arrays, _, ref = cases[operation]
                 self.frax_record(operation, method, function, arrays, _pieces_error(ref), derivatives)
+
+    def output_floor(self, operation, fn, arrays, precision):
+        """A JAX function that only writes new arrays of ``fn``'s output shapes (one number per
+        sample): what any JAX function pays at this batch for its outputs alone. At batch 10^4 a
+        new output is fresh memory at each call (tens of MB: glibc maps it anew), and its first
+        touch (page faults, pages zeroed by the kernel) costs more than the writes themselves;
+        Pinocchio's per-call loop writes into the same buffers at every call."""
+        dtype = jnp.float64 if precision == "float64" else jnp.float32
+        shapes = jax.eval_shape(fn, *(jnp.asarray(a[0], dtype) for a in arrays))
+
+        def write(*sample):
+            value = sample[0].ravel()[0]
+            return jax.tree.map(lambda s: jnp.full(s.shape, value, s.dtype), shapes)
+
+        method = "writing the outputs alone (new arrays of the same shapes)"
+        self.jax_record(operation, "jax", method, write, arrays, self.config.big, precision, lambda head: None)
 
     def section_kinematics(self):
         """Every body's Jacobians, Hessians and Jacobian time derivatives (``frame="base"``) on the
