@@ -32,9 +32,9 @@ before they are compared with Pinocchio on the leading samples:
 
 kronjax runs twice: one ``jax.vmap`` over the batch, and ``kj.chunked_vmap(fn, 2000)``, whose
 per-body arrays of a chunk stay in the CPU's cache between the recursions' passes. A chunk of 2048
-samples is much slower (forward dynamics 11.8 us against 6.1 us per sample at 2000 on the 2-core
+samples was much slower (forward dynamics 11.8 us against 6.1 us per sample at 2000 on the 2-core
 VM): each per-body array is then 16 KiB, a power of two, and the arrays of one step map to the same
-cache sets. A third row runs the chunks sharded over as many CPU devices as Pinocchio's threads,
+cache sets; ``chunked_vmap`` now runs such a chunk with 8 samples more (kronjax.batching). A third row runs the chunks sharded over as many CPU devices as Pinocchio's threads,
 in a process of its own (``XLA_FLAGS=--xla_force_host_platform_device_count=N`` is read when JAX
 starts): kronjax's way of using the cores that ``*InParallel`` uses with its thread pool.
 

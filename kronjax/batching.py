@@ -3,14 +3,23 @@
 ``jax.vmap(kronjax.coriolis_star)`` over 10^6 states of a 7-joint arm would hold every sample's
 intermediates at once (several GB). :func:`chunked_vmap` maps the same function over the batch
 ``chunk_size`` samples at a time (``lax.map`` over chunks, ``vmap`` inside a chunk), so memory is
-bounded by one chunk and the outputs. Chunks cost speed when one ``vmap`` already fits in the
-CPU's cache (a loop over chunks, each a smaller parallel loop: on 2 CPU cores, batch 10^4 of the
-Panda, C* takes 2.9 us per sample in one ``vmap`` and 5.2 us in chunks of 1024), so the automatic
-size is the largest that fits ``chunk_bytes``; for trees of tens of bodies, whose recursions keep a
-few arrays per body and sample between passes, chunks of about 2000 samples keep those in cache
-and are faster on CPU (``python -m bench --sections floating``: a 37-velocity humanoid at batch
-10^4, forward dynamics 8.5 us per sample in one ``vmap``, 6.1 us in chunks of 2000). Avoid powers
-of two (2048: 11.8 us): a chunk's per-body arrays then share cache sets. The
+bounded by one chunk and the outputs. The automatic size is the largest that fits
+``chunk_bytes``: the chunks' outputs are interleaved back into one array (a copy), which costs
+functions with large outputs more than smaller chunks save (on 2 CPU cores, batch 10^4 of the
+Panda: :func:`~kronjax.hessians` 8.2 us per sample in one ``vmap``, 15-17 us in chunks of
+1000-5000; :func:`~kronjax.jacobians` 0.5 against 0.7-1.1). Functions with small outputs and many
+intermediates are faster in chunks of a few thousand samples that stay in the CPU's cache
+(``inverse_dynamics_derivatives`` 5.2 against 3.6-3.8 us, ``forward_dynamics_derivatives`` 5.5
+against 3.5-3.8 in chunks of 2000-5000; a 37-velocity humanoid's forward dynamics 8.5 against 6.1
+in chunks of 2000, ``python -m bench --sections floating``): pass ``chunk_size`` for those.
+
+A vmapped size whose row of samples spans a multiple of 1 KiB (1024, 2048, ... float64 samples)
+runs a cache line of samples more (repeats of the last one, dropped from the outputs): XLA:CPU
+lays the vmapped per-joint and per-body arrays out as ``(n, samples)``, and rows of such a length
+fall into the same cache sets and evict one another. At a batch of 1024 or 4096, against ``jax.vmap``
+of the same size, 2 CPU cores: ``inverse_dynamics_derivatives`` 2.5 against 9.6-9.9 us per
+sample, ``coriolis_star`` 3.0-4.6 against 9.7-10.9, ``hessians`` 4.5-8.9 against 14-19,
+``forward_dynamics`` 1.2-1.7 against 2.4-3.1. ``jax.vmap`` itself runs the size it is given. The
 chunks interleave the batch (chunk ``c`` holds samples ``c, c + steps, c + 2 steps, ...``), so
 inputs sharded over devices along the batch axis (``jax.sharding``) are processed on every device
 at every step and the output keeps their sharding.
@@ -42,6 +51,17 @@ value of the traced program summed) exceeds what XLA allocates: for the Panda at
 ``inverse_dynamics`` 27 KB and 1.5 KB; ``translational_hessian`` 831 KB and 115 KB."""
 
 
+def _unaliased(chunk: int, leaves: list) -> int:
+    """``chunk`` samples, or one cache line's worth more where a row of ``chunk`` values spans a
+    multiple of 1 KiB. XLA:CPU lays a vmapped ``(n,)`` intermediate out as ``(n, chunk)``; with
+    such a row length the rows of the arrays that a loop reads together fall into the same cache
+    sets and evict one another: on 2 CPU cores the Panda's ``inverse_dynamics_derivatives`` took
+    12.8 us per sample at a batch of 1024 against 2.4-2.5 at 1016 and 1032 (multiples of 256:
+    6-13 us, of 128 alone: 3-3.7 us), ``mass_matrix`` 2.3-3.1 against 0.8-1.4."""
+    itemsize = max((x.dtype.itemsize for x in leaves if jnp.issubdtype(x.dtype, jnp.inexact)), default=8)
+    return chunk + max(1, 64 // itemsize) if (chunk * itemsize) % 1024 == 0 else chunk
+
+
 def _per_sample_bytes(fn: Callable, args) -> int:
     """An upper estimate of one sample's memory: the sizes of every value in ``fn``'s traced
     program summed (``jax.make_jaxpr``; nothing is run; XLA fuses most of them away)."""
@@ -58,9 +78,12 @@ def chunked_vmap(fn: Callable, chunk_size: int | None = None, *, chunk_bytes: in
 
     Args:
         fn: a function of per-sample arrays (close over the model: ``lambda q: coriolis_star(model, q)``).
-        chunk_size: samples per chunk. ``None`` chooses it so that one chunk's intermediates
-            (estimated by summing the sizes of every value in ``fn``'s traced program) take about
-            ``chunk_bytes``; a batch that fits in one chunk is a plain ``vmap``.
+        chunk_size: samples per chunk, at most. ``None`` chooses it so that one chunk's
+            intermediates (estimated by summing the sizes of every value in ``fn``'s traced
+            program) take about ``chunk_bytes``; a batch that fits in one chunk is a plain
+            ``vmap``. The chunks are evened out (as many, the least padding), and a chunk whose
+            row of samples would span a multiple of 1 KiB gets a cache line of samples more (see
+            the module's doc).
         chunk_bytes: the memory aimed at per chunk when ``chunk_size`` is ``None``.
 
     Returns:
@@ -99,14 +122,19 @@ def chunked_vmap(fn: Callable, chunk_size: int | None = None, *, chunk_bytes: in
         if chunk is None:
             chunk = max(1, chunk_bytes // _per_sample_bytes(fn, args))
             chunk = -(-batch // -(-batch // chunk))  # as many chunks, evened out: least padding
-        if chunk >= batch:
-            return jax.vmap(fn)(*args)
         steps = -(-batch // chunk)
+        chunk = _unaliased(-(-batch // steps), leaves)
         padded = steps * chunk
 
+        def pad(x):  # repeats of the last sample, dropped from the outputs
+            return jnp.concatenate([x, jnp.repeat(x[-1:], padded - batch, axis=0)]) if padded > batch else x
+
+        if steps == 1:
+            out = jax.vmap(fn)(*jax.tree.map(pad, args))
+            return out if padded == batch else jax.tree.map(lambda y: y[:batch], out)
+
         def split(x):  # (batch, ...) -> (steps, chunk, ...), sample c * steps + s at [s, c]
-            x = jnp.concatenate([x, jnp.repeat(x[-1:], padded - batch, axis=0)]) if padded > batch else x
-            return jnp.swapaxes(x.reshape(chunk, steps, *x.shape[1:]), 0, 1)
+            return jnp.swapaxes(pad(x).reshape(chunk, steps, *x.shape[1:]), 0, 1)
 
         def merge(y):
             return jnp.swapaxes(y, 0, 1).reshape(padded, *y.shape[2:])[:batch]

@@ -48,6 +48,31 @@ def test_automatic_chunk_size_follows_the_memory_budget(panda):
     assert "while" in jax.jit(kj.chunked_vmap(c_star)).lower(jax.ShapeDtypeStruct((10**6, 7), jnp.float64)).as_text()
 
 
+def test_vmapped_sizes_whose_rows_span_whole_kibibytes_run_a_cache_line_more(panda):
+    """A vmapped size whose row of samples spans a multiple of 1 KiB (1024 float64 samples, 2048
+    float32, or such a chunk) runs with a cache line of samples more, repeats of the last sample
+    that are dropped: the outputs are vmap's, and the program's shapes show the padded size."""
+    rng = np.random.default_rng(3)
+    for batch, dtype, chunk, vmapped in (
+        (1024, jnp.float64, None, 1032),
+        (2048, jnp.float32, None, 2064),
+        (2048, jnp.float64, 512, 520),
+    ):
+        model = panda.astype(dtype)
+        mass = lambda q: kj.mass_matrix(model, q)  # noqa: E731
+        q = jnp.asarray(rng.uniform(-1, 1, (batch, 7)), dtype)
+        fn = kj.chunked_vmap(mass, chunk_size=chunk)
+        got, expected = jax.jit(fn)(q), jax.jit(jax.vmap(mass))(q)
+        assert got.shape == (batch, 7, 7) and got.dtype == dtype
+        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-13 if dtype == jnp.float64 else 1e-5)
+        assert f"{vmapped},7]" in str(jax.make_jaxpr(fn)(q)), (batch, dtype, chunk)
+    # other sizes are left as they are
+    mass = lambda q: kj.mass_matrix(panda, q)  # noqa: E731
+    q = jnp.zeros((1000, 7))
+    program = str(jax.make_jaxpr(kj.chunked_vmap(mass))(q))
+    assert "1000,7,7]" in program and "1008," not in program
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="chunk_size must be a positive integer"):
         kj.chunked_vmap(jnp.sin, chunk_size=0)
