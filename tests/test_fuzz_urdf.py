@@ -417,7 +417,10 @@ def check_mass_matrix(model: kj.Model, states: int = 3) -> None:
         theirs = (upper + upper.T - np.diag(np.diag(upper)))[np.ix_(idx_v, idx_v)]
         if not model.kinematics.has_mimic:  # the loader checks the reduced matrix only
             assert_positive_definite(theirs)
-        d = np.sqrt(np.diag(theirs))
+        # a massless link that only a mimic joint moves has a zero diagonal in the full
+        # coordinates (a finger whose inertial was deleted): a floor relative to the largest
+        diagonal = np.diag(theirs)
+        d = np.sqrt(np.maximum(diagonal, 1e-12 * np.max(diagonal)))
         assert np.max(np.abs(m - theirs) / d[:, None] / d[None, :]) < 1e-9
 
 
@@ -469,6 +472,19 @@ def test_an_inertia_near_the_largest_double_loads_and_matches_the_oracles():
     second = list(re.finditer(r'ixx="[^"]*"', text))[1].span()
     model = kj.load_urdf(text[: second[0]] + 'ixx="1.7976931348623157e+308"' + text[second[1] :])
     assert np.asarray(model.inertials.inertia)[0, 0, 0] > 1e308
+    check_model(model)
+
+
+def test_a_mimic_finger_without_an_inertial_loads_and_matches_the_oracles():
+    """A case the fuzzer found (CI, 2026-11-25): mimic_hand with the inertial of a finger deleted.
+    The finger is massless and moved only by its mimic joint, so M in the full coordinates has a
+    zero row and column; M still matches the Jacobian oracle and Pinocchio (whose comparison once
+    divided by that zero diagonal), and the reduced M is positive definite."""
+    robot = ET.fromstring(SEEDS["mimic_hand"])
+    (finger,) = [link for link in robot.findall("link") if link.get("name") == "panda_leftfinger"]
+    finger.remove(finger.find("inertial"))
+    model = kj.load_urdf(ET.tostring(robot, encoding="unicode"))
+    assert model.kinematics.has_mimic and float(model.inertials.mass[model.body_index("panda_leftfinger")]) == 0.0
     check_model(model)
 
 
