@@ -52,12 +52,8 @@ value of the traced program summed) exceeds what XLA allocates: for the Panda at
 
 
 def _unaliased(chunk: int, leaves: list) -> int:
-    """``chunk`` samples, or one cache line's worth more where a row of ``chunk`` values spans a
-    multiple of 1 KiB. XLA:CPU lays a vmapped ``(n,)`` intermediate out as ``(n, chunk)``; with
-    such a row length the rows of the arrays that a loop reads together fall into the same cache
-    sets and evict one another: on 2 CPU cores the Panda's ``inverse_dynamics_derivatives`` took
-    12.8 us per sample at a batch of 1024 against 2.4-2.5 at 1016 and 1032 (multiples of 256:
-    6-13 us, of 128 alone: 3-3.7 us), ``mass_matrix`` 2.3-3.1 against 0.8-1.4."""
+    """``chunk`` samples, or one cache line's worth more where a row of ``chunk`` values (the
+    widest floating dtype of ``leaves``) spans a multiple of 1 KiB (the module's doc says why)."""
     itemsize = max((x.dtype.itemsize for x in leaves if jnp.issubdtype(x.dtype, jnp.inexact)), default=8)
     return chunk + max(1, 64 // itemsize) if (chunk * itemsize) % 1024 == 0 else chunk
 
@@ -121,9 +117,8 @@ def chunked_vmap(fn: Callable, chunk_size: int | None = None, *, chunk_bytes: in
         chunk = chunk_size
         if chunk is None:
             chunk = max(1, chunk_bytes // _per_sample_bytes(fn, args))
-            chunk = -(-batch // -(-batch // chunk))  # as many chunks, evened out: least padding
         steps = -(-batch // chunk)
-        chunk = _unaliased(-(-batch // steps), leaves)
+        chunk = _unaliased(-(-batch // steps), leaves)  # as many chunks, evened out: least padding
         padded = steps * chunk
 
         def pad(x):  # repeats of the last sample, dropped from the outputs
