@@ -14,7 +14,8 @@ apart. Prints a table; asserts nothing (the targets live in issues 7 and 16).
 
 With ``--peers`` (the default when CasADi is installed; issue 16, item 6) the Panda problem and a
 UR5 one (rest to rest from 0 to ``UR5_GOAL`` in 1.1 s, the model's limits) are solved from one
-guess, the minimum-jerk fit, by (a) kronjax's ``trajopt.optimize`` (the interior-point method),
+guess, the minimum-jerk fit, by (a) kronjax's ``trajopt.optimize`` (the interior-point method, with its default Gauss-Newton
+Hessians and with exact ones),
 (b) scipy's SLSQP on kronjax's transcription (JAX-jitted cost, constraints and derivatives) and
 (c) IPOPT through CasADi with CasADi's exact Hessian, on the same program written again in CasADi
 (bench/_casadi_dynamics.py; checked first against kronjax and Pinocchio to 1e-12, or the run stops).
@@ -29,6 +30,7 @@ message). The load average is printed with each problem: the timings are wall ti
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import os
 import platform
@@ -223,13 +225,21 @@ def check_casadi(problem, states: int = 20, guesses: int = 5, seed: int = 0) -> 
     }
 
 
-def _kronjax(problem, z0):
-    """kronjax's ``trajopt.optimize`` (the interior-point method), compiled at the first call."""
+def _kronjax(problem, z0, hessian: str = "gauss-newton"):
+    """kronjax's ``trajopt.optimize`` (the interior-point method, with its default Gauss-Newton
+    Hessians or with exact ones), compiled at the first call."""
     from kronjax import trajopt
+
+    solver = trajopt.InteriorPoint(hessian=hessian)
 
     def solve():
         result = trajopt.optimize(
-            problem.model, problem.boundary, problem.cost, num_control_points=problem.num_control_points, init=z0
+            problem.model,
+            problem.boundary,
+            problem.cost,
+            num_control_points=problem.num_control_points,
+            init=z0,
+            solver=solver,
         )
         return result.z[0], int(result.report.iterations[0]), "" if result.report.converged[0] else result.report.status[0]
 
@@ -296,7 +306,12 @@ def _ipopt(problem, z0):
     return solve
 
 
-SOLVERS = {"kronjax InteriorPoint": _kronjax, "scipy SLSQP (JAX)": _slsqp, "IPOPT (CasADi)": _ipopt}
+SOLVERS = {
+    "kronjax InteriorPoint": _kronjax,
+    "kronjax IP, exact H": functools.partial(_kronjax, hessian="exact"),
+    "scipy SLSQP (JAX)": _slsqp,
+    "IPOPT (CasADi)": _ipopt,
+}
 
 
 def compare_solvers(name: str, model, boundary, repeats: int = 3) -> dict:

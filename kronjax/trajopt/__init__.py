@@ -36,8 +36,9 @@ The transcription (a direct method, "differentiate the inverse dynamics"):
   (the boundary conditions' ``duration`` is its initial guess); the cost :class:`Duration` is
   ``T``.
 * **Solvers.** :class:`InteriorPoint` (the default): a primal-dual interior-point method with
-  exact Hessians of the Lagrangian by forward-over-reverse differentiation, a dense Newton step,
-  and a filter line search (Nocedal and Wright, *Numerical Optimization*, ch. 19): tens
+  Gauss-Newton Hessians of the Lagrangian (the inverse dynamics linearised at the samples, their
+  own curvature by partitioned quasi-Newton updates; or exact Hessians by forward-over-reverse
+  differentiation, ``hessian="exact"``), a dense Newton step, and a filter line search (Nocedal and Wright, *Numerical Optimization*, ch. 19): tens
   of iterations. :class:`AugmentedLagrangian`: the Powell-Hestenes-Rockafellar augmented
   Lagrangian (N&W sec. 17.4) with L-BFGS or any optax optimiser: thousands of cheaper ones. Both
   run many initial guesses at once (the best feasible one is returned), in one compiled

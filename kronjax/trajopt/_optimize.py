@@ -202,8 +202,8 @@ def optimize(
 
     Transcribes the problem (:func:`transcribe`: B-spline, boundary conditions built in,
     inverse dynamics at the samples, limits from ``model.limits``) and solves it, for one or many
-    initial guesses at once, by ``solver``: :class:`InteriorPoint` (default; exact Hessians, tens
-    of iterations) or :class:`AugmentedLagrangian` (L-BFGS or any optax optimiser).
+    initial guesses at once, by ``solver``: :class:`InteriorPoint` (default; second derivatives,
+    tens of iterations) or :class:`AugmentedLagrangian` (L-BFGS or any optax optimiser).
 
     The compiled solver depends only on the shapes and the static choices (the model's structure,
     which boundary values are fixed, the cost's form, the transcription's sizes, the solver's

@@ -258,17 +258,26 @@ class Problem(eqx.Module):
     @eqx.filter_jit
     def samples(self, z: Float[ArrayLike, "m_free n"]) -> Samples:
         """The trajectory, its derivatives and the inverse-dynamics torques at the samples."""
+        return self._samples(z)
+
+    def _samples(self, z, torques=None) -> Samples:
+        """:meth:`samples` with the torques from ``torques(q, qd, qdd)`` (``(K, n)`` each; default
+        :meth:`_torques`): the interior-point method's Gauss-Newton Hessian linearises them."""
         c = self.control_points(z)
         dtype = c.dtype
         duration = self.boundary.duration.astype(dtype)
         design = self.design.astype(dtype)
         q, qd, qdd, qddd = (design[j] @ c / duration**j for j in range(4))
-        model = self.model
-        derivatives = _derivatives(model)
-        tau = jax.vmap(lambda q, qd, qdd: inverse_dynamics(model, q, qd, qdd, method=self.method, derivatives=derivatives))(
+        tau = (self._torques if torques is None else torques)(q, qd, qdd)
+        return Samples(self.s.astype(dtype) * duration, self.weights.astype(dtype) * duration, q, qd, qdd, qddd, tau, duration)
+
+    def _torques(self, q, qd, qdd, derivatives: str | None = None):
+        """The inverse dynamics at the samples (``(K, n)`` each), by the problem's ``method``,
+        differentiated as ``derivatives`` says (default :func:`_derivatives`)."""
+        model, derivatives = self.model, derivatives or _derivatives(self.model)
+        return jax.vmap(lambda q, qd, qdd: inverse_dynamics(model, q, qd, qdd, method=self.method, derivatives=derivatives))(
             q, qd, qdd
         )
-        return Samples(self.s.astype(dtype) * duration, self.weights.astype(dtype) * duration, q, qd, qdd, qddd, tau, duration)
 
     @eqx.filter_jit
     def objective(self, z: Float[ArrayLike, "m_free n"]) -> Float[Array, ""]:
@@ -303,7 +312,11 @@ class Problem(eqx.Module):
         unlimited); each inequality of ``extra_constraints``; with ``free_time``, ``(lower - T) / lower``
         and ``(T - upper) / upper``. ``h`` holds the equality constraints' values (``(0,)`` if none).
         """
-        trajectory, samples = self.trajectory(z), self.samples(z)
+        return self._evaluate(z)
+
+    def _evaluate(self, z, torques=None):
+        """:meth:`evaluate` with the torques from ``torques`` (:meth:`_samples`)."""
+        trajectory, samples = self.trajectory(z), self._samples(z, torques)
         f = self.cost(self.model, trajectory, samples)
         g = [self._constraints_from(samples)]
         h = [jnp.zeros(0, samples.q.dtype)]
@@ -387,12 +400,14 @@ class Problem(eqx.Module):
 
 
 def _derivatives(model: Model) -> str:
-    """How the solvers differentiate the inverse dynamics (:func:`~kronjax.inverse_dynamics`'s
-    ``derivatives``). They take gradients and forward-over-reverse Hessians of scalars of ``tau``,
-    where JAX's own derivatives of the recursion beat the analytic Jacobian rules (the Panda's and
-    the UR5's interior-point solves 2.5x faster); but those programs hold a copy of the recursion
-    per unbranched run of bodies, and on a branched tree they compile several times slower: the
-    rules there."""
+    """How the solvers differentiate the inverse dynamics through :meth:`Problem.evaluate`
+    (:func:`~kronjax.inverse_dynamics`'s ``derivatives``): gradients (the augmented Lagrangian) and
+    forward-over-reverse Hessians of scalars of ``tau`` (the interior-point method's exact
+    Hessians), where JAX's own derivatives of the recursion beat the analytic Jacobian rules (the
+    Panda's and the UR5's exact-Hessian solves 2.5x faster); but those programs hold a copy of the
+    recursion per unbranched run of bodies, and on a branched tree they compile several times
+    slower: the rules there. (The interior-point method's default Gauss-Newton Hessians take the
+    torques' Jacobians from the rules.)"""
     tree = model.kinematics
     return "autodiff" if isinstance(tree, Tree) and len(schedule(tree).spans) == 1 else "analytic"
 
