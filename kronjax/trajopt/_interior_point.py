@@ -293,14 +293,19 @@ def _functions(problem: Problem):
     return fun
 
 
-def _linearisation(problem: Problem, x):
-    """The inverse dynamics at ``x``'s samples: the states ``u_k = (q, qd, qdd)`` (``(K, 3n)``), the
-    torques ``tau_k`` (``(K, n)``) and their Jacobians ``A_k = d tau_k / d u_k`` (``(K, n, 3n)``, the
-    analytical derivatives of :func:`~kronjax.inverse_dynamics`)."""
+def _states(problem: Problem, x):
+    """The states ``u_k = (q, qd, qdd)`` at ``x``'s samples: ``(K, 3n)``."""
     z, duration = _variables(problem, x)
     at = problem if duration is None else problem.at_duration(duration)
     samples = at._samples(z, lambda q, qd, qdd: q)  # the states alone (a placeholder for tau)
-    states = jnp.concatenate([samples.q, samples.qd, samples.qdd], axis=1)
+    return jnp.concatenate([samples.q, samples.qd, samples.qdd], axis=1)
+
+
+def _linearisation(problem: Problem, x):
+    """The inverse dynamics at ``x``'s samples: the states ``u_k`` (:func:`_states`), the torques
+    ``tau_k`` (``(K, n)``) and their Jacobians ``A_k = d tau_k / d u_k`` (``(K, n, 3n)``, the
+    analytical derivatives of :func:`~kronjax.inverse_dynamics`)."""
+    states = _states(problem, x)
     n = problem.n_dof
 
     def tau(u):
@@ -312,22 +317,19 @@ def _linearisation(problem: Problem, x):
 
 
 def _linearised_functions(problem: Problem, states, torques, jacobian):
-    """``(x, extra) -> ((f, g, h), u)`` with the torques linearised about ``states``: ``tau_k(x) =
+    """``(x, extra) -> (f, g, h)`` with the torques linearised about ``states``: ``tau_k(x) =
     torques_k + A_k (u_k(x) - states_k) + extra_k`` (the cotangent of ``extra`` is the adjoint of
     the torques). Its value, gradient and constraint Jacobian at the linearisation point are
     exact; its Hessian is the generalised Gauss-Newton matrix, exact but for the curvature of the
     inverse dynamics themselves (Schraudolph, Neural Comput. 14, 2002)."""
 
+    def linear(q, qd, qdd, extra):
+        return torques + jnp.einsum("kij,kj->ki", jacobian, jnp.concatenate([q, qd, qdd], axis=1) - states) + extra
+
     def fun(x, extra):
         z, duration = _variables(problem, x)
         at = problem if duration is None else problem.at_duration(duration)
-        u = []
-
-        def linear(q, qd, qdd):
-            u.append(jnp.concatenate([q, qd, qdd], axis=1))
-            return torques + jnp.einsum("kij,kj->ki", jacobian, u[0] - states) + extra
-
-        return at._evaluate(z, linear), u[0]
+        return at._evaluate(z, lambda q, qd, qdd: linear(q, qd, qdd, extra))
 
     return fun
 
@@ -399,13 +401,13 @@ def _iteration(problem: Problem, guess: _Guess, is_warm: Array, tol: float, solv
         extra = jnp.zeros(0, guess.x.dtype)
 
         def local(x, extra):
-            return fun(x), extra
+            return fun(x)
 
     def gradient_of_lagrangian(x):
-        ((f, c, h), u), pullback = jax.vjp(local, x, extra)
+        (f, c, h), pullback = jax.vjp(local, x, extra)
         start = jax.lax.stop_gradient(_first_values(guess, f, c, h, is_warm))
         scale, _, lam, y = (jnp.where(fresh, new, old) for new, old in zip(start, (guess.scale, guess.s, guess.lam, guess.y)))
-        grad_l, adjoint = pullback(((1.0 / scale, lam, y), jnp.zeros_like(u)))
+        grad_l, adjoint = pullback((1.0 / scale, lam, y))
         curvature = guess.curvature
         if gauss_newton:
             # the curvature of the inverse dynamics that Gauss-Newton leaves out, sum_k w_k . d^2
@@ -415,9 +417,9 @@ def _iteration(problem: Problem, guess: _Guess, is_warm: Array, tol: float, solv
             change = jnp.einsum("kij,ki->kj", jacobian - guess.jacobian, adjoint)
             updated = jax.vmap(_sr1)(guess.curvature, states - guess.states, change)
             curvature = jax.lax.stop_gradient(jnp.where(fresh, guess.curvature, updated))
-            zeros = (jnp.zeros_like(f), jnp.zeros_like(c), jnp.zeros_like(h))
             # its gradient, zero at x, differentiates to the correction's matrix
-            grad_c = pullback((zeros, jnp.einsum("kij,kj->ki", curvature, u - states)))[0]
+            u, through_states = jax.vjp(lambda x: _states(problem, x), x)
+            grad_c = through_states(jnp.einsum("kij,kj->ki", curvature, u - states))[0]
             return (grad_l, c, h, f / scale, grad_c), (grad_l, c, h, f / scale, start, curvature)
         return (grad_l, c, h, f / scale), (grad_l, c, h, f / scale, start, curvature)
 

@@ -260,10 +260,11 @@ class Problem(eqx.Module):
         """The trajectory, its derivatives and the inverse-dynamics torques at the samples."""
         return self._samples(z)
 
-    def _samples(self, z, torques=None) -> Samples:
+    def _samples(self, z, torques=None, control_points=None) -> Samples:
         """:meth:`samples` with the torques from ``torques(q, qd, qdd)`` (``(K, n)`` each; default
-        :meth:`_torques`): the interior-point method's Gauss-Newton Hessian linearises them."""
-        c = self.control_points(z)
+        :meth:`_torques`: the interior-point method's Gauss-Newton Hessian linearises them), from
+        ``z``'s ``control_points`` where they are at hand."""
+        c = self.control_points(z) if control_points is None else control_points
         dtype = c.dtype
         duration = self.boundary.duration.astype(dtype)
         design = self.design.astype(dtype)
@@ -316,7 +317,8 @@ class Problem(eqx.Module):
 
     def _evaluate(self, z, torques=None):
         """:meth:`evaluate` with the torques from ``torques`` (:meth:`_samples`)."""
-        trajectory, samples = self.trajectory(z), self._samples(z, torques)
+        trajectory = self.trajectory(z)
+        samples = self._samples(z, torques, trajectory.control_points)
         f = self.cost(self.model, trajectory, samples)
         g = [self._constraints_from(samples)]
         h = [jnp.zeros(0, samples.q.dtype)]
