@@ -154,19 +154,19 @@ class InteriorPoint(eqx.Module):
         if not is_warm:
             # placeholders of the warm state's shapes: a cold and a warm start run one compiled
             # program (a warm start after a cold one compiled anew before, 7 s on the Panda)
-            _, c, h = jax.eval_shape(problem.evaluate, z0[0])
+            c, h = problem._counts(z0[0])
             guesses = z0.shape[0]
             warm = InteriorPointState(
-                jnp.ones((guesses, c.shape[0]), dtype),
-                jnp.zeros((guesses, c.shape[0]), dtype),
-                jnp.zeros((guesses, h.shape[0]), dtype),
-                jnp.ones(guesses, dtype),
+                np.ones((guesses, c), dtype),
+                np.zeros((guesses, c), dtype),
+                np.zeros((guesses, h), dtype),
+                np.ones(guesses, dtype),
             )
         token = next(_tokens)
         _callbacks[token] = (callback, time.perf_counter())
         try:
             with compile_clock() as compile_seconds:
-                z, duration, guesses, k, history_cost, history_violation = jax.block_until_ready(
+                z, duration, control_points, guesses, k, history_cost, history_violation = jax.block_until_ready(
                     _compiled(jax.default_backend())(
                         problem,
                         z0,
@@ -197,7 +197,7 @@ class InteriorPoint(eqx.Module):
             status=status_names(np.asarray(guesses.status)),
             failed_row=np.asarray(guesses.failed_row),
         )
-        return Solution(z, duration, state, report)
+        return Solution(z, duration, state, report, control_points)
 
 
 class InteriorPointState(NamedTuple):
@@ -607,7 +607,8 @@ def _iteration(problem: Problem, guess: _Guess, is_warm: Array, tol: float, solv
 
 
 def _solve(problem: Problem, z0, duration0, warm, is_warm, solver: InteriorPoint, tol: float, report: bool, token):
-    """The whole solve: ``(z, duration, guesses, iterations, history_cost, history_violation)``."""
+    """The whole solve: ``(z, duration, control_points, guesses, iterations, history_cost,
+    history_violation)``."""
     dtype = z0.dtype
     count = z0.shape[0]
     x0 = jnp.einsum("ij,gjn->gin", problem.preconditioner_inverse.astype(dtype), z0).reshape(count, -1)
@@ -632,7 +633,8 @@ def _solve(problem: Problem, z0, duration0, warm, is_warm, solver: InteriorPoint
     guesses, k, history_cost, history_violation = jax.lax.while_loop(cond, body, (guesses, jnp.asarray(0), history, history))
     z, duration = jax.vmap(lambda x: _variables(problem, x))(guesses.x)
     duration = duration0 if duration is None else duration
-    return z, duration, guesses, k, history_cost, history_violation
+    control_points = jax.vmap(lambda z, duration: problem.at_duration(duration).control_points(z))(z, duration)
+    return z, duration, control_points, guesses, k, history_cost, history_violation
 
 
 @functools.cache

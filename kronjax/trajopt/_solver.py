@@ -143,13 +143,15 @@ class SolverReport(NamedTuple):
 
 class Solution(NamedTuple):
     """A solver's answer for ``G`` initial guesses: the free control points ``z``
-    (``(G, m_free, n)``), the durations (``(G,)``), the solver's state for a warm start, and the
-    report (``best`` and ``wall_time`` filled in by :func:`~kronjax.trajopt.optimize`)."""
+    (``(G, m_free, n)``), the durations (``(G,)``), the solver's state for a warm start, the
+    report (``best`` and ``wall_time`` filled in by :func:`~kronjax.trajopt.optimize`) and, where
+    the solver computed them, all the control points (``(G, m, n)``)."""
 
     z: Array
     duration: Array
     state: Any
     report: SolverReport
+    control_points: Array | None = None
 
 
 # lowering and XLA's compilation; tracing is left out (its events nest, a jit inside a jit counted
