@@ -12,6 +12,9 @@ An L-BFGS iteration is one step of every guess (its line search included); a New
 interior-point method costs a Hessian of the Lagrangian per guess. Compile times are reported
 apart. Prints a table; asserts nothing (the targets live in issues 7 and 16).
 
+With ``--first-calls N`` it only times the first call (compilation included) of kronjax's
+interior-point method and of SLSQP on the two problems below, each in a fresh process, N rounds.
+
 With ``--peers`` (the default when CasADi is installed; issue 16, item 6) the Panda problem and a
 UR5 one (rest to rest from 0 to ``UR5_GOAL`` in 1.1 s, the model's limits) are solved from one
 guess, the minimum-jerk fit, by (a) kronjax's ``trajopt.optimize`` (the interior-point method, with its default Gauss-Newton
@@ -84,7 +87,19 @@ def main(argv=None) -> dict:
         default=None,
         help="also solve the Panda and UR5 problems by SLSQP and IPOPT (default: when casadi and pinocchio are installed)",
     )
+    parser.add_argument(
+        "--first-calls",
+        type=int,
+        metavar="N",
+        help="only time the first call (compilation included) of kronjax's InteriorPoint and of SLSQP on the Panda and "
+        "UR5 problems, each in a fresh process, N rounds",
+    )
+    parser.add_argument("--one-first-call", nargs=2, metavar=("PROBLEM", "SOLVER"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.one_first_call:
+        return one_first_call(*args.one_first_call)
+    if args.first_calls:
+        return first_calls(args.first_calls)
     installed = all(importlib.util.find_spec(module) for module in ("casadi", "pinocchio"))
     if args.peers and not installed:
         parser.error("--peers needs CasADi (IPOPT) and Pinocchio (the check): pip install casadi pin, or pip install -e .[bench]")
@@ -177,6 +192,62 @@ def main(argv=None) -> dict:
             name: compare_solvers(name, *make()) for name, make in (("Panda", panda_problem), ("UR5", ur5_problem))
         }
     return results
+
+
+FIRST_CALL_SOLVERS = ("kronjax InteriorPoint", "scipy SLSQP (JAX)")
+
+
+def one_first_call(name: str, solver: str) -> float:
+    """In this (fresh) process: the problem transcribed and its minimum-jerk fit computed, then the
+    first call of ``solver`` timed as :func:`compare_solvers` times it (its setup and one solve,
+    compilation included); prints the seconds."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    from kronjax import trajopt
+
+    model, boundary = {"Panda": panda_problem, "UR5": ur5_problem}[name]()
+    problem = trajopt.transcribe(model, boundary, trajopt.TorqueEffort(), num_control_points=10)
+    z0 = problem.initial_guess()
+    start = time.perf_counter()
+    SOLVERS[solver](problem, z0)()
+    seconds = time.perf_counter() - start
+    print(seconds)
+    return seconds
+
+
+def first_calls(rounds: int) -> dict:
+    """The first calls of :data:`FIRST_CALL_SOLVERS` on the Panda and UR5 problems, each in a fresh
+    process (:func:`one_first_call`), the solvers alternating, ``rounds`` rounds: median and range.
+    In one benchmark process the order matters (the first solver compiles what JAX shares with the
+    next); here nothing is shared."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    times = {(name, solver): [] for name in ("Panda", "UR5") for solver in FIRST_CALL_SOLVERS}
+    for _ in range(rounds):
+        for name, solver in times:
+            out = subprocess.run(
+                [sys.executable, "-m", "bench.trajopt", "--one-first-call", name, solver],
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=Path(__file__).resolve().parents[1],
+            )
+            times[(name, solver)].append(float(out.stdout.split()[-1]))
+    print(
+        f"first calls in fresh processes, compilation included, {rounds} rounds on {platform.node()} "
+        f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores): median [range]"
+    )
+    for name in ("Panda", "UR5"):
+        row = "  ".join(
+            f"{solver} {statistics.median(times[(name, solver)]):.2f} s "
+            f"[{min(times[(name, solver)]):.2f}, {max(times[(name, solver)]):.2f}]"
+            for solver in FIRST_CALL_SOLVERS
+        )
+        print(f"  {name:<6} {row}")
+    return {f"{name} {solver}": seconds for (name, solver), seconds in times.items()}
 
 
 def _relative(got, expected) -> float:
