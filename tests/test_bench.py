@@ -118,3 +118,26 @@ def test_pinocchio_references_of_issue_14_are_consistent():
     np.testing.assert_allclose(
         pin.aba_derivatives(s["q"], s["qd"], s["tau"])[2] @ m, np.broadcast_to(np.eye(n), m.shape), atol=1e-9
     )
+
+
+@pytest.mark.slow
+def test_gpu_bench_on_the_cpu_writes_samples_that_verify_against_pinocchio(tmp_path, capsys):
+    """`python -m bench.gpu --allow-cpu` (the script's check where no GPU is): the report, and the
+    saved leading samples, which `--verify` compares with Pinocchio again after the errors are
+    wiped (as on a GPU machine without Pinocchio). Two operations, one of them with a tuple output."""
+    from bench import gpu
+
+    argv = ["--allow-cpu", "--batches", "8", "--operations", "inverse_dynamics rnea", "hessians"]
+    argv += ["--largest", "--precisions", "float64", "--check", "4", "--out", str(tmp_path)]
+    assert gpu.main(argv) == 0
+    (report,) = tmp_path.glob("*-gpu-cpu.json")
+    assert report.with_name(report.stem + "-samples.npz").exists() and report.with_suffix(".md").exists()
+    data = json.loads(report.read_text())
+    assert [r["method"] for r in data["records"]] == ["inverse_dynamics rnea", "hessians"]
+    assert all(r["samples_per_s"] > 0 and r["rel_err"] < 1e-12 for r in data["records"]), capsys.readouterr().out
+
+    for r in data["records"]:
+        r["rel_err"] = None
+    report.write_text(json.dumps(data))
+    assert gpu.main(["--verify", str(report)]) == 0
+    assert all(r["rel_err"] < 1e-12 for r in json.loads(report.read_text())["records"])
