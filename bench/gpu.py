@@ -5,7 +5,8 @@
 
 Inverse dynamics (``method="rnea"`` and ``"kron"``), ``coriolis_star``, forward dynamics, the mass
 matrix, every body's Jacobians and Hessians (``frame="base"``), the derivatives of inverse and
-forward dynamics, and MuJoCo MJX's ``inverse``, all on the same arm (``kj.to_urdf`` of
+forward dynamics, MuJoCo MJX's ``inverse`` and frax's ``rnea`` and ``forward_dynamics`` (CRBA and
+a Cholesky solve), all on the same arm (``kj.to_urdf`` of
 ``kj.models.panda()``), at batch 10^4 and 10^6, and for the operations of ``--largest`` also at
 the largest batch that fits in the GPU's memory (estimated from XLA's memory analysis at 10^6,
 then tried, shrinking on an out-of-memory error); in float32 (``jax_default_matmul_precision=
@@ -22,6 +23,7 @@ Pinocchio is installed beside the GPU, else by ``--verify`` on another machine, 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import re
@@ -52,12 +54,16 @@ OPERATIONS = (
     "inverse_dynamics_derivatives",
     "forward_dynamics_derivatives",
     "mjx inverse",
+    "frax inverse",
+    "frax forward",
 )
 LARGEST = ("inverse_dynamics rnea", "inverse_dynamics kron", "coriolis_star", "forward_dynamics", "mjx inverse")
+PEERS = {"mjx": ("mujoco.mjx", "pip install mujoco mujoco-mjx"), "frax": ("frax", "pip install frax")}
 
 
 def _library(op: str) -> str:
-    return "mjx" if op.startswith("mjx") else "kronjax"
+    peer = op.split()[0]
+    return peer if peer in PEERS else "kronjax"
 
 
 def _gpu_devices(jax):
@@ -89,6 +95,12 @@ def _functions(precision: str, urdf: str, names) -> dict:
         from .peers import mjx_inverse_dynamics
 
         fns["mjx inverse"] = mjx_inverse_dynamics(urdf)[0]
+    if {"frax inverse", "frax forward"} & set(names):
+        from .peers import frax_functions
+
+        frax = frax_functions(urdf)
+        fns["frax inverse"] = frax["inverse_dynamics"]
+        fns["frax forward"] = frax["forward_dynamics"]
     return {name: fns[name] for name in names}
 
 
@@ -109,11 +121,11 @@ def _references(samples: dict) -> dict:
     for key in {k.rsplit("/", 1)[0] for k in samples}:
         op = key.split("|")[0]
         q, qd, x = (np.asarray(samples[f"{key}/{name}"], float) for name in ("q", "qd", "x"))
-        if op in ("inverse_dynamics rnea", "inverse_dynamics kron", "mjx inverse"):
+        if op in ("inverse_dynamics rnea", "inverse_dynamics kron", "mjx inverse", "frax inverse"):
             out[key] = (pin.rnea(q, qd, x),)
         elif op == "coriolis_star":
             out[key] = (np.einsum("bij,bj->bi", pin.coriolis(q, qd), qd),)
-        elif op == "forward_dynamics":
+        elif op in ("forward_dynamics", "frax forward"):
             out[key] = (pin.aba(q, qd, x),)
         elif op == "mass_matrix":
             out[key] = (pin.rnea_derivatives(q, qd, x)[2],)
@@ -209,7 +221,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--memory-gib", type=float, help="the device's memory (default: what JAX reports)")
     parser.add_argument("--memory-fraction", type=float, default=0.75, help="of the GPU's memory the largest batch may use")
     parser.add_argument("--precisions", nargs="+", default=["float32", "float64"], choices=["float32", "float64"])
-    parser.add_argument("--no-mjx", action="store_true")
+    parser.add_argument("--no-peers", action="store_true", help="kronjax alone (no MJX, no frax)")
     parser.add_argument("--check", type=int, default=64, help="leading samples saved and compared with Pinocchio")
     parser.add_argument("--out", type=Path, help="results folder (default bench/results)")
     parser.add_argument("--allow-cpu", action="store_true", help="run without a GPU (a check of this script)")
@@ -309,13 +321,14 @@ def _child(args) -> int:
         flush=True,
     )
     urdf = models.panda_urdf()
-    names = [op for op in args.operations if not (args.no_mjx and op == "mjx inverse")]
-    if "mjx inverse" in names:
-        try:
-            import mujoco.mjx  # noqa: F401
-        except Exception as exc:
-            print(f"  MJX skipped: cannot import mujoco.mjx ({type(exc).__name__}: {exc}); pip install mujoco mujoco-mjx")
-            names.remove("mjx inverse")
+    names = [op for op in args.operations if not (args.no_peers and _library(op) in PEERS)]
+    for peer, (module, install) in PEERS.items():
+        if any(_library(op) == peer for op in names):
+            try:
+                importlib.import_module(module)
+            except Exception as exc:
+                print(f"  {peer} skipped: cannot import {module} ({type(exc).__name__}: {exc}); {install}")
+                names = [op for op in names if _library(op) != peer]
 
     base = models.panda()
     n = base.n_dof
