@@ -618,6 +618,8 @@ def test_bad_inputs_raise_clear_errors():
         to.BoundaryConditions([0.0, 0.0], [0.5], 1.0)
     with pytest.raises(ValueError, match="duration must be positive"):
         to.BoundaryConditions([0.0, 0.0], [0.5, 0.5], 0.0)
+    with pytest.raises(ValueError, match=r"for a free duration, .* free_time=trajopt.FreeTime\(lower, upper\)"):
+        to.BoundaryConditions([0.0, 0.0], [0.5, 0.5], None)
     with pytest.raises(ValueError, match="outside the limits"):
         to.transcribe(model, to.BoundaryConditions([0.0, 0.0], [0.5, 3.0], 1.0), to.TorqueEffort())
     with pytest.raises(ValueError, match="boundary conditions for 3 joints"):

@@ -40,7 +40,7 @@ class BoundaryConditions(eqx.Module):
         q_start: ``(n,)`` joint coordinates at ``t = 0``.
         q_end: ``(n,)`` joint coordinates at ``t = T``, or ``None`` to leave them free (then a
             :class:`TaskTarget` usually says where to go).
-        duration: ``T > 0`` in seconds.
+        duration: ``T > 0`` in seconds (with ``free_time``, the initial guess of a free duration).
         qd_start, qd_end: velocities at the ends (default ``0``: rest to rest); ``None`` frees them.
         qdd_start, qdd_end: accelerations at the ends (default ``0``: the torque starts and ends
             at the holding torque ``g(q)``); ``None`` frees them.
@@ -87,6 +87,12 @@ class BoundaryConditions(eqx.Module):
         n = q_start.shape[0]
         dtype = jnp.result_type(q_start, float)
         self.q_start = _vector(q_start, n, "q_start", dtype)
+        if duration is None:
+            raise ValueError(
+                "duration must be a number: for a free duration, give an initial one here and pass "
+                "free_time=trajopt.FreeTime(lower, upper) to optimize or transcribe, usually with a cost "
+                "on the duration such as trajopt.Duration()"
+            )
         self.duration = jnp.asarray(duration, dtype)
         if self.duration.shape != ():
             raise ValueError(f"duration must be a scalar, got shape {self.duration.shape}")
