@@ -5,25 +5,25 @@
 
 Inverse dynamics (``method="rnea"`` and ``"kron"``), ``coriolis_star``, forward dynamics, the mass
 matrix, every body's Jacobians and Hessians (``frame="base"``), the derivatives of inverse and
-forward dynamics, MuJoCo MJX's ``inverse`` and frax's ``rnea`` and ``forward_dynamics`` (CRBA and
-a Cholesky solve), all on the same arm (``kj.to_urdf`` of
-``kj.models.panda()``), at batch 10^4 and 10^6, and for the operations of ``--largest`` also at
-the largest batch that fits in the GPU's memory (estimated from XLA's memory analysis at 10^6,
-then tried, shrinking on an out-of-memory error); in float32 (``jax_default_matmul_precision=
-"highest"``) and float64. Prints samples per second and writes
-``bench/results/<date>-gpu-<device>.md``, ``.json`` and ``-samples.npz`` (the leading samples of
-each operation, inputs and outputs).
+forward dynamics, MuJoCo MJX's ``inverse`` and frax's ``rnea`` and ``forward_dynamics`` (CRBA and a
+Cholesky solve), all on the same arm (``kj.to_urdf`` of ``kj.models.panda()``), at batch 10^4 and
+10^6, and for the operations of ``--largest`` also at the largest batch that fits in the GPU's
+memory (estimated from XLA's memory analysis at 10^6, then tried, shrinking on an out-of-memory
+error); in float32 (``jax_default_matmul_precision="highest"``) and float64. Prints samples per
+second and writes ``bench/results/<date>-gpu-<device>[-<tag>].md``, ``.json`` and
+``-samples.npz`` (each batch's leading and trailing samples, inputs and outputs, and the URDF).
 
-Each result is compared with Pinocchio (on the CPU) on those leading samples: at once when
+Each row is then compared with Pinocchio (on the CPU) on its batch's saved samples: at once where
 Pinocchio is installed beside the GPU, else by ``--verify`` on another machine, which reads the
-``-samples.npz`` and rewrites the report with the errors. Refuses to run without a GPU
-(``--allow-cpu`` runs it anyway, small, to check the script).
+``-samples.npz`` and rewrites the report with the errors and who checked them. Refuses to run without a GPU
+(``--allow-cpu`` runs it anyway: a check of the script, with small ``--batches``).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import json
 import os
 import re
@@ -57,8 +57,20 @@ OPERATIONS = (
     "frax inverse",
     "frax forward",
 )
-LARGEST = ("inverse_dynamics rnea", "inverse_dynamics kron", "coriolis_star", "forward_dynamics", "mjx inverse")
-PEERS = {"mjx": ("mujoco.mjx", "pip install mujoco mujoco-mjx"), "frax": ("frax", "pip install frax")}
+LARGEST = (
+    "inverse_dynamics rnea",
+    "inverse_dynamics kron",
+    "coriolis_star",
+    "forward_dynamics",
+    "mjx inverse",
+    "frax inverse",
+    "frax forward",
+)
+# peer: (module to import, its distributions for the report, how to install it)
+PEERS = {
+    "mjx": ("mujoco.mjx", ("mujoco", "mujoco-mjx"), "pip install mujoco mujoco-mjx"),
+    "frax": ("frax", ("frax",), "pip install frax"),
+}
 
 
 def _library(op: str) -> str:
@@ -104,54 +116,65 @@ def _functions(precision: str, urdf: str, names) -> dict:
     return {name: fns[name] for name in names}
 
 
-def _references(samples: dict) -> dict:
-    """Pinocchio's values of each saved operation on its leading samples:
-    ``{key: tuple of arrays}`` in the layout of kronjax's output (``coriolis_star``: C* (qd kron
-    qd) against Pinocchio's C qd, so the saved output is contracted first, in :func:`_errors`)."""
+def _float64_urdf() -> str:
+    """The benchmark's URDF written from the float64 model (in a process that runs float32, the
+    model's parameters would be rounded to float32 first)."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    return models.panda_urdf()
+
+
+def _check(samples: dict) -> tuple[dict, dict]:
+    """Each saved batch against Pinocchio on the CPU: ``({key: max relative error over the
+    output's arrays}, what checked them)``. The URDF is the one saved with the samples (older files
+    have none: then this checkout's), kronjax's body frames those of this checkout's float64 model.
+    ``coriolis_star`` is compared as ``C* (qd kron qd)`` with Pinocchio's ``C qd``."""
+    import datetime
+
     import jax
     import numpy as np
 
-    jax.config.update("jax_enable_x64", True)  # the URDF and the body frames from the float64 model
+    import kronjax
+
+    jax.config.update("jax_enable_x64", True)  # kronjax's body frames, from the float64 model
+    from . import report
     from .peers import Pinocchio
     from .suite import Suite
 
-    pin = Pinocchio(models.panda_urdf())
-    frames = None
-    out = {}
-    for key in {k.rsplit("/", 1)[0] for k in samples}:
+    urdf = str(samples["urdf"]) if "urdf" in samples else _float64_urdf()
+    pin, frames, errors = Pinocchio(urdf), None, {}
+    for key in sorted({k.rsplit("/", 1)[0] for k in samples if "|" in k}):
         op = key.split("|")[0]
         q, qd, x = (np.asarray(samples[f"{key}/{name}"], float) for name in ("q", "qd", "x"))
+        got = [np.asarray(samples[f"{key}/out{i}"], float) for i in range(3) if f"{key}/out{i}" in samples]
         if op in ("inverse_dynamics rnea", "inverse_dynamics kron", "mjx inverse", "frax inverse"):
-            out[key] = (pin.rnea(q, qd, x),)
+            expected = (pin.rnea(q, qd, x),)
         elif op == "coriolis_star":
-            out[key] = (np.einsum("bij,bj->bi", pin.coriolis(q, qd), qd),)
+            expected = (np.einsum("bij,bj->bi", pin.coriolis(q, qd), qd),)
+            got = [np.einsum("bij,bj->bi", got[0], np.einsum("bi,bj->bij", qd, qd).reshape(len(qd), -1))]
         elif op in ("forward_dynamics", "frax forward"):
-            out[key] = (pin.aba(q, qd, x),)
+            expected = (pin.aba(q, qd, x),)
         elif op == "mass_matrix":
-            out[key] = (pin.rnea_derivatives(q, qd, x)[2],)
+            expected = (pin.rnea_derivatives(q, qd, x)[2],)
         elif op in ("jacobians", "hessians"):
             if frames is None:
                 frames = Suite.body_frames(pin, models.panda(), q[0])
-            out[key] = getattr(pin, op)(q, frames)
+            expected = getattr(pin, op)(q, frames)
         elif op == "inverse_dynamics_derivatives":
-            out[key] = pin.rnea_derivatives(q, qd, x)
+            expected = pin.rnea_derivatives(q, qd, x)
         elif op == "forward_dynamics_derivatives":
-            out[key] = pin.aba_derivatives(q, qd, x)
-    return out
-
-
-def _errors(samples: dict, references: dict) -> dict:
-    """``{key: max relative error over the output's arrays}`` (:func:`bench.models.relative_error`)."""
-    import numpy as np
-
-    errors = {}
-    for key, expected in references.items():
-        got = [samples[f"{key}/out{i}"] for i in range(len(expected))]
-        if key.startswith("coriolis_star"):
-            qd = np.asarray(samples[f"{key}/qd"], float)
-            got = [np.einsum("bij,bj->bi", got[0], np.einsum("bi,bj->bij", qd, qd).reshape(len(qd), -1))]
-        errors[key] = max(models.relative_error(g, e) for g, e in zip(got, expected))
-    return errors
+            expected = pin.aba_derivatives(q, qd, x)
+        else:
+            raise ValueError(f"bench.gpu has no Pinocchio reference for {op!r}")
+        errors[key] = max(models.relative_error(g, e) for g, e in zip(got, expected, strict=True))
+    checked = {
+        "pinocchio": pin.pin.__version__,
+        "kronjax": kronjax.__version__,
+        "machine": report.machine_name(),
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+    }
+    return errors, checked
 
 
 def _device_slug(device: str) -> str:
@@ -208,21 +231,34 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m bench.gpu", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--batches", type=int, nargs="+", default=[10_000, 1_000_000], help="fixed batches (default 1e4 1e6)")
-    parser.add_argument("--operations", nargs="+", default=list(OPERATIONS), choices=OPERATIONS, metavar="OP")
+    parser.add_argument(
+        "--operations",
+        nargs="+",
+        default=list(OPERATIONS),
+        choices=OPERATIONS,
+        metavar="OP",
+        help="what to time, quoted where a name has a space (default: all): " + "; ".join(OPERATIONS),
+    )
     parser.add_argument(
         "--largest",
         nargs="*",
         default=list(LARGEST),
         choices=OPERATIONS,
         metavar="OP",
-        help="operations also run at the largest batch that fits (default: the dynamics without derivatives)",
+        help="operations also run at the largest batch that fits (default: inverse and forward dynamics, C*, the peers)",
     )
     parser.add_argument("--max-batch", type=int, default=10**9, help="cap of the largest batch (default 1e9)")
     parser.add_argument("--memory-gib", type=float, help="the device's memory (default: what JAX reports)")
-    parser.add_argument("--memory-fraction", type=float, default=0.75, help="of the GPU's memory the largest batch may use")
+    parser.add_argument(
+        "--memory-fraction",
+        type=float,
+        default=0.75,
+        help="of JAX's memory pool (itself 75%% of the GPU's) the largest batch may use",
+    )
     parser.add_argument("--precisions", nargs="+", default=["float32", "float64"], choices=["float32", "float64"])
     parser.add_argument("--no-peers", action="store_true", help="kronjax alone (no MJX, no frax)")
-    parser.add_argument("--check", type=int, default=64, help="leading samples saved and compared with Pinocchio")
+    parser.add_argument("--check", type=int, default=64, help="leading and trailing samples of each batch saved and checked")
+    parser.add_argument("--tag", help="a suffix of the results' file names (a second run on the same day and GPU)")
     parser.add_argument("--out", type=Path, help="results folder (default bench/results)")
     parser.add_argument("--allow-cpu", action="store_true", help="run without a GPU (a check of this script)")
     parser.add_argument(
@@ -263,19 +299,24 @@ def main(argv=None) -> int:
             records += result["records"]
             with np.load(out.with_suffix(".npz")) as saved:
                 samples.update(saved)
-    out_dir = Path(args.out or ROOT / "bench" / "results")
+    from . import report
+
+    out_dir = Path(args.out or report.RESULTS)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / f"{meta['date'][:10]}-gpu-{_device_slug(meta['device'])}"
+    stem = out_dir / "-".join(filter(None, [meta["date"][:10], "gpu", _device_slug(meta["device"]), args.tag]))
+    samples["urdf"] = np.array(_float64_urdf())
     np.savez_compressed(f"{stem}-samples.npz", **samples)
     print(f"wrote {stem}-samples.npz")
+    options = {k: str(v) for k, v in vars(args).items() if k not in ("child", "verify")}
+    _write(records, meta, options, stem)  # the timings are kept whatever the check does
     try:
-        errors = _errors(samples, _references(samples))
-    except ImportError as exc:
-        errors = None
+        errors, meta["checked"] = _check(samples)
+    except Exception as exc:  # no Pinocchio here (the GPU machine), or a broken one
         print(
-            f"\nno comparison with Pinocchio here ({exc}): run `python -m bench.gpu --verify {stem}.json` where it is installed"
+            f"\nno comparison with Pinocchio here ({type(exc).__name__}: {exc}): run `python -m bench.gpu --verify {stem}.json` where it is installed"
         )
-    return _write(records, meta, {k: str(v) for k, v in vars(args).items()}, stem, errors)
+        return 0
+    return _write(records, meta, options, stem, errors)
 
 
 def _verify(path: Path) -> int:
@@ -286,7 +327,7 @@ def _verify(path: Path) -> int:
     stem = path.with_suffix("")
     with np.load(f"{stem}-samples.npz") as saved:
         samples = dict(saved)
-    errors = _errors(samples, _references(samples))
+    errors, result["meta"]["checked"] = _check(samples)
     return _write(result["records"], result["meta"], result["args"], stem, errors)
 
 
@@ -322,10 +363,12 @@ def _child(args) -> int:
     )
     urdf = models.panda_urdf()
     names = [op for op in args.operations if not (args.no_peers and _library(op) in PEERS)]
-    for peer, (module, install) in PEERS.items():
+    meta["peers"] = {}
+    for peer, (module, distributions, install) in PEERS.items():
         if any(_library(op) == peer for op in names):
             try:
                 importlib.import_module(module)
+                meta["peers"].update({d: importlib.metadata.version(d) for d in distributions})
             except Exception as exc:
                 print(f"  {peer} skipped: cannot import {module} ({type(exc).__name__}: {exc}); {install}")
                 names = [op for op in names if _library(op) != peer]
@@ -337,7 +380,7 @@ def _child(args) -> int:
     samples: dict[str, np.ndarray] = {}  # the leading samples of each operation's first batch
     start_all = time.perf_counter()
 
-    def measure(op, fn, batch, precision, note=""):
+    def measure(op, fn, batch, note=""):
         dtype = jnp.dtype(precision)
         inputs = _inputs(batch, n, dtype, lower, upper)
         batched = jax.vmap(fn)
@@ -346,12 +389,13 @@ def _child(args) -> int:
         per_call = best_time(lambda: jax.block_until_ready(compiled(*inputs)), repeats=3, min_seconds=0.2)
         outputs = out if isinstance(out, tuple) else (out,)
         if any(o.dtype != dtype for o in outputs):
-            note = ", ".join(filter(None, [note, f"output is {outputs[0].dtype}"]))
+            note = ", ".join(filter(None, [note, f"outputs are {sorted({str(o.dtype) for o in outputs})}"]))
         key = _key(op, precision, batch)
-        if not any(k.startswith(f"{op}|{precision}|") for k in samples):
-            k = min(args.check, batch)
-            for name, value in [*zip(("q", "qd", "x"), inputs), *((f"out{i}", o) for i, o in enumerate(outputs))]:
-                samples[f"{key}/{name}"] = np.asarray(value[:k])
+        # the leading and trailing samples: the end of a batch is where an indexing fault would show
+        rows = np.unique(np.r_[0 : min(args.check, batch), max(0, batch - args.check) : batch])
+        for name, value in [*zip(("q", "qd", "x"), inputs), *((f"out{i}", o) for i, o in enumerate(outputs))]:
+            samples[f"{key}/{name}"] = np.asarray(value[rows])
+        size = _bytes(compiled)
         record = Record(
             "gpu",
             _library(op),
@@ -361,7 +405,7 @@ def _child(args) -> int:
             per_call,
             compile_s,
             note=note,
-            extra={"bytes": _bytes(compiled), "key": key},
+            extra={"bytes": size, "key": key},
         )
         records.append(record)
         print(
@@ -369,14 +413,13 @@ def _child(args) -> int:
             f"{record.seconds_per_sample * 1e9:>10.2f} ns/sample  compile {compile_s:5.2f} s" + (f"  [{note}]" if note else ""),
             flush=True,
         )
-        return compiled
+        return size
 
     for op, fn in _functions(precision, urdf, names).items():
         per_sample_bytes = None
         for batch in args.batches:
             try:
-                compiled = measure(op, fn, batch, precision)
-                size = _bytes(compiled)
+                size = measure(op, fn, batch)
                 if size:
                     per_sample_bytes = size / batch
             except Exception as exc:
@@ -389,7 +432,7 @@ def _child(args) -> int:
             continue
         for _ in range(4):  # the estimate misses allocator overheads: shrink on out-of-memory
             try:
-                measure(op, fn, batch, precision, note="largest that fits")
+                measure(op, fn, batch, note="largest that fits")
                 break
             except Exception as exc:
                 if not _is_oom(exc):
@@ -404,15 +447,12 @@ def _child(args) -> int:
     return 0
 
 
-def _write(records: list[dict], meta: dict, args: dict, stem: Path, errors: dict | None) -> int:
-    """The report (``stem``.md and .json), with each record's error against Pinocchio where
-    ``errors`` has its operation and precision (measured on the first batch's leading samples)."""
+def _write(records: list[dict], meta: dict, args: dict, stem: Path, errors: dict | None = None) -> int:
+    """The report (``stem``.md and .json), each record with its batch's error against Pinocchio
+    where ``errors`` has one (``meta["checked"]`` says by whom)."""
     for r in records:
-        key = r.get("extra", {}).get("key")
-        if errors is not None and key is not None:
-            op, precision, _ = key.split("|")
-            first = next((k for k in errors if k.startswith(f"{op}|{precision}|")), None)
-            r["rel_err"] = errors.get(first)
+        if errors is not None:
+            r["rel_err"] = errors.get(r.get("extra", {}).get("key"))
     best64 = max(
         (r["samples_per_s"] or 0 for r in records if r["method"] == "inverse_dynamics rnea" and r["precision"] == "float64"),
         default=0,
@@ -422,17 +462,20 @@ def _write(records: list[dict], meta: dict, args: dict, stem: Path, errors: dict
         + ("(met)" if best64 >= GOAL else "(not met)")
     )
     fmt = lambda x, spec: "-" if x is None else format(x, spec)  # noqa: E731
+    by = meta.get("checked")
     checked = (
-        "none (Pinocchio was not installed: `python -m bench.gpu --verify` fills them)"
-        if errors is None
-        else "Pinocchio on the CPU"
+        f"Pinocchio {by['pinocchio']} on the CPU ({by['machine']}, {by['date'][:10]}, kronjax {by['kronjax']})"
+        if by
+        else "none yet (no Pinocchio where it ran: `python -m bench.gpu --verify` fills them)"
     )
+    peers = ", ".join(f"{name} {version}" for name, version in meta.get("peers", {}).items())
     lines = [
         f"# kronjax on {meta['device']}, {meta['date'][:10]}",
         "",
-        f"jax {meta['jax']}, kronjax {meta['kronjax']}; float32 runs without jax_enable_x64 and with "
-        'jax_default_matmul_precision="highest"; inputs made on the device. Errors (max |got - expected| / max '
-        f"|expected| over the output's arrays, on the first batch's {args.get('check', 64)} leading samples): {checked}.",
+        f"jax {meta['jax']}, kronjax {meta['kronjax']}" + (f", {peers}" if peers else "") + "; float32 runs without "
+        'jax_enable_x64 and with jax_default_matmul_precision="highest"; inputs made on the device. Errors (max |got - '
+        "expected| / max |expected| over the output's arrays, on the samples saved from the row's batch in "
+        f"`-samples.npz`; a row without one had none saved): {checked}.",
         "",
         "| operation | precision | batch | samples/s | ns/sample | compile s | rel. err vs Pinocchio | note |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
