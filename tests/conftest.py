@@ -159,6 +159,20 @@ TIERS = {
     "test_batching.py::test_batches_sharded_over_four_cpu_devices": "slow",
     "test_relative_motion.py::test_compose_pose_and_jacobians[branched-4-5-reference]": "slow",
     "test_simulate.py::test_truc_feedforward_validation": "slow",
+    # the 12 largest compilations of `make test` on the Intel machine (CI of feedf8a: 677 s there,
+    # over 10 minutes): about 260 worker-seconds moved to the slow tier
+    "test_trajopt.py::test_gauss_newton_hessian_plus_the_dynamics_curvature_is_the_exact_hessian[False]": "slow",
+    "test_trajopt.py::test_gauss_newton_hessian_plus_the_dynamics_curvature_is_the_exact_hessian[True]": "slow",
+    "test_trajopt.py::test_augmented_lagrangian_matches_scipy": "slow",  # and SLSQP's reference fixture with it
+    "test_jacobians.py::test_analytic_equals_autodiff": "slow",
+    "test_mimic.py::test_coupled_dynamics_and_kinematics_against_pinocchio[mimic_gripper]": "slow",
+    "test_composite.py::test_composite_mass_matrix_derivative_equals_autodiff_of_mass_matrix[branched tree-True]": "slow",
+    "test_kinematics.py::test_accelerations_match_second_time_derivative[tree]": "slow",
+    "test_docstrings.py::test_examples_run_as_written[kronjax.identify._excitation]": "slow",
+    "test_docstrings.py::test_examples_run_as_written[kronjax.simulate]": "slow",
+    "test_mjcf.py::test_dynamics_and_poses_match_mujoco[mjcf_floating.xml]": "slow",
+    "test_mjcf.py::test_equality_constraints_match_mujoco": "slow",
+    "test_dynamics_derivatives.py::test_derivatives_by_autodiff_of_the_recursion": "slow",
     # slow -> extended
     "test_floating_base.py::test_floating_base_robots_against_pinocchio[quadruped]": "extended",  # [humanoid]
     "test_floating_base.py::test_free_floating_robot_conserves_momentum_and_balances_power[quadruped]": "extended",  # the humanoid's, test_simulate_floating
