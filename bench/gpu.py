@@ -377,7 +377,7 @@ def _child(args) -> int:
     n = base.n_dof
     lower, upper = (np.asarray(x, float) for x in (base.limits.lower, base.limits.upper))
     records: list[Record] = []
-    samples: dict[str, np.ndarray] = {}  # the leading samples of each operation's first batch
+    samples: dict[str, np.ndarray] = {}  # each batch's leading and trailing samples, by _key
     start_all = time.perf_counter()
 
     def measure(op, fn, batch, note=""):
