@@ -216,6 +216,8 @@ HEAVY = (
     "test_pinocchio_kinematics.py",  # 27
     "test_lie.py",  # 27
     "test_urdf.py",  # 26
+    "test_urdf_repairs.py",  # five models compiled against Pinocchio
+    "test_robot_zoo.py",  # the loads of 69 files and two compiled models
 )
 
 

@@ -28,6 +28,7 @@ import warnings
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import jax
 import numpy as np
 import pinocchio as pin
 import pytest
@@ -293,8 +294,9 @@ def message_class(message: str) -> str:
     return message[:90]
 
 
-def check_model(model: kj.Model) -> None:
-    """Finite leaves, physical per-body data, M symmetric positive definite (Pinocchio)."""
+def check_model(model: kj.Model, singular: bool = False) -> None:
+    """Finite leaves, physical per-body data, M symmetric positive definite (Pinocchio), or
+    singular to working precision where the loader warned that it is (``singular``)."""
     tree = model.kinematics
     leaves = [tree.axes, tree.pre_rotation, tree.pre_translation, tree.post_rotation, tree.post_translation, model.gravity]
     if model.inertials is not None:
@@ -318,17 +320,31 @@ def check_model(model: kj.Model) -> None:
     np.testing.assert_array_equal(inertia, np.swapaxes(inertia, 1, 2))
     assert np.all(np.linalg.eigvalsh(inertia)[:, 0] >= -1e-10 * np.maximum(1.0, np.abs(inertia).max(axis=(1, 2))))
     assert np.all((mass > 0) | ~np.any(inertia, axis=(1, 2)))
-    check_mass_matrix(model)
+    check_mass_matrix(model, singular=singular)
 
 
-def assert_positive_definite(m: np.ndarray) -> None:
-    """Finite, and its Jacobi-scaled Cholesky factorisation has no pivot below the loader's
-    threshold (singular to working precision)."""
+def smallest_scaled_pivot(m: np.ndarray) -> float:
+    """The smallest pivot of the Jacobi-scaled Cholesky factorisation of a finite ``m``; 0 where
+    a diagonal entry is not positive or the factorisation fails."""
     assert np.all(np.isfinite(m)), m
     d = np.diag(m)
-    assert np.all(d > 0), d
-    factor = np.linalg.cholesky(m / np.sqrt(d)[:, None] / np.sqrt(d)[None, :])
-    assert np.min(np.diag(factor) ** 2) >= PIVOT_TOL(len(m)) / 10, np.diag(factor)
+    if not np.all(d > 0):
+        return 0.0
+    try:
+        factor = np.linalg.cholesky(m / np.sqrt(d)[:, None] / np.sqrt(d)[None, :])
+    except np.linalg.LinAlgError:
+        return 0.0
+    return float(np.min(np.diag(factor) ** 2))
+
+
+def assert_positive_definite(m: np.ndarray, singular: bool = False) -> None:
+    """No pivot below the loader's threshold (singular to working precision), with a margin;
+    with ``singular``, one below it (the loader's warning was true)."""
+    pivot = smallest_scaled_pivot(m)
+    if singular:
+        assert pivot < 10 * PIVOT_TOL(len(m)), pivot
+    else:
+        assert pivot >= PIVOT_TOL(len(m)) / 10, pivot
 
 
 def mimic_reduction(model: kj.Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -391,15 +407,16 @@ def jacobian_mass_matrix(model: kj.Model, q: np.ndarray) -> np.ndarray:
     return rows.T @ rows
 
 
-def check_mass_matrix(model: kj.Model, states: int = 3) -> None:
+def check_mass_matrix(model: kj.Model, states: int = 3, singular: bool = False) -> None:
     """M at random q: from the leaves (jacobian_mass_matrix) and, for models of up to 64
     coordinates, from Pinocchio's CRBA on to_urdf(model) (which reads mimic joints as
-    independent: compared in the full coordinates); both positive definite, and equal."""
+    independent: compared in the full coordinates); both positive definite (singular where the
+    loader warned so: ``singular``), and equal."""
     rng = np.random.default_rng(0)
     qs, reductions = zip(*(mimic_reduction(model, q) for q in rng.uniform(-np.pi, np.pi, (states, model.n_dof))))
     ours = [jacobian_mass_matrix(model, q) for q in qs]
     for m, g in zip(ours, reductions):
-        assert_positive_definite(g.T @ m @ g)
+        assert_positive_definite(g.T @ m @ g, singular)
     if len(qs[0]) > 64:
         return
     pm = pin.buildModelFromXML(kj.to_urdf(model))
@@ -416,7 +433,7 @@ def check_mass_matrix(model: kj.Model, states: int = 3) -> None:
         upper = np.triu(pin.crba(pm, data, q_pin))
         theirs = (upper + upper.T - np.diag(np.diag(upper)))[np.ix_(idx_v, idx_v)]
         if not model.kinematics.has_mimic:  # the loader checks the reduced matrix only
-            assert_positive_definite(theirs)
+            assert_positive_definite(theirs, singular)
         # a massless link that only a mimic joint moves has a zero diagonal in the full
         # coordinates (a finger whose inertial was deleted): a floor relative to the largest
         diagonal = np.diag(theirs)
@@ -427,8 +444,8 @@ def check_mass_matrix(model: kj.Model, states: int = 3) -> None:
 def outcome(source) -> str:
     """Load ``source``; "model" for a sound model, the error's message class for a URDFError
     naming an element; any other exception propagates (a failure)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # non-unit axes, degenerate limits
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", kj.urdf.URDFWarning)  # non-unit axes, degenerate limits, a singular M, repairs
         # NumPy's overflow in the loader: never left unchecked (kronjax/chain/_inertials.py's _check_inertial has its own)
         warnings.filterwarnings("error", category=RuntimeWarning, module=r"kronjax\.urdf")
         try:
@@ -437,8 +454,10 @@ def outcome(source) -> str:
             message = str(err)
             assert re.search(r"\b(link|links|joint|XML|URDF)\b|<\w+", message), message
             return "URDFError: " + message_class(message)
-    check_model(model)
-    return "model"
+    singular = [str(w.message) for w in caught if "the mass matrix is singular" in str(w.message)]
+    assert all(re.search(r"\bjoints? '", message) for message in singular), singular  # naming the joint
+    check_model(model, singular=bool(singular))
+    return "model, singular M (warned)" if singular else "model"
 
 
 def fuzz(examples: int) -> tuple[collections.Counter, int]:
@@ -545,8 +564,6 @@ REGRESSIONS = {
         _robot(_link("a\ud800"), _joint("j", "base", "a\ud800")),
         r"malformed XML: .*surrogates not allowed",
     ),
-    "massless moving leaf (was a singular M)": (MASSLESS_LEAF, r"joint 'k' moves no mass \(M\[1, 1\] = 0,"),
-    "point mass on the axis (was a singular M)": (POINT_MASS_ON_AXIS, r"joint 'k' moves no mass"),
     "coaxial joints with no mass between (was a singular M)": (
         COAXIAL,
         r"joint 'k': the mass matrix is singular to working precision",
@@ -603,17 +620,30 @@ def test_regressions_end_in_a_urdf_error_naming_the_element(case):
             kj.load_urdf(source)
 
 
-@pytest.mark.parametrize(
-    "text", [MASSLESS_LEAF, POINT_MASS_ON_AXIS, COAXIAL], ids=["massless leaf", "point mass on axis", "coaxial"]
-)
-def test_the_rejected_mass_matrices_are_singular_for_pinocchio_too(text):
-    """The oracle for the loader's singularity check: Pinocchio's M of the same file, at random q."""
+SINGULAR = {  # (source, the warning) for files with a joint that moves no mass: errors before issue 36
+    "massless leaf": (MASSLESS_LEAF, r"the mass matrix is singular: joint 'k' \(M\[1, 1\] = 0, .*\) moves no mass"),
+    "point mass on axis": (POINT_MASS_ON_AXIS, r"the mass matrix is singular: joint 'k' .* moves no mass"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SINGULAR))
+def test_massless_joints_load_with_a_warning_and_forward_dynamics_raises(case):
+    """Pinocchio loads such files, so kronjax does (issue 36), warning with the joint's name; the
+    oracle for the warning is Pinocchio's M of the same file at random q (singular), and
+    ``forward_dynamics`` fails loudly (``equinox.error_if``) rather than return a number."""
+    text, match = SINGULAR[case]
+    with pytest.warns(kj.urdf.URDFWarning, match=match):
+        model = kj.load_urdf(text)
     pm = pin.buildModelFromXML(text)
     data = pm.createData()
     for q in np.random.default_rng(1).uniform(-np.pi, np.pi, (3, pm.nq)):
         m = pin.crba(pm, data, q)
         m = np.triu(m) + np.triu(m, 1).T
         assert np.linalg.eigvalsh(m)[0] < 1e-14 * np.linalg.eigvalsh(m)[-1]
+    check_model(model, singular=True)
+    q = np.full(model.nq, 0.3)
+    with pytest.raises(Exception, match="not positive definite"):
+        jax.block_until_ready(kj.forward_dynamics(model, q, q, q))
 
 
 def test_an_inertia_of_1e308_loads_with_its_mass_matrix():

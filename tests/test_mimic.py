@@ -182,8 +182,10 @@ BAD = """<robot name="r"><link name="a"/>
 
 
 def test_bad_mimic_joints_get_a_clear_error():
-    with pytest.raises(kj.urdf.URDFError, match="joint 'j2': <mimic joint='nope'> names no revolute"):
-        kj.load_urdf(BAD.format(first="", second='<mimic joint="nope"/>'))
+    with pytest.warns(
+        kj.urdf.URDFWarning, match=r"a <mimic> that names no revolute.*ignored .*: joint 'j2' \(<mimic joint='nope'>\)"
+    ):
+        assert kj.load_urdf(BAD.format(first="", second='<mimic joint="nope"/>')).nv == 2  # independent (issue 36)
     with pytest.raises(kj.urdf.URDFError, match=r"mimic joints \['j1', 'j2'\] mimic each other in a cycle"):
         kj.load_urdf(BAD.format(first='<mimic joint="j2"/>', second='<mimic joint="j1"/>'))
     with pytest.raises(kj.urdf.URDFError, match="<mimic> needs the attribute 'joint'"):

@@ -14,16 +14,20 @@ Frames follow URDF (and Pinocchio): a body's frame is its link frame, i.e. the j
 the joint's motion. Rotations ``rpy`` are fixed-axis roll, pitch, yaw: ``Rz(y) Ry(p) Rx(r)``.
 
 Whatever the file, :func:`load_urdf` returns a model whose numbers are finite (limits: ``inf``
-for "not set") and whose mass matrix is positive definite at a random configuration, or raises
-:class:`URDFError` naming the element; never another exception for a malformed text or file
-(``tests/test_fuzz_urdf.py`` checks this on thousands of mutated files).
+for "not set") and whose mass matrix is positive definite at a random configuration or singular
+only by a joint that moves no mass, named in a :class:`URDFWarning`, or raises :class:`URDFError`
+naming the element; never another exception for a malformed text or file
+(``tests/test_fuzz_urdf.py`` checks this on thousands of mutated files). What published files get
+wrong (CAD inertias indefinite by rounding, a ``<mimic>`` on a fixed joint, massless links) is
+read as Pinocchio reads it, repaired or warned about: ``docs/details/robots.md`` has the table.
 
-Modules: ``_load`` (:func:`load_urdf`, :class:`URDFError`), ``_write`` (:func:`to_urdf`).
+Modules: ``_load`` (:func:`load_urdf`, :class:`URDFError`, :class:`URDFWarning`), ``_write``
+(:func:`to_urdf`).
 """
 
 from __future__ import annotations
 
-from ._load import URDFError, load_urdf
+from ._load import URDFError, URDFWarning, load_urdf
 from ._write import to_urdf
 
-__all__ = ["URDFError", "load_urdf", "to_urdf"]
+__all__ = ["URDFError", "URDFWarning", "load_urdf", "to_urdf"]

@@ -1,6 +1,7 @@
 """Reading URDF: :func:`load_urdf` (joints, placements, inertials, limits, mimic joints; the
-fixed-joint tree, root and tip sub-chains) and :class:`URDFError`, with a NumPy check at load time
-that the mass matrix is positive definite."""
+fixed-joint tree, root and tip sub-chains), :class:`URDFError` and :class:`URDFWarning`: the
+repairs of what CAD exports get wrong, and a NumPy check at load time of whether the mass matrix
+is positive definite."""
 
 from __future__ import annotations
 
@@ -39,6 +40,34 @@ class URDFError(ValueError):
     """
 
     __module__ = "kronjax.urdf"  # where users import it from (and how tracebacks name it)
+
+
+class URDFWarning(UserWarning):
+    """What :func:`load_urdf` read otherwise than the file says, or found odd: degenerate
+    ``<limit>`` values, axes that are not unit vectors, a ``<mimic>`` it ignored, an inertia that
+    is indefinite by rounding (repaired), a link with an inertia but no mass, a mass matrix that is
+    singular. A ``UserWarning``; ``warnings.simplefilter("error", kj.urdf.URDFWarning)`` makes
+    them errors.
+
+    Example:
+        >>> import warnings
+        >>> import kronjax as kj
+        >>> text = '''<robot name="r"><link name="a"/><link name="b"/>
+        ...   <joint name="j" type="revolute"><parent link="a"/><child link="b"/>
+        ...   <limit lower="0" upper="0" effort="0" velocity="0"/></joint></robot>'''
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     model = kj.load_urdf(text)
+        >>> [w.category.__name__ for w in caught]
+        ['URDFWarning']
+    """
+
+    __module__ = "kronjax.urdf"
+
+
+def _warn(message: str, stacklevel: int = 3) -> None:
+    """A :class:`URDFWarning` attributed to the caller of :func:`load_urdf` (by default)."""
+    warnings.warn(message, URDFWarning, stacklevel=stacklevel)
 
 
 def _numbers(element: ET.Element, attribute: str, count: int, default, where: str, finite: bool = True) -> np.ndarray:
@@ -97,12 +126,20 @@ class _Mass:
         return _Mass(mass, com, inertia)
 
 
-def _link_mass(link: ET.Element) -> _Mass:
-    name = link.get("name")
-    where = f"link {name!r}"
+# An <inertia> whose smallest eigenvalue is negative by no more than this fraction of the largest
+# principal moment of any link of the file is indefinite by rounding (a CAD export's few digits on
+# a tiny link): inertia="repair" clips it. The repair changes M by less than this fraction of the
+# file's inertia scale; anything more negative is an error.
+REPAIRABLE = 1e-6
+
+
+def _read_inertial(link: ET.Element) -> tuple[float, np.ndarray, np.ndarray] | None:
+    """A link's ``(mass, inertia about the centre of mass, <inertial> frame in the link frame)``,
+    ``None`` without ``<inertial>``; the inertia as written (checked by :func:`_link_masses`)."""
+    where = f"link {link.get('name')!r}"
     inertial = link.find("inertial")
     if inertial is None:
-        return _Mass()
+        return None
     mass_element = inertial.find("mass")
     if mass_element is None:
         raise URDFError(f"{where}: <inertial> has no <mass>")
@@ -116,16 +153,43 @@ def _link_mass(link: ET.Element) -> _Mass:
             float(_numbers(inertia_element, key, 1, None, where)[0]) for key in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")
         )
         inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-        eig = np.linalg.eigvalsh(inertia)
-        if eig[0] < -1e-10 * max(1.0, float(np.max(np.abs(inertia)))):
-            raise URDFError(f"{where}: <inertia> is not symmetric positive (semi-)definite: eigenvalues {eig}")
-    if mass == 0 and np.any(inertia):
-        raise URDFError(f"{where}: <inertia> is non-zero but the mass is 0")
-    with np.errstate(over="ignore", invalid="ignore"):
-        moved = _Mass(mass, np.zeros(3), inertia).moved(_origin(inertial.find("origin"), where))
-    if not (np.all(np.isfinite(moved.com)) and np.all(np.isfinite(moved.inertia))):
-        raise URDFError(f"{where}: <inertial> overflows float64 in the link frame")
-    return moved
+    return mass, inertia, _origin(inertial.find("origin"), where)
+
+
+def _link_masses(links: dict, policy: str) -> tuple[dict[str, _Mass], list[str]]:
+    """Every link's :class:`_Mass` in its link frame under :func:`load_urdf`'s ``inertia`` policy,
+    and what was repaired (for one warning)."""
+    read = {name: _read_inertial(link) for name, link in links.items()}
+    eigenvalues = {name: np.linalg.eigvalsh(entry[1]) for name, entry in read.items() if entry is not None}
+    scale = max((float(eig[-1]) for eig in eigenvalues.values() if np.isfinite(eig[-1])), default=0.0)
+    masses, repaired = {}, []
+    for name, entry in read.items():
+        if entry is None:
+            masses[name] = _Mass()
+            continue
+        where = f"link {name!r}"
+        mass, inertia, origin = entry
+        eig = eigenvalues[name]
+        if eig[0] < -1e-10 * max(1.0, float(np.max(np.abs(inertia)))):  # beyond the eigensolver's rounding
+            if policy == "strict" or not -eig[0] <= REPAIRABLE * scale:
+                raise URDFError(
+                    f"{where}: <inertia> is not symmetric positive (semi-)definite: eigenvalues {eig}"
+                    + (
+                        f" (the smallest is {-eig[0] / scale:.2g} of the file's largest principal moment {scale:.3g}; "
+                        f"inertia='repair' clips up to {REPAIRABLE:g} of it)"
+                        if policy == "repair" and scale > 0
+                        else ""
+                    )
+                )
+            vectors = np.linalg.eigh(inertia)[1]
+            inertia = vectors @ np.diag(np.maximum(eig, 0.0)) @ vectors.T
+            repaired.append(f"link {name!r} (eigenvalues {np.array2string(eig, precision=3)})")
+        with np.errstate(over="ignore", invalid="ignore"):
+            moved = _Mass(mass, np.zeros(3), inertia).moved(origin)
+        if not (np.all(np.isfinite(moved.com)) and np.all(np.isfinite(moved.inertia))):
+            raise URDFError(f"{where}: <inertial> overflows float64 in the link frame")
+        masses[name] = moved
+    return masses, repaired
 
 
 @dataclass
@@ -139,6 +203,7 @@ class _UrdfJoint:
     limits: dict
     mimic: tuple[str, float, float] | None = None
     passive: dict = field(default_factory=dict)  # <dynamics damping friction>, zeros when absent
+    fixed_mimic: bool = False  # a fixed joint with a <mimic>, which is ignored
 
 
 def _limits(element: ET.Element, kind: str, where: str) -> dict:
@@ -204,6 +269,9 @@ def _joint(element: ET.Element, links: dict) -> _UrdfJoint:
             f"{where}: unknown joint type {kind!r}; expected revolute, continuous, prismatic, fixed, floating or planar"
         )
     mimic = element.find("mimic")
+    fixed_mimic = mimic is not None and kind == "fixed"  # nothing to couple: ignored, as Pinocchio does
+    if fixed_mimic:
+        mimic = None
     if mimic is not None:
         if kind not in _MOVING:
             raise URDFError(f"{where}: only a revolute, continuous or prismatic joint can be a <mimic>, not {kind!r}")
@@ -232,7 +300,7 @@ def _joint(element: ET.Element, links: dict) -> _UrdfJoint:
         if norm < 1e-12:
             raise URDFError(f"{where}: <axis xyz=...> is zero")
         if abs(norm - 1.0) > 1e-9:
-            warnings.warn(f"{where}: axis {axis} is not a unit vector; normalised", stacklevel=4)
+            _warn(f"{where}: axis {axis} is not a unit vector; normalised", stacklevel=5)
         axis = axis / scale / (norm / scale)
     if kind == "planar" and not np.allclose(axis, (0.0, 0.0, 1.0), rtol=0, atol=1e-9):
         raise URDFError(
@@ -249,6 +317,7 @@ def _joint(element: ET.Element, links: dict) -> _UrdfJoint:
         limits=_limits(element, kind, where),
         mimic=mimic,
         passive=_passive(element, where),
+        fixed_mimic=fixed_mimic,
     )
 
 
@@ -433,41 +502,36 @@ def _sub_joints(joints: list[Joint], masses: list[_Mass]) -> tuple[list[Joint], 
     return out, out_masses
 
 
-def _check_mimic(joints: list[Joint]) -> None:
-    """URDFError naming a mimic joint whose primary is not a moving joint of the loaded model."""
-    moving = {j.name: j.kind for j in joints}
-    for joint in joints:
-        if joint.mimic is not None and moving.get(joint.mimic[0]) not in ("R", "P"):
-            raise URDFError(
-                f"joint {joint.name!r}: <mimic joint={joint.mimic[0]!r}> names no revolute, continuous or "
-                "prismatic joint of the loaded model; load with mimic='independent' to ignore <mimic>"
-            )
-
-
 def _mimic_reduction(joints: list[Joint]) -> np.ndarray | None:
     """``G`` (moving joints x coordinates): the moving joints' rates from the coordinates (mimic
-    joints follow their primary, of mimics resolved to the first primary)."""
+    joints follow their primary, of mimics resolved to the first primary). By position, not name:
+    the sub-joints of a multi-DoF joint share its name."""
     if all(j.mimic is None for j in joints):
         return None
     moving = [j for j in joints if j.kind != "F"]
-    own = [j.name for j in moving if j.mimic is None]
-    g = np.zeros((len(moving), len(own)))
-    for row, joint in enumerate(moving):
-        factor = 1.0
+    own = [row for row, j in enumerate(moving) if j.mimic is None]
+    column = {row: c for c, row in enumerate(own)}
+    row_of = {j.name: row for row, j in enumerate(moving) if j.kind in ("R", "P")}  # primaries are 1-DoF joints
+    g = np.zeros((len(moving), len(column)))
+    for row in range(len(moving)):
+        factor, at = 1.0, row
         for _ in range(len(joints) + 1):  # a cycle is refused by from_joints, with its names
-            if joint.mimic is None:
+            if moving[at].mimic is None:
                 break
-            factor *= joint.mimic[1]
-            joint = next(j for j in moving if j.name == joint.mimic[0])
+            factor *= moving[at].mimic[1]
+            at = row_of[moving[at].mimic[0]]
         else:
             return None
-        g[row, own.index(joint.name)] = factor
+        g[row, column[at]] = factor
     return g
 
 
-def _check_mass_matrix(joints: list[Joint], masses: list[_Mass]) -> None:
-    """URDFError naming the joint where ``M`` is singular to working precision at a random
-    configuration (so at almost every configuration: the rank of ``M(q)`` is generic)."""
+def _singular_mass_matrix(joints: list[Joint], masses: list[_Mass]) -> str | None:
+    """The joints that move no mass at a random configuration (so at almost every configuration:
+    the rank of ``M(q)`` is generic), for a warning: their articulated-body pivots are zero, so
+    :func:`~kronjax.forward_dynamics` raises. ``None`` when ``M`` is positive definite. URDFError
+    when a column overflows float64, or when ``M`` is singular otherwise: the pivots are then at
+    rounding level, which forward dynamics cannot tell from small ones."""
     joints, masses = _sub_joints(joints, masses)
     q = np.random.default_rng(0).uniform(-np.pi, np.pi, len(joints))
     m, scale = _mass_matrix(joints, masses, q)  # mimic joints at independent angles: the rank is generic
@@ -481,22 +545,24 @@ def _check_mass_matrix(joints: list[Joint], masses: list[_Mass]) -> None:
         )
     eps = np.finfo(float).eps
     d = np.diag(m)
-    for k in np.flatnonzero(~(d > 64 * eps * scale))[:1]:  # zero up to cancellation, however light
-        raise URDFError(
-            f"joint {names[k]!r} moves no mass (M[{k}, {k}] = {d[k]:.3g}, rounding errors of "
-            f"{eps * scale[k]:.3g}): every link below it has no mass and no inertia about its axis, or "
-            "(revolute) its centre of mass on the axis, so the mass matrix is singular; give a link "
-            "below it an <inertial>, make it a fixed joint, or load a chain that ends above it (tip=...)"
+    massless = np.flatnonzero(~(d > 64 * eps * scale))  # zero up to cancellation, however light
+    if massless.size:
+        listed = ", ".join(f"{names[k]!r} (M[{k}, {k}] = {d[k]:.3g}, rounding errors of {eps * scale[k]:.3g})" for k in massless)
+        one = massless.size == 1
+        return (
+            f"{'joint' if one else 'joints'} {listed} {'moves' if one else 'move'} no mass: every link below "
+            f"{'it' if one else 'each'} has no mass and no inertia about its axis, or (revolute) its centre of mass on the axis"
         )
     root = np.sqrt(d)  # not sqrt(d d^T), which overflows for entries above 1e154
     k = _first_bad_pivot(m / root[:, None] / root[None, :], 4 * len(m) * eps)
-    if k is not None:
+    if k is not None:  # an error: forward dynamics would see a pivot at rounding level, not one that raises
         raise URDFError(
             f"joint {names[k]!r}: the mass matrix is singular to working precision: for all the mass "
             "it moves, its motion is a combination of the motions of the joints above it (e.g. a "
             "joint coaxial with the one before it with no mass between them), or the masses and "
             "inertias span more orders of magnitude than float64 resolves"
         )
+    return None
 
 
 def load_urdf(
@@ -509,6 +575,7 @@ def load_urdf(
     strict_limits: bool = False,
     floating_base: bool = False,
     mimic: str = "coupled",
+    inertia: str = "repair",
 ) -> Model:
     """A kronjax :class:`~kronjax.chain.Model` from a URDF file or string.
 
@@ -533,7 +600,15 @@ def load_urdf(
         mimic: ``"coupled"`` (default): a joint with ``<mimic joint multiplier offset>`` follows
             ``multiplier * q_joint + offset`` and has no coordinate of its own (the dynamics are
             reduced accordingly: ``M = G^T M_full G``, ``tau = G^T tau_full``); ``"independent"``:
-            the ``<mimic>`` element is ignored (Pinocchio 4.1's reading).
+            the ``<mimic>`` element is ignored (Pinocchio 4.1's reading). A ``<mimic>`` that cannot
+            couple anything is ignored either way, with a :class:`URDFWarning`: one on a fixed joint,
+            and one that names no revolute, continuous or prismatic joint of the loaded model.
+        inertia: ``"repair"`` (default): an ``<inertia>`` that is indefinite by rounding (its
+            negative eigenvalue no larger than ``1e-6`` times the largest
+            principal moment of any link of the file, as CAD exports write a tiny link's inertia
+            with a few digits) gets its eigenvalues clipped at 0, which changes ``M`` by less than
+            that, with one :class:`URDFWarning` naming each link and its eigenvalues;
+            ``"strict"``: such an inertia is an error, as a grossly indefinite one always is.
 
     Returns:
         A model with one body per moving joint (``revolute`` and ``continuous`` become ``"R"``,
@@ -549,21 +624,24 @@ def load_urdf(
         ``<dynamics damping friction>`` of a revolute, continuous or prismatic joint (not a
         mimic) become ``model.damping`` and ``model.friction`` (viscous and Coulomb;
         :mod:`kronjax.passive`), as Pinocchio reads them (it ignores them on floating and
-        planar joints). ``inertials`` is ``None`` when no link has an ``<inertial>``.
+        planar joints). ``inertials`` is ``None`` when no link has an ``<inertial>``. A link with an
+        ``<inertia>`` but mass 0 keeps that inertia where it is merged into a body with mass (as
+        Pinocchio reads it) and loses it otherwise, with a warning. A mass matrix that is singular
+        at a random configuration (a moving joint that moves no mass, or whose motion repeats the
+        joints above it for all the mass it moves; files without any ``<inertial>`` are not
+        checked) loads with a :class:`URDFWarning` naming the joint: kinematics, inverse dynamics
+        and ``M`` are defined, :func:`~kronjax.forward_dynamics` raises (``equinox.error_if``).
 
     Raises:
         URDFError: (a ``ValueError``) for malformed input, naming the element: XML syntax, an
             empty text, unknown joint types, a planar joint whose axis is not z, a ``<mimic>`` on a
-            joint that is not revolute or prismatic, without ``joint``, naming no such joint of the
-            loaded model, or in a cycle, ``floating_base=True`` with a root link that already holds a
-            link by a floating joint (two free-flyers),
-            missing or undefined parent/child links, two parents for a link, loops, duplicate names,
+            floating or planar joint, without ``joint``, or in a cycle, ``floating_base=True`` with
+            a root link that already holds a link by a floating joint (two free-flyers), missing or
+            undefined parent/child links, two parents for a link, loops, duplicate names,
             non-numeric or non-finite attributes (limits may be ``inf``), negative masses, inertias
-            that are not positive semi-definite, zero axes, negative velocity or effort limits,
-            ``lower > upper`` with ``strict_limits=True``, placements or inertials that overflow
-            float64, and a mass matrix that is singular at a random configuration (a moving joint
-            that moves no mass, or whose motion repeats the joints above it for all the mass it
-            moves; kinematics-only files, without any ``<inertial>``, are not checked for this).
+            that are not positive semi-definite beyond ``inertia``'s repair, zero axes, negative
+            velocity or effort limits, ``lower > upper`` with ``strict_limits=True``, placements,
+            inertials or a mass matrix that overflow float64, and no moving joint at all.
         FileNotFoundError: when ``source`` is a path to no file.
 
     Example:
@@ -595,17 +673,20 @@ def load_urdf(
     """
     if mimic not in ("coupled", "independent"):
         raise ValueError(f"mimic must be 'coupled' or 'independent', got {mimic!r}")
+    if inertia not in ("repair", "strict"):
+        raise ValueError(f"inertia must be 'repair' or 'strict', got {inertia!r}")
     robot = _read(source)
     links, children, parent_joint = _tree(robot)
     root = _root(links, parent_joint, root)
     keep = _path(parent_joint, root, tip, links) if tip is not None else None
-    masses = {name: _link_mass(link) for name, link in links.items()}
+    masses, repaired = _link_masses(links, inertia)
     has_inertials = any(link.find("inertial") is not None for link in links.values())
+    primaries = _moving_joints(children, root, keep) if mimic == "coupled" else set()
 
     joints: list[Joint] = []
     body_mass: list[_Mass] = []
     merged: list[list[str]] = []  # the links that make up each body
-    degenerate: list[str] = []
+    odd: dict[str, list[str]] = {"degenerate": [], "fixed mimic": [], "lost mimic": []}  # for the warnings
     body_of: dict[str, tuple[int, np.ndarray]] = {root: (-1, np.eye(4))}
     if floating_base:
         joints.append(Joint(kind="free", name=ROOT_JOINT, body_name=root))
@@ -623,6 +704,8 @@ def load_urdf(
             to_child = placement @ joint.origin  # child link frame in the parent body's frame
             if not np.all(np.isfinite(to_child)):
                 raise URDFError(f"joint {joint.name!r}: the placement of link {joint.child!r} overflows float64")
+            if joint.fixed_mimic:
+                odd["fixed mimic"].append(repr(joint.name))
             if joint.kind == "fixed" and merge_fixed:
                 body_of[joint.child] = (parent_body, to_child)
                 if parent_body >= 0:
@@ -634,7 +717,7 @@ def load_urdf(
                 limits, dropped = _settled_limits(joint, strict_limits)
                 limits |= joint.passive
                 if dropped:
-                    degenerate.append(f"{joint.name!r} ({', '.join(dropped)})")
+                    odd["degenerate"].append(f"{joint.name!r} ({', '.join(dropped)})")
             if joint.kind in _MULTI_DOF:
                 if floating_base and joint.kind == "floating" and parent_body == 0:
                     raise URDFError(
@@ -644,6 +727,9 @@ def load_urdf(
                     )
                 limits = {key: joint.limits[key] for key in ("velocity", "effort")}
             coupled = joint.mimic if mimic == "coupled" else None
+            if coupled is not None and coupled[0] not in primaries:
+                odd["lost mimic"].append(f"{joint.name!r} (<mimic joint={coupled[0]!r}>)")
+                coupled = None
             if coupled is not None:
                 limits = {}
             joints.append(
@@ -663,25 +749,91 @@ def load_urdf(
             merged.append([joint.child])
             body_of[joint.child] = (len(joints) - 1, np.eye(4))
     if not joints:
-        raise URDFError(f"no moving joint below root link {root!r}" + (f" on the way to {tip!r}" if tip else ""))
-    _check_mimic(joints)
-    if degenerate:
-        warnings.warn(
-            "load_urdf: degenerate <limit> values read as not set (unlimited), as CAD exporters write "
-            f"them: joint {', joint '.join(degenerate)}; strict_limits=True keeps them",
-            UserWarning,
-            stacklevel=2,
+        raise URDFError(
+            f"no moving joint below root link {root!r}"
+            + (f" on the way to {tip!r}" if tip else "")
+            + ("" if floating_base else "; a robot that flies or floats: load with floating_base=True")
         )
+    _warn_odd(odd, repaired)
+    singular = None
     if has_inertials:
         for mass, names in zip(body_mass, merged):
             if not (np.isfinite(mass.mass) and np.all(np.isfinite(mass.com)) and np.all(np.isfinite(mass.inertia))):
                 raise URDFError(f"links {names}: their combined inertial overflows float64")
+        body_mass = _massless_inertias(body_mass, merged, masses)
         with np.errstate(over="ignore", invalid="ignore"):
-            _check_mass_matrix(joints, body_mass)
+            singular = _singular_mass_matrix(joints, body_mass)
     inertials = None
     if has_inertials:
         inertials = [Inertial(mass=m.mass, com=m.com, inertia=m.inertia) for m in body_mass]
     try:
-        return from_joints(joints, inertials, gravity=gravity)
+        model = from_joints(joints, inertials, gravity=gravity)
     except ValueError as err:
         raise URDFError(str(err)) from None
+    if singular is not None:
+        _warn(
+            f"load_urdf: the mass matrix is singular: {singular}. Kinematics, inverse dynamics, gravity "
+            "and M itself are defined; forward_dynamics (which raises) and M^-1 are not. To simulate: "
+            "give the joint a rotor inertia (model.armature, e.g. with equinox.tree_at), give a link "
+            "below it an <inertial>, make it a fixed joint, or load a chain that ends above it (tip=...)"
+        )
+    return model
+
+
+def _moving_joints(children: dict, root: str, keep: set[str] | None) -> set[str]:
+    """The names of the revolute, continuous and prismatic joints of the loaded model (what a
+    ``<mimic>`` may follow)."""
+    names, stack = set(), list(children.get(root, []))
+    while stack:
+        joint = stack.pop()
+        stack.extend(children.get(joint.child, []))
+        if joint.kind in _MOVING and (keep is None or joint.child in keep):
+            names.add(joint.name)
+    return names
+
+
+def _massless_inertias(body_mass: list[_Mass], merged: list[list[str]], masses: dict[str, _Mass]) -> list[_Mass]:
+    """Links with an ``<inertia>`` but mass 0 (a CAD export's foot or sensor): their rotational
+    inertia is kept where they are merged into a body with mass (as Pinocchio keeps it) and dropped
+    from a body without mass, which cannot carry one; one warning names them."""
+    kept, dropped, out = [], [], []
+    for mass, names in zip(body_mass, merged):
+        odd = [name for name in names if masses[name].mass == 0 and np.any(masses[name].inertia)]
+        if odd and mass.mass == 0:
+            dropped += odd
+            mass = _Mass()
+        else:
+            kept += odd
+        out.append(mass)
+    if kept or dropped:
+        _warn(
+            "load_urdf: links with an <inertia> but mass 0: "
+            + "; ".join(
+                f"{what} {names}"
+                for what, names in (
+                    ("kept (merged into a body with mass, as Pinocchio)", kept),
+                    ("dropped (a body without mass)", dropped),
+                )
+                if names
+            ),
+            stacklevel=4,
+        )
+    return out
+
+
+def _warn_odd(odd: dict[str, list[str]], repaired: list[str]) -> None:
+    """One :class:`URDFWarning` per kind of oddity :func:`load_urdf` read past."""
+    messages = {
+        "degenerate": "degenerate <limit> values read as not set (unlimited), as CAD exporters write them: "
+        "joint {}; strict_limits=True keeps them",
+        "fixed mimic": "a <mimic> on a fixed joint ignored (a fixed joint has nothing to couple; Pinocchio ignores it too): joint {}",
+        "lost mimic": "a <mimic> that names no revolute, continuous or prismatic joint of the loaded model ignored "
+        "(the joint is independent, as in Pinocchio's default reading): joint {}",
+        "repaired": "an <inertia> indefinite by rounding (its negative eigenvalue below "
+        f"{REPAIRABLE:g} of the file's largest principal moment) repaired by clipping its eigenvalues at 0: "
+        "{}; inertia='strict' refuses it",
+    }
+    for key, items in (odd | {"repaired": repaired}).items():
+        if items:
+            separator = ", " if key == "repaired" else ", joint "
+            _warn("load_urdf: " + messages[key].format(separator.join(items)), stacklevel=4)
