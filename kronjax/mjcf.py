@@ -304,7 +304,10 @@ def load_mjcf(source, *, gravity=None, sites: bool = False) -> Model | Mechanism
     Raises:
         ImportError: ``mujoco`` is not installed.
         MJCFError: (a ``ValueError``) MuJoCo's own error when it cannot compile the file (the file
-            named), or a source that is neither a file nor XML text.
+            named), or a source that is neither a file nor XML text. What CAD exports get wrong is
+            MuJoCo's compiler's to decide: it refuses a moving body without mass and an inertia
+            that is indefinite or violates the triangle inequality, and ``<compiler boundmass
+            boundinertia balanceinertia>`` repair them (kronjax reads what it compiled).
 
     Example:
         A pendulum from MJCF text (needs ``mujoco``): 2 kg at 0.5 m below a hinge about ``y``,

@@ -124,6 +124,8 @@ def without_shape_checks():
 # --no-loadscope-reorder: a file per worker, in this order) does not start a long file last while
 # the other worker idles; the rest keep their order.
 SLOW_FIRST = (
+    "test_robot_zoo.py",  # about 200 on 2026-11-28: 69 files, 40 of them compiled against Pinocchio
+    "test_robot_zoo_second_half.py",  # about 200
     "test_trajopt.py",  # 120
     "test_floating_base.py",  # 119
     "test_notebooks.py",  # 106
@@ -218,6 +220,7 @@ HEAVY = (
     "test_urdf.py",  # 26
     "test_urdf_repairs.py",  # five models compiled against Pinocchio
     "test_robot_zoo.py",  # the loads of 69 files and two compiled models
+    "test_robot_zoo_second_half.py",  # slow tier only
 )
 
 

@@ -164,6 +164,31 @@ def test_mjcf_errors(tmp_path, monkeypatch):
         load_mjcf(DATA / "mjcf_arm.xml")
 
 
+_CAD = """<mujoco><compiler {compiler}/><worldbody><body name="a"><joint name="j" axis="0 1 0"/>
+  <geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.05"/>
+  <body name="b" pos="0 0 -0.5"><joint name="k" axis="1 0 0"/>{inertial}</body></body></worldbody></mujoco>"""
+_ANTENNA = '<inertial pos="0 0 0" mass="1e-6" fullinertia="2.371e-8 2.833e-8 3.849e-8 6.119e-8 1.179e-8 0.774e-8"/>'
+
+
+def test_what_cad_exports_get_wrong_is_for_mujocos_compiler_to_decide():
+    """Issue 36's policy in ``load_mjcf`` (docs/details/robots.md): MuJoCo's compiler refuses a
+    moving body without mass, an indefinite inertia (tiago.urdf's antenna) and one that violates the
+    triangle inequality, with its own message, and its options repair them (``boundmass`` /
+    ``boundinertia``, ``balanceinertia``): kronjax reads what it compiled."""
+    with pytest.raises(MJCFError, match="mass and inertia of moving bodies must be larger than mjMINVAL"):
+        load_mjcf(_CAD.format(compiler="", inertial=""))
+    with pytest.raises(MJCFError, match="inertia must have positive eigenvalues"):
+        load_mjcf(_CAD.format(compiler="", inertial=_ANTENNA))
+    triangle = '<inertial pos="0 0 0" mass="1" diaginertia="0.01 0.01 0.05"/>'
+    with pytest.raises(MJCFError, match=r"inertia must satisfy A \+ B >= C; use 'balanceinertia' to fix"):
+        load_mjcf(_CAD.format(compiler="", inertial=triangle))
+    bounded = load_mjcf(_CAD.format(compiler='boundmass="1e-6" boundinertia="1e-9"', inertial=""))
+    np.testing.assert_allclose(np.asarray(bounded.inertials.inertia[1]), 1e-9 * np.eye(3))
+    assert float(bounded.inertials.mass[1]) == 1e-6
+    balanced = load_mjcf(_CAD.format(compiler='balanceinertia="true"', inertial=triangle))
+    np.testing.assert_allclose(np.asarray(balanced.inertials.inertia[1]), 0.07 / 3 * np.eye(3), rtol=1e-12)
+
+
 def test_floating_structure_and_state_conversion():
     """Names and kinds of the floating file (a ball anchored off its body's origin is followed by a
     fixed joint back to it); to_mujoco and from_mujoco are inverses and refuse bad input."""

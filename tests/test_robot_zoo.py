@@ -42,6 +42,7 @@ REFUSED = {
     ("iris_description/robots/iris_simple.urdf", False): r"no moving joint below root link .*floating_base=True",
 }
 INSTANCES = [i for i in instances(FILES) if (i.name, None) not in REFUSED and (i.name, i.floating) not in REFUSED]
+SECOND_HALF = "icub_description"  # the first package of the second half of the slow tier's instances
 FAST = {"ur_description/urdf/ur5_robot.urdf", "hector_description/robots/quadrotor_base.urdf"}
 # forward dynamics, whose compilation is most of each structure's (6-9 s at XLA's optimisation level
 # 0 for a quadruped: issue 40), on one robot of each kind; M and inverse dynamics, which determine
@@ -52,9 +53,29 @@ FORWARD = {
     "solo_description/robots/solo12.urdf",  # a quadruped
     "g1_description/urdf/g1_29dof_rev_1_0.urdf",  # a humanoid
     "panda_description/urdf/panda.urdf",  # coupled mimic fingers (Pinocchio's M solved)
-    "talos_data/robots/talos_full_v2.urdf",  # a humanoid with coupled mimic grippers
-    "tiago_description/robots/tiago_no_hand.urdf",  # a repaired inertia, continuous wheels
+}  # and tests/test_urdf_repairs.py's: a repaired inertia, a mimic on a fixed joint, a floating hand
+# the independent reading (Pinocchio's own) of the largest files with mimic joints, 20-35 s each to
+# compile: in the extended tier (make test-extended); their coupled reading and the smaller files'
+# independent one are in CI
+EXTENDED = {
+    "talos_data/robots/talos_full_v2.urdf",
+    "talos_data/robots/talos_full_v2_box.urdf",
+    "tiago_pro_description/robots/tiago_pro.urdf",
+    "pr2_description/urdf/pr2.urdf",
+    "romeo_description/urdf/romeo.urdf",
 }
+
+
+def slow_tier(instances: list, first_half: bool) -> list:
+    """The slow tier's instances of one half (``tests/test_robot_zoo_second_half.py`` has the
+    second, so that the halves run on two workers), the extended ones marked."""
+    return [
+        pytest.param(i, marks=pytest.mark.extended, id=i.id)
+        if i.mimic == "independent" and i.name in EXTENDED
+        else pytest.param(i, id=i.id)
+        for i in instances
+        if i.name not in FAST and (i.name < SECOND_HALF) == first_half
+    ]
 
 
 @pytest.mark.usefixtures("without_shape_checks")  # the loader's per-number helpers, 2x faster
@@ -89,6 +110,7 @@ def test_representatives_agree_with_pinocchio(instance):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("instance", [i for i in INSTANCES if i.name not in FAST], ids=lambda i: i.id)
+@pytest.mark.usefixtures("without_shape_checks")
+@pytest.mark.parametrize("instance", slow_tier(INSTANCES, first_half=True))
 def test_every_robot_agrees_with_pinocchio(instance):
     check_against_pinocchio(FILES, instance, forward=instance.name in FORWARD)
