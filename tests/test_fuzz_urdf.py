@@ -678,7 +678,7 @@ def test_regressions_that_now_load():
     (its norm overflowed: was "axis must be non-zero"); merged inertias symmetric to the bit (were
     not, by rounding, after rotation into the body frame)."""
     text = _robot(_link("a"), _joint("j", "base", "a", axis="1e308 1e308 0"))
-    with pytest.warns(UserWarning, match="not a unit vector"):
+    with pytest.warns(kj.urdf.URDFWarning, match="not a unit vector"):
         model = kj.load_urdf("\ufeff" + text)
     np.testing.assert_allclose(model.kinematics.axes[0], [2**-0.5, 2**-0.5, 0.0], rtol=1e-15)
     for seed in SEEDS.values():

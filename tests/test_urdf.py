@@ -160,7 +160,7 @@ def test_unknown_root_or_tip_and_tip_outside_the_root_subtree():
 
 def test_non_unit_axis_is_normalised_with_a_warning():
     text = _robot(_link("base", None), _link("l1"), _joint("j1", "base", "l1", axis="0 0 2"))
-    with pytest.warns(UserWarning, match=r"joint 'j1': axis .* is not a unit vector; normalised"):
+    with pytest.warns(kj.urdf.URDFWarning, match=r"axes that are not a unit vector normalised: joint 'j1' \(axis .*, norm"):
         model = kj.load_urdf(text)
     np.testing.assert_allclose(model.kinematics.axes[0], [0, 0, 1])
 

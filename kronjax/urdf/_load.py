@@ -204,6 +204,7 @@ class _UrdfJoint:
     mimic: tuple[str, float, float] | None = None
     passive: dict = field(default_factory=dict)  # <dynamics damping friction>, zeros when absent
     fixed_mimic: bool = False  # a fixed joint with a <mimic>, which is ignored
+    unit_axis: str | None = None  # an axis that was not a unit vector, for the warning
 
 
 def _limits(element: ET.Element, kind: str, where: str) -> dict:
@@ -294,13 +295,14 @@ def _joint(element: ET.Element, links: dict) -> _UrdfJoint:
     axis = np.array([1.0, 0.0, 0.0])  # URDF's default axis
     if axis_element is not None:
         axis = _numbers(axis_element, "xyz", 3, (1, 0, 0), where)
+    unit_axis = None  # what the warning says of an axis that is not a unit vector
     if kind in _MOVING:
         scale = float(np.max(np.abs(axis)))  # divided out first: the norm of (1e308, 1e308, 0) is finite
         norm = scale * float(np.linalg.norm(axis / scale)) if scale > 0 else 0.0
         if norm < 1e-12:
             raise URDFError(f"{where}: <axis xyz=...> is zero")
         if abs(norm - 1.0) > 1e-9:
-            _warn(f"{where}: axis {axis} is not a unit vector; normalised", stacklevel=5)
+            unit_axis = f"{name!r} (axis {np.array2string(axis, precision=6)}, norm {norm:.9g})"
         axis = axis / scale / (norm / scale)
     if kind == "planar" and not np.allclose(axis, (0.0, 0.0, 1.0), rtol=0, atol=1e-9):
         raise URDFError(
@@ -318,6 +320,7 @@ def _joint(element: ET.Element, links: dict) -> _UrdfJoint:
         mimic=mimic,
         passive=_passive(element, where),
         fixed_mimic=fixed_mimic,
+        unit_axis=unit_axis,
     )
 
 
@@ -686,7 +689,7 @@ def load_urdf(
     joints: list[Joint] = []
     body_mass: list[_Mass] = []
     merged: list[list[str]] = []  # the links that make up each body
-    odd: dict[str, list[str]] = {"degenerate": [], "fixed mimic": [], "lost mimic": []}  # for the warnings
+    odd: dict[str, list[str]] = {"axis": [], "degenerate": [], "fixed mimic": [], "lost mimic": []}  # for the warnings
     body_of: dict[str, tuple[int, np.ndarray]] = {root: (-1, np.eye(4))}
     if floating_base:
         joints.append(Joint(kind="free", name=ROOT_JOINT, body_name=root))
@@ -706,6 +709,8 @@ def load_urdf(
                 raise URDFError(f"joint {joint.name!r}: the placement of link {joint.child!r} overflows float64")
             if joint.fixed_mimic:
                 odd["fixed mimic"].append(repr(joint.name))
+            if joint.unit_axis is not None:
+                odd["axis"].append(joint.unit_axis)
             if joint.kind == "fixed" and merge_fixed:
                 body_of[joint.child] = (parent_body, to_child)
                 if parent_body >= 0:
@@ -824,6 +829,7 @@ def _massless_inertias(body_mass: list[_Mass], merged: list[list[str]], masses: 
 def _warn_odd(odd: dict[str, list[str]], repaired: list[str]) -> None:
     """One :class:`URDFWarning` per kind of oddity :func:`load_urdf` read past."""
     messages = {
+        "axis": "axes that are not a unit vector normalised: joint {}",
         "degenerate": "degenerate <limit> values read as not set (unlimited), as CAD exporters write them: "
         "joint {}; strict_limits=True keeps them",
         "fixed mimic": "a <mimic> on a fixed joint ignored (a fixed joint has nothing to couple; Pinocchio ignores it too): joint {}",
