@@ -5,7 +5,7 @@ what Pinocchio loads, and its dynamics agree with Pinocchio's model of the same 
   ``mimic`` both ways where it has ``<mimic>`` elements: all load but the refusals of
   :data:`REFUSED`, each a file no physical reading of which exists (Pinocchio refuses the first;
   the second's inertia is 22 % indefinite), and every warning is a :class:`kronjax.urdf.URDFWarning`.
-* Agreement (one representative in the fast tier, the rest slow): at 3 random states of each way
+* Agreement (the UR5 in the fast tier, the rest slow): at 3 random states of each way
   :func:`zoo.instances` loads each file, M, inverse dynamics, gravity, ``C v``, forward dynamics
   (where ``M`` is positive definite, on one robot of each kind: :data:`FORWARD`) and every body's Jacobian ``[J_T; J_R]`` (Pinocchio's
   LOCAL_WORLD_ALIGNED) within 1e-10 of Pinocchio's, relative to the largest entry. Where the loader
@@ -44,7 +44,7 @@ REFUSED = {
 }
 INSTANCES = [i for i in instances(FILES) if (i.name, None) not in REFUSED and (i.name, i.floating) not in REFUSED]
 SECOND_HALF = "icub_description"  # the first package of the second half of the slow tier's instances
-FAST = {"ur_description/urdf/ur5_robot.urdf", "hector_description/robots/quadrotor_base.urdf"}
+FAST = {"ur_description/urdf/ur5_robot.urdf"}  # and tests/test_urdf_repairs.py's floating hand, in make test
 # forward dynamics, whose compilation is most of each structure's (6-9 s at XLA's optimisation level
 # 0 for a quadruped: issue 40), on one robot of each kind; M and inverse dynamics, which determine
 # it, on every one
