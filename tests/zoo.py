@@ -16,7 +16,6 @@ import dataclasses
 import importlib.metadata
 import warnings
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
 from pathlib import Path
 
 import jax
@@ -60,7 +59,7 @@ FIXED_BASE = (
 )
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Instance:
     """One way of loading one file."""
 
@@ -160,11 +159,9 @@ class PinocchioTwin:
         g = P.T @ pin.computeGeneralizedGravity(pm, pd, qp)
         coriolis = P.T @ pin.computeCoriolisMatrix(pm, pd, qp, vp) @ vp
         out = dict(M=m, tau=P.T @ pin.rnea(pm, pd, qp, vp, ap), g=g, Cv=coriolis)
-        if not forward:
-            pass
-        elif P.shape[0] == P.shape[1]:  # no coupled mimic joint: P is a permutation, and Pinocchio has an ABA
+        if forward and P.shape[0] == P.shape[1]:  # no coupled mimic joint: P is a permutation, and Pinocchio has an ABA
             out["qdd"] = P.T @ pin.aba(pm, pd, qp, vp, P @ tau)
-        else:
+        elif forward:
             out["qdd"] = np.linalg.solve(m, tau - g - coriolis)
         pin.computeJointJacobians(pm, pd, qp)
         out["J"] = np.stack([pin.getJointJacobian(pm, pd, jid, pin.LOCAL_WORLD_ALIGNED) @ P for jid in self.bodies])

@@ -183,7 +183,7 @@ def _link_masses(links: dict, policy: str) -> tuple[dict[str, _Mass], list[str]]
                 )
             vectors = np.linalg.eigh(inertia)[1]
             inertia = vectors @ np.diag(np.maximum(eig, 0.0)) @ vectors.T
-            repaired.append(f"link {name!r} (eigenvalues {np.array2string(eig, precision=3)})")
+            repaired.append(f"{name!r} (eigenvalues {np.array2string(eig, precision=3)})")
         with np.errstate(over="ignore", invalid="ignore"):
             moved = _Mass(mass, np.zeros(3), inertia).moved(origin)
         if not (np.all(np.isfinite(moved.com)) and np.all(np.isfinite(moved.inertia))):
@@ -629,11 +629,10 @@ def load_urdf(
         :mod:`kronjax.passive`), as Pinocchio reads them (it ignores them on floating and
         planar joints). ``inertials`` is ``None`` when no link has an ``<inertial>``. A link with an
         ``<inertia>`` but mass 0 keeps that inertia where it is merged into a body with mass (as
-        Pinocchio reads it) and loses it otherwise, with a warning. A mass matrix that is singular
-        at a random configuration (a moving joint that moves no mass, or whose motion repeats the
-        joints above it for all the mass it moves; files without any ``<inertial>`` are not
-        checked) loads with a :class:`URDFWarning` naming the joint: kinematics, inverse dynamics
-        and ``M`` are defined, :func:`~kronjax.forward_dynamics` raises (``equinox.error_if``).
+        Pinocchio reads it) and loses it otherwise, with a warning. A moving joint that moves no
+        mass at a random configuration (files without any ``<inertial>`` are not checked) loads
+        with a :class:`URDFWarning` naming it: kinematics, inverse dynamics and ``M`` are defined,
+        :func:`~kronjax.forward_dynamics` raises (``equinox.error_if``: its pivot is zero).
 
     Raises:
         URDFError: (a ``ValueError``) for malformed input, naming the element: XML syntax, an
@@ -644,7 +643,10 @@ def load_urdf(
             non-numeric or non-finite attributes (limits may be ``inf``), negative masses, inertias
             that are not positive semi-definite beyond ``inertia``'s repair, zero axes, negative
             velocity or effort limits, ``lower > upper`` with ``strict_limits=True``, placements,
-            inertials or a mass matrix that overflow float64, and no moving joint at all.
+            inertials or a mass matrix that overflow float64, no moving joint at all, and a mass
+            matrix singular at a random configuration other than by a joint that moves no mass (a
+            joint whose motion repeats the joints above it for all the mass it moves: forward
+            dynamics would meet pivots at rounding level, which it cannot tell from small ones).
         FileNotFoundError: when ``source`` is a path to no file.
 
     Example:
@@ -828,18 +830,29 @@ def _massless_inertias(body_mass: list[_Mass], merged: list[list[str]], masses: 
 
 def _warn_odd(odd: dict[str, list[str]], repaired: list[str]) -> None:
     """One :class:`URDFWarning` per kind of oddity :func:`load_urdf` read past."""
-    messages = {
-        "axis": "axes that are not a unit vector normalised: joint {}",
-        "degenerate": "degenerate <limit> values read as not set (unlimited), as CAD exporters write them: "
-        "joint {}; strict_limits=True keeps them",
-        "fixed mimic": "a <mimic> on a fixed joint ignored (a fixed joint has nothing to couple; Pinocchio ignores it too): joint {}",
-        "lost mimic": "a <mimic> that names no revolute, continuous or prismatic joint of the loaded model ignored "
-        "(the joint is independent, as in Pinocchio's default reading): joint {}",
-        "repaired": "an <inertia> indefinite by rounding (its negative eigenvalue below "
-        f"{REPAIRABLE:g} of the file's largest principal moment) repaired by clipping its eigenvalues at 0: "
-        "{}; inertia='strict' refuses it",
+    messages = {  # (what the items are, the message)
+        "axis": ("joint", "axes that are not a unit vector normalised: joint {}"),
+        "degenerate": (
+            "joint",
+            "degenerate <limit> values read as not set (unlimited), as CAD exporters write them: joint {}; "
+            "strict_limits=True keeps them",
+        ),
+        "fixed mimic": (
+            "joint",
+            "a <mimic> on a fixed joint ignored (a fixed joint has nothing to couple; Pinocchio ignores it too): joint {}",
+        ),
+        "lost mimic": (
+            "joint",
+            "a <mimic> that names no revolute, continuous or prismatic joint of the loaded model ignored "
+            "(the joint is independent, as in Pinocchio's default reading): joint {}",
+        ),
+        "repaired": (
+            "link",
+            f"an <inertia> indefinite by rounding (its negative eigenvalue below {REPAIRABLE:g} of the file's largest "
+            "principal moment) repaired by clipping its eigenvalues at 0: link {}; inertia='strict' refuses it",
+        ),
     }
     for key, items in (odd | {"repaired": repaired}).items():
         if items:
-            separator = ", " if key == "repaired" else ", joint "
-            _warn("load_urdf: " + messages[key].format(separator.join(items)), stacklevel=4)
+            noun, message = messages[key]
+            _warn("load_urdf: " + message.format(f", {noun} ".join(items)), stacklevel=4)
