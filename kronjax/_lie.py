@@ -271,7 +271,7 @@ def _planar_parts(q):
     return q[:2], q[2], q[3]
 
 
-def _rot2(c, s, p):
+def rot2(c, s, p):
     """``[[c, -s], [s, c]] p``."""
     return jnp.stack([c * p[0] - s * p[1], s * p[0] + c * p[1]])
 
@@ -299,7 +299,7 @@ def integrate(kind: str, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv"])
     b = 0.5 * wz * _sinc(wz * wz / 4) ** 2
     t = jnp.stack([a * v[0] - b * v[1], b * v[0] + a * v[1]])
     c, s = jnp.cos(wz), jnp.sin(wz)
-    return jnp.concatenate([_rot2(c0, s0, t) + p0, _rot2(c0, s0, jnp.stack([c, s]))])
+    return jnp.concatenate([rot2(c0, s0, t) + p0, rot2(c0, s0, jnp.stack([c, s]))])
 
 
 def difference(kind: str, q0: Float[ArrayLike, " nq"], q1: Float[ArrayLike, " nq"]) -> Float[Array, " nv"]:
@@ -319,7 +319,7 @@ def difference(kind: str, q0: Float[ArrayLike, " nq"], q1: Float[ArrayLike, " nq
     p0, c0, s0 = _planar_parts(q0)
     p1, c1, s1 = _planar_parts(q1)
     c, s = c0 * c1 + s0 * s1, c0 * s1 - s0 * c1  # R0^T R1
-    p = _rot2(c0, -s0, p1 - p0)  # R0^T (p1 - p0)
+    p = rot2(c0, -s0, p1 - p0)  # R0^T (p1 - p0)
     theta = jnp.arctan2(s, c)
     half = theta / 2
     # V^-1 = [[alpha, theta/2], [-theta/2, alpha]], alpha = (theta/2) cot(theta/2)

@@ -27,8 +27,8 @@ from jaxtyping import Array, ArrayLike, Float
 
 from .calculus import skew
 from .chain import Inertials, Model
-from .chain._arrays import _is_concrete
-from .kinematics import _jacobians, _jacobians_dot
+from .chain._arrays import is_concrete
+from .kinematics._jacobians import unchecked_jacobians, unchecked_jacobians_dot
 
 __all__ = [
     "center_of_mass",
@@ -47,7 +47,7 @@ def _inertials(model: Model) -> Inertials:
         )
     ine = model.inertials
     # under jit with the model as an argument the masses are unknown: 0/0 then gives NaN
-    if _is_concrete(ine.mass) and not np.sum(np.asarray(ine.mass)) > 0:
+    if is_concrete(ine.mass) and not np.sum(np.asarray(ine.mass)) > 0:
         raise ValueError("the model's total mass is zero: its centre of mass is undefined")
     return ine
 
@@ -115,14 +115,14 @@ def center_of_mass_jacobian(model: Model, q: Float[ArrayLike, " nq"]) -> Float[A
     """
     ine = _inertials(model)
     q = model.check_q(q)
-    jt = _jacobians(model, q, ine.com.astype(q.dtype), "base")[0]
+    jt = unchecked_jacobians(model, q, ine.com.astype(q.dtype), "base")[0]
     mass = ine.mass.astype(q.dtype)
     return jnp.einsum("b,bik->ik", mass, jt) / jnp.sum(mass)
 
 
 def _momentum_matrix(model: Model, ine: Inertials, q: Array) -> Array:
     rotations, centres, com = _centres(model, ine, q)
-    jt, jr = _jacobians(model, q, com, "base")
+    jt, jr = unchecked_jacobians(model, q, com, "base")
     mass = ine.mass.astype(q.dtype)
     c = mass @ centres / jnp.sum(mass)
     inertia = jnp.einsum("bij,bjk,blk->bil", rotations, ine.inertia.astype(q.dtype), rotations)
@@ -213,8 +213,8 @@ def centroidal_momentum_matrix_dot(model: Model, q: Float[ArrayLike, " nq"], v: 
     q, v = model.check_q(q), model.check_v(v, "v")
     v = v.astype(q.dtype)
     rotations, centres, com = _centres(model, ine, q)
-    jt, jr = _jacobians(model, q, com, "base")
-    djt, djr = _jacobians_dot(model, q, v, com, "base")
+    jt, jr = unchecked_jacobians(model, q, com, "base")
+    djt, djr = unchecked_jacobians_dot(model, q, v, com, "base")
     mass = ine.mass.astype(q.dtype)
     total = jnp.sum(mass)
     c = mass @ centres / total

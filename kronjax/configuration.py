@@ -28,7 +28,7 @@ def configuration_tangent(model: Model, q: Float[Array, " nq"], dq: Float[Array,
     that changes a quaternion's norm is dropped). Free: ``v = (R^T dp, 2 vec(q̄ ⊗ dq))``;
     spherical: ``2 vec(q̄ ⊗ dq)``; planar: ``(R^T (dx, dy), c ds - s dc)``."""
     parts = []
-    for kind, qs, _ in _joints(model):
+    for kind, qs, _ in joint_slices(model):
         if kind in ("R", "P"):
             parts.append(dq[qs])
         else:
@@ -53,10 +53,10 @@ def _quaternion_velocity(quat: Array, dquat: Array) -> Array:
 
 
 # (kind, q start, v start) of every joint with a coordinate: static, hashable
-_Joints = tuple[tuple[str, int, int], ...]
+JointSlices = tuple[tuple[str, int, int], ...]
 
 
-def _moving_joints(model: Model) -> _Joints:
+def moving_joints(model: Model) -> JointSlices:
     """The joints with a coordinate (not fixed, not mimic); a poses-function model's coordinates
     are Euclidean, taken as revolute."""
     tree = model.kinematics
@@ -66,9 +66,9 @@ def _moving_joints(model: Model) -> _Joints:
     return tuple((kind, qi, vi) for kind, qi, vi in zip(kinds, q_index, v_index) if kind != "F")
 
 
-def _joints(model: Model):
+def joint_slices(model: Model):
     """``(kind, q slice, v slice)`` of every joint with a coordinate."""
-    for kind, qi, vi in _moving_joints(model):
+    for kind, qi, vi in moving_joints(model):
         yield kind, slice(qi, qi + JOINT_NQ[kind]), slice(vi, vi + JOINT_NV[kind])
 
 
@@ -85,7 +85,7 @@ def neutral(model: Model, dtype=None) -> Float[Array, " nq"]:
         [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0]
     """
     dtype = dtype or jnp.result_type(float)
-    parts = [_lie.neutral(kind, dtype) for kind, _, _ in _joints(model)]
+    parts = [_lie.neutral(kind, dtype) for kind, _, _ in joint_slices(model)]
     return jnp.concatenate(parts) if parts else jnp.zeros(0, dtype)
 
 
@@ -109,13 +109,13 @@ def integrate(model: Model, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv
         True
     """
     q, v = model.check_q(q), model.check_v(v, "v")
-    return _integrate(model, q, v)
+    return unchecked_integrate(model, q, v)
 
 
-def _integrate(model: Model, q: Array, v: Array) -> Array:
+def unchecked_integrate(model: Model, q: Array, v: Array) -> Array:
     if not model.has_multi_dof:
         return q + v.astype(q.dtype)
-    return jnp.concatenate([_lie.integrate(kind, q[qs], v[vs]) for kind, qs, vs in _joints(model)])
+    return jnp.concatenate([_lie.integrate(kind, q[qs], v[vs]) for kind, qs, vs in joint_slices(model)])
 
 
 def difference(model: Model, q0: Float[ArrayLike, " nq"], q1: Float[ArrayLike, " nq"]) -> Float[Array, " nv"]:
@@ -134,7 +134,7 @@ def difference(model: Model, q0: Float[ArrayLike, " nq"], q1: Float[ArrayLike, "
     q0, q1 = model.check_q(q0, "q0"), model.check_q(q1, "q1")
     if not model.has_multi_dof:
         return q1 - q0
-    return jnp.concatenate([_lie.difference(kind, q0[qs], q1[qs]) for kind, qs, _ in _joints(model)])
+    return jnp.concatenate([_lie.difference(kind, q0[qs], q1[qs]) for kind, qs, _ in joint_slices(model)])
 
 
 def normalize(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, " nq"]:
@@ -152,7 +152,7 @@ def normalize(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, " nq"]:
     q = model._check_vector(q, "q", model.nq, "configuration numbers")  # of any norm
     if not model.has_multi_dof:
         return q
-    return _normalize(_moving_joints(model), q)
+    return unchecked_normalize(moving_joints(model), q)
 
 
 def random_configuration(model: Model, key: Array, translation_range: float = 1.0) -> Float[Array, " nq"]:
@@ -172,7 +172,7 @@ def random_configuration(model: Model, key: Array, translation_range: float = 1.
     """
     limits = model.limits
     parts = []
-    for k, (kind, _, vs) in zip(jax.random.split(key, model.nq), _joints(model)):
+    for k, (kind, _, vs) in zip(jax.random.split(key, model.nq), joint_slices(model)):
         if kind in ("R", "P"):
             lower, upper = (-jnp.pi, jnp.pi) if limits is None else (limits.lower[vs], limits.upper[vs])
             bounded = jnp.isfinite(lower) & jnp.isfinite(upper)
@@ -209,7 +209,7 @@ def _unit(x: Array) -> Array:
     return x / jnp.linalg.norm(x)
 
 
-def _chart(joints: _Joints, q0: Array, delta: Array) -> Array:
+def chart(joints: JointSlices, q0: Array, delta: Array) -> Array:
     """``q = chart(q0, delta)`` (``(nq,)`` from ``(nq,)`` and ``(nv,)``; module doc), unit
     quaternions and ``(cos, sin)`` pairs normalised."""
     parts = []
@@ -229,7 +229,7 @@ def _chart(joints: _Joints, q0: Array, delta: Array) -> Array:
     return jnp.concatenate(parts)
 
 
-def _chart_rate(joints: _Joints, q: Array, delta: Array, v: Array) -> Array:
+def chart_rate(joints: JointSlices, q: Array, delta: Array, v: Array) -> Array:
     """``d(delta)/dt`` ``(nv,)`` at ``q = chart(q0, delta)`` moving with velocity ``v``."""
     parts = []
     for kind, qi, vi in joints:
@@ -239,13 +239,13 @@ def _chart_rate(joints: _Joints, q: Array, delta: Array, v: Array) -> Array:
         elif kind == "spherical":
             parts.append(_inverse_right_jacobian(dj, vj))
         elif kind == "planar":
-            parts += [_lie._rot2(qj[2], qj[3], vj[:2]), vj[2:]]
+            parts += [_lie.rot2(qj[2], qj[3], vj[:2]), vj[2:]]
         else:
             parts.append(vj)
     return jnp.concatenate(parts)
 
 
-def _configuration_rate(joints: _Joints, q: Array, v: Array) -> Array:
+def configuration_rate(joints: JointSlices, q: Array, v: Array) -> Array:
     """``qdot`` ``(nq,)`` of the configuration numbers (``d/dε integrate(q, ε v)`` at 0):
     ``R v_lin`` and ``q ⊗ (w, 0) / 2`` free, ``q ⊗ (w, 0) / 2`` spherical, ``(R v_xy, wz (-s,
     c))`` planar, ``v`` otherwise."""
@@ -258,12 +258,12 @@ def _configuration_rate(joints: _Joints, q: Array, v: Array) -> Array:
         elif kind == "spherical":
             parts.append(0.5 * _lie.quat_multiply(qj, jnp.concatenate([vj, zero])))
         elif kind == "planar":
-            parts += [_lie._rot2(qj[2], qj[3], vj[:2]), vj[2] * jnp.stack([-qj[3], qj[2]])]
+            parts += [_lie.rot2(qj[2], qj[3], vj[:2]), vj[2] * jnp.stack([-qj[3], qj[2]])]
         else:
             parts.append(vj)
     return jnp.concatenate(parts)
 
 
-def _normalize(joints: _Joints, q: Array) -> Array:
+def unchecked_normalize(joints: JointSlices, q: Array) -> Array:
     """:func:`normalize` over ``joints`` (no input checks)."""
     return jnp.concatenate([_lie.normalize(kind, q[qi : qi + JOINT_NQ[kind]]) for kind, qi, _ in joints])

@@ -36,7 +36,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from . import _lie
 from .chain import Inertial, Joint, Model, from_joints
-from .configuration import _joints
+from .configuration import joint_slices
 from .constrained import Constraints, Mechanism, holonomic, loop_closure, project
 
 __all__ = ["MJCFError", "load_mjcf", "to_mujoco", "from_mujoco"]
@@ -532,7 +532,7 @@ def _convert(model: Model, q, v, a, f, *, to: bool) -> tuple:
     if a is not None and v is None:
         raise ValueError(f"{names[2]} needs {names[1]}: a free joint's acceleration depends on its velocity")
     parts = [[] for _ in names]
-    for kind, qs, vs in _joints(model):
+    for kind, qs, vs in joint_slices(model):
         if kind == "planar":
             raise ValueError("MuJoCo has no planar joint: this model has no MuJoCo state")
         qj = arrays[0][qs]

@@ -75,7 +75,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from .chain import Model
 from .chain._model import require_one_dof_joints
-from .configuration import _chart, _chart_rate, _configuration_rate, _Joints, _moving_joints, _normalize
+from .configuration import JointSlices, chart, chart_rate, configuration_rate, moving_joints, unchecked_normalize
 from .dynamics import INVERSE_DYNAMICS_METHODS, forward_dynamics, gravity, inverse_dynamics
 
 __all__ = [
@@ -154,7 +154,7 @@ class _ManifoldVectorField(eqx.Module):
 
     model: Model
     torque: TorqueFn
-    joints: _Joints = eqx.field(static=True)
+    joints: JointSlices = eqx.field(static=True)
     passive: bool = eqx.field(static=True)
 
     def acceleration(self, t, q, v):
@@ -163,7 +163,7 @@ class _ManifoldVectorField(eqx.Module):
 
     def __call__(self, t, y, args):
         q, v = y
-        return _configuration_rate(self.joints, q, v), self.acceleration(t, q, v)
+        return configuration_rate(self.joints, q, v), self.acceleration(t, q, v)
 
 
 class _LocalField(eqx.Module):
@@ -174,8 +174,8 @@ class _LocalField(eqx.Module):
 
     def __call__(self, t, z, args):
         delta, v = z
-        q = _chart(self.field.joints, self.q0, delta)
-        return _chart_rate(self.field.joints, q, delta, v), self.field.acceleration(t, q, v)
+        q = chart(self.field.joints, self.q0, delta)
+        return chart_rate(self.field.joints, q, delta, v), self.field.acceleration(t, q, v)
 
 
 class _ChartInterpolation(diffrax.AbstractLocalInterpolation):
@@ -185,18 +185,18 @@ class _ChartInterpolation(diffrax.AbstractLocalInterpolation):
     t1: Float[Array, ""]
     q0: Array
     inner: diffrax.AbstractLocalInterpolation
-    joints: _Joints = eqx.field(static=True)
+    joints: JointSlices = eqx.field(static=True)
 
     def evaluate(self, t0, t1=None, left: bool = True):
         if t1 is not None:
             return jax.tree.map(jnp.subtract, self.evaluate(t1, left=left), self.evaluate(t0, left=left))
         delta, v = self.inner.evaluate(t0, left=left)
-        return _chart(self.joints, self.q0, delta), v
+        return chart(self.joints, self.q0, delta), v
 
 
 class _InterpolationFactory(eqx.Module):
     inner_cls: Callable = eqx.field(static=True)
-    joints: _Joints = eqx.field(static=True)
+    joints: JointSlices = eqx.field(static=True)
 
     def __call__(self, *, t0, t1, q0, inner):
         return _ChartInterpolation(t0, t1, q0, self.inner_cls(t0=t0, t1=t1, **inner), self.joints)
@@ -242,10 +242,10 @@ class _LocalCoordinatesSolver(diffrax.AbstractWrappedSolver):
         inner_state = inner.init(local, t0, t1, z0, args)
         (delta1, v1), z_error, dense, _, result = inner.step(local, t0, t1, z0, args, inner_state, made_jump)
         joints = self.field.joints
-        q1 = _chart(joints, q0, delta1)
+        q1 = chart(joints, q0, delta1)
         y_error = None
         if z_error is not None:
-            y_error = (q1 - _chart(joints, q0, delta1 - z_error[0]), z_error[1])
+            y_error = (q1 - chart(joints, q0, delta1 - z_error[0]), z_error[1])
         return (q1, v1), y_error, {"q0": q0, "inner": dense}, None, result
 
     def func(self, terms, t0, y0, args):
@@ -423,8 +423,8 @@ def rollout(
             atol=jnp.asarray((1e-5 if single else DEFAULT_ATOL) if atol is None else atol, dtype),
         )
     if multi_dof:
-        joints = _moving_joints(model)
-        q0 = _normalize(joints, q0)  # within check_q's tolerance outside jit
+        joints = moving_joints(model)
+        q0 = unchecked_normalize(joints, q0)  # within check_q's tolerance outside jit
         field = _ManifoldVectorField(model, torque, joints, bool(passive))
         term, solver = diffrax.ODETerm(field), _LocalCoordinatesSolver(solver, field)
     else:

@@ -1,4 +1,4 @@
-"""M, dM/dq, C* and g from composite rigid bodies (kronjax._composite, the default for trees)
+"""M, dM/dq, C* and g from composite rigid bodies (kronjax.dynamics._crba, the default for trees)
 against the papers' Jacobian/Hessian assembly and against autodiff of M."""
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def _oracles(name):
 def _composite(name, unrolled):
     """q -> (M, dM/dq, C*, g) from composite rigid bodies, or only (dM/dq, C*) for the loop
     assembly (``unrolled=False``, traced on its first call, under the test's monkeypatch of
-    ``kronjax._composite.UNROLLED_COLUMNS``)."""
+    ``kronjax.dynamics._crba.UNROLLED_COLUMNS``)."""
     model = _model(name)
     if unrolled:
         return jax.jit(lambda q: _all(model, q, "composite"))
@@ -94,7 +94,7 @@ def test_composite_equals_the_papers_assembly(name):
 def test_composite_mass_matrix_derivative_equals_autodiff_of_mass_matrix(name, unrolled, monkeypatch):
     """Both assemblies of dM/dq and C*: unrolled columns (n <= UNROLLED_COLUMNS) and the loop."""
     if not unrolled:
-        monkeypatch.setattr(kj._composite, "UNROLLED_COLUMNS", 1)
+        monkeypatch.setattr(kj.dynamics._crba, "UNROLLED_COLUMNS", 1)
     n = _model(name).n_dof
     composite = _composite(name, unrolled)
     for q in np.random.default_rng(1).uniform(-1.5, 1.5, (3, n)):

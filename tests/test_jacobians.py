@@ -3,7 +3,7 @@
 
 Pinocchio checks them body by body in test_pinocchio_kinematics.py (and Robotics Toolbox the
 D-H arms, through the per-body functions, in test_rtb_kinematics.py). Here: the analytic path of
-trees (closed forms from the joint axes, :mod:`kronjax._jacobians`) against a different
+trees (closed forms from the joint axes, :mod:`kronjax.kinematics._tree`) against a different
 algorithm, ``jax.jacfwd`` of the forward kinematics (``method="autodiff"``), to 1e-12, on a tree
 with every feature the closed forms distinguish (see :func:`tree`); the time derivative against
 ``jax.jvp`` of the Jacobians; float32; batches; bad input.

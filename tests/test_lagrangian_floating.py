@@ -4,7 +4,7 @@ the Euler-Poincare equations, written as Euler-Lagrange in the exponential chart
 * The chart: the velocity of ``q ⊕ xi(t)`` is ``B(xi) xi' = xi' - [xi, xi'] / 2 + O(xi^2)`` per
   joint (``dexp_{-xi}``), by central differences of :func:`kronjax.integrate` and
   :func:`kronjax.difference`, with the bracket from the sub-joints' structure constants
-  (``_spatial.lie_derivative_terms``). Its first-order term is antisymmetric, so ``v' = xi''`` at
+  (``kronjax._spatial.expansion.lie_derivative_terms``). Its first-order term is antisymmetric, so ``v' = xi''`` at
   ``xi = 0``.
 * ``method="lagrangian"`` against Pinocchio's ``rnea`` on a free-spherical-planar tree; in the slow
   tier also against ``method="rnea"`` on a floating model with a revolute and a fixed joint and a
@@ -27,7 +27,7 @@ from oracles import jit_once, random_tree, relative_error, to_pinocchio
 from test_floating_base import Twin
 
 import kronjax as kj
-from kronjax import _spatial
+from kronjax._spatial.expansion import lie_derivative_terms
 
 TOL = 1e-10
 
@@ -41,7 +41,7 @@ def _bracket(model: kj.Model):
     """``(x, y) -> [x, y]`` ``(nv,)``: the Lie bracket of velocity vectors, per multi-DoF joint
     (``c[p, l, m] x_l y_m`` with the structure constants of its sub-joints, both orders of the
     stored ``l < m``: ``S_m x S_l = -S_l x S_m``), zero on 1-DoF joints."""
-    a = _spatial.lie_derivative_terms(model.kinematics)
+    a = lie_derivative_terms(model.kinematics)
     c = jnp.asarray(a - a.transpose(0, 2, 1))
     return lambda x, y: jnp.einsum("plm,l,m->p", c, x, y)
 

@@ -11,17 +11,17 @@ import numpy as np
 from jaxtyping import Array
 
 
-def _is_concrete(*xs) -> bool:
+def is_concrete(*xs) -> bool:
     """True when no leaf is a tracer: values can be validated now (outside jit / grad)."""
     return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(xs))
 
 
-def _float_array(x, what: str, shape: tuple[int, ...] | None = None, allow_inf: bool = False) -> np.ndarray | Array:
+def float_array(x, what: str, shape: tuple[int, ...] | None = None, allow_inf: bool = False) -> np.ndarray | Array:
     """``x`` as a checked floating array of JAX's default (canonical) float dtype, unless it
     already is a floating array: a NumPy array when ``x`` is concrete (checked here, in NumPy:
     eager ``jnp`` operations and transfers cost a dispatch each, seconds for a 500-body model;
-    :func:`_stack` or ``jnp.asarray`` makes the model's leaves), the traced array otherwise."""
-    concrete = _is_concrete(x)
+    :func:`stack_arrays` or ``jnp.asarray`` makes the model's leaves), the traced array otherwise."""
+    concrete = is_concrete(x)
     try:
         arr = np.asarray(x) if concrete else jnp.asarray(x)
     except (TypeError, ValueError) as err:
@@ -41,9 +41,9 @@ def _float_array(x, what: str, shape: tuple[int, ...] | None = None, allow_inf: 
     return arr.astype(dtype)
 
 
-def _stack(arrays: Sequence[np.ndarray | Array]) -> Array:
+def stack_arrays(arrays: Sequence[np.ndarray | Array]) -> Array:
     """``jnp.stack``, through NumPy for concrete arrays: an eager ``jnp.stack`` compiles anew for
     every number of arrays."""
-    if _is_concrete(arrays):
+    if is_concrete(arrays):
         return jnp.asarray(np.stack(arrays))
     return jnp.stack(arrays)

@@ -13,10 +13,10 @@ import numpy as np
 from jaxtyping import ArrayLike, Float
 
 from .._rotations import rot_x, rot_z
-from ._arrays import _float_array, _is_concrete, _stack
+from ._arrays import float_array, is_concrete, stack_arrays
 from ._limits import JointLimits
-from ._model import JOINT_SPACE, Model, _model
-from ._tree import JOINT_KINDS, JOINT_NV, MULTI_DOF, PosesFunction, Tree, _split_poses
+from ._model import JOINT_SPACE, Model, assemble_model
+from ._tree import JOINT_KINDS, JOINT_NV, MULTI_DOF, PosesFunction, Tree, split_poses
 
 
 def _dh_row(i: int, row) -> tuple[str, ArrayLike, ArrayLike, ArrayLike, ArrayLike]:
@@ -37,7 +37,7 @@ def _dh_row(i: int, row) -> tuple[str, ArrayLike, ArrayLike, ArrayLike, ArrayLik
             f"D-H row {i}: unknown joint type {kind!r}; expected 'R' (revolute: q adds to theta), "
             "'P' (prismatic: q adds to d) or 'F' (fixed)"
         )
-    values = [_float_array(v, f"D-H row {i} {name}", ()) for v, name in zip(row[1:], ("d", "theta", "a", "alpha"))]
+    values = [float_array(v, f"D-H row {i} {name}", ()) for v, name in zip(row[1:], ("d", "theta", "a", "alpha"))]
     return (kind.upper(), *values)
 
 
@@ -111,12 +111,12 @@ def from_dh(
         parents=tuple(range(-1, nb - 1)),
         kinds=tuple(row[0] for row in parsed),
         axes=jnp.tile(jnp.array([0.0, 0.0, 1.0], dtype), (nb, 1)),
-        pre_rotation=_stack(pre_r).astype(dtype),
-        pre_translation=_stack(pre_p).astype(dtype),
-        post_rotation=_stack(post_r).astype(dtype),
-        post_translation=_stack(post_p).astype(dtype),
+        pre_rotation=stack_arrays(pre_r).astype(dtype),
+        pre_translation=stack_arrays(pre_p).astype(dtype),
+        post_rotation=stack_arrays(post_r).astype(dtype),
+        post_translation=stack_arrays(post_p).astype(dtype),
     )
-    return _model(
+    return assemble_model(
         tree, inertials, gravity, body_names, joint_names, limits, dict(armature=armature, damping=damping, friction=friction)
     )
 
@@ -178,8 +178,8 @@ class Joint:
 
 
 def _unit_axis(axis, what: str) -> Float[ArrayLike, 3]:
-    axis = _float_array(axis, what, (3,))
-    if not _is_concrete(axis):
+    axis = float_array(axis, what, (3,))
+    if not is_concrete(axis):
         return axis / jnp.linalg.norm(axis)
     value = axis
     scale = np.max(np.abs(value))  # the norm of (1e308, 1e308, 0) overflows; that of value / scale does not
@@ -190,7 +190,7 @@ def _unit_axis(axis, what: str) -> Float[ArrayLike, 3]:
 
 
 def _check_rotation(r, what: str) -> None:
-    if not _is_concrete(r):
+    if not is_concrete(r):
         return
     r = np.asarray(r)
     tol = 1e-5 if r.dtype == np.float32 else 1e-9
@@ -227,7 +227,7 @@ def _mimic_entries(joints: list[Joint]) -> tuple:
                 raise ValueError(f"joint {i} ({names[i]}) mimics {primary!r}, which is not a joint of the model")
             primary = names.index(primary)
         values = [
-            float(_float_array(x, f"joint {i} ({names[i]}) mimic {what}", ()))
+            float(float_array(x, f"joint {i} ({names[i]}) mimic {what}", ()))
             for x, what in ((multiplier, "multiplier"), (offset, "offset"))
         ]
         raw.append((int(primary), *values))
@@ -277,19 +277,19 @@ def from_joints(joints: Sequence[Joint], inertials=None, *, gravity=None) -> Mod
             raise TypeError(f"joint {i}: expected a kronjax.chain.Joint, got {joint!r}")
         what = f"joint {i} ({joint.name or f'joint{i + 1}'})"
         axes.append(_unit_axis(joint.axis, f"{what} axis"))
-        rotation = _float_array(joint.rotation, f"{what} rotation", (3, 3))
+        rotation = float_array(joint.rotation, f"{what} rotation", (3, 3))
         _check_rotation(rotation, f"{what} rotation")
         pre_r.append(rotation)
-        pre_p.append(_float_array(joint.translation, f"{what} translation", (3,)))
+        pre_p.append(float_array(joint.translation, f"{what} translation", (3,)))
     nb = len(joints)
     dtype = jnp.result_type(*axes, *pre_r, *pre_p)
     mimic = _mimic_entries(joints)
     tree = Tree(
         parents=tuple(int(j.parent) for j in joints),
         kinds=tuple(_joint_kind(j.kind) for j in joints),
-        axes=_stack(axes).astype(dtype),
-        pre_rotation=_stack(pre_r).astype(dtype),
-        pre_translation=_stack(pre_p).astype(dtype),
+        axes=stack_arrays(axes).astype(dtype),
+        pre_rotation=stack_arrays(pre_r).astype(dtype),
+        pre_translation=stack_arrays(pre_p).astype(dtype),
         post_rotation=jnp.tile(jnp.eye(3, dtype=dtype), (nb, 1, 1)),
         post_translation=jnp.zeros((nb, 3), dtype),
         mimic=mimic,
@@ -300,24 +300,24 @@ def from_joints(joints: Sequence[Joint], inertials=None, *, gravity=None) -> Mod
         values = []  # one per velocity coordinate
         for i, (j, kind) in enumerate(zip(joints, tree._own_kinds)):
             joint = f"joint {i} ({j.name or f'joint{i + 1}'})"
-            value = _float_array(getattr(j, what), f"{joint} {what}", ())
+            value = float_array(getattr(j, what), f"{joint} {what}", ())
             if kind != "F":
                 values += [value] * JOINT_NV[kind]
-            elif not _is_concrete(value) or value != 0:
+            elif not is_concrete(value) or value != 0:
                 raise ValueError(f"{joint}: a fixed or mimic joint has no coordinate to take {what}")
-        joint_space[what] = _stack(values) if values else None
+        joint_space[what] = stack_arrays(values) if values else None
     limits = None
     if moving:
         limits = {key: [] for key in ("lower", "upper", "velocity", "effort")}
         for i, j, kind in moving:
             what = f"joint {i} ({j.name or f'joint{i + 1}'})"
             for key, values in limits.items():
-                value = _float_array(getattr(j, key), f"{what} {key} limit", (), True)
-                if kind in MULTI_DOF and key in ("lower", "upper") and _is_concrete(value) and np.isfinite(value):
+                value = float_array(getattr(j, key), f"{what} {key} limit", (), True)
+                if kind in MULTI_DOF and key in ("lower", "upper") and is_concrete(value) and np.isfinite(value):
                     raise ValueError(f"{what}: a {kind} joint takes no position limits, got {key} = {value}")
                 values.extend([value] * JOINT_NV[kind])
-        limits = {key: _stack(values) for key, values in limits.items()}
-    return _model(
+        limits = {key: stack_arrays(values) for key, values in limits.items()}
+    return assemble_model(
         tree,
         inertials,
         gravity,
@@ -371,18 +371,18 @@ def from_function(
         raise TypeError(f"poses_fn must be callable, got {poses_fn!r}")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n (number of joint coordinates) must be a positive integer, got {n!r}")
-    rotations, _ = jax.eval_shape(lambda q: _split_poses(poses_fn(q)), jnp.zeros(int(n)))
+    rotations, _ = jax.eval_shape(lambda q: split_poses(poses_fn(q)), jnp.zeros(int(n)))
     nb = rotations.shape[0]
     if check:
         rng = np.random.default_rng(0)
         for q in [np.zeros(n), *rng.uniform(-np.pi, np.pi, (3, n))]:
-            rs, ps = _split_poses(poses_fn(jnp.asarray(q)))
+            rs, ps = split_poses(poses_fn(jnp.asarray(q)))
             if not bool(jnp.all(jnp.isfinite(rs))) or not bool(jnp.all(jnp.isfinite(ps))):
                 raise ValueError(f"poses function returned non-finite values at q = {q}")
             for i in range(nb):
                 _check_rotation(rs[i], f"poses function: rotation of body {i} at q = {np.round(q, 4)}")
     kinematics = PosesFunction(fn=poses_fn, n_dof=int(n), n_bodies=nb)
-    return _model(
+    return assemble_model(
         kinematics,
         inertials,
         gravity,

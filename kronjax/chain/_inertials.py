@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from ._arrays import _float_array, _is_concrete, _stack
+from ._arrays import float_array, is_concrete, stack_arrays
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,7 +76,7 @@ class Inertials(eqx.Module):
                 "Inertials need mass (nb,), com (nb, 3), inertia (nb, 3, 3); got "
                 f"{self.mass.shape}, {self.com.shape}, {self.inertia.shape}"
             )
-        if not _is_concrete(self.mass, self.com, self.inertia):
+        if not is_concrete(self.mass, self.com, self.inertia):
             return
         mass, inertia = np.asarray(self.mass), np.asarray(self.inertia)
         for i in range(nb):
@@ -101,7 +101,7 @@ def _check_inertial(body: int | str, mass: np.ndarray | np.floating | float, ine
         raise ValueError(f"body {body}: inertia tensor is not positive semi-definite (eigenvalues {eig}):\n{inertia}")
 
 
-def _stack_inertials(inertials, nb: int, names: Sequence[str]) -> Inertials | None:
+def stack_inertials(inertials, nb: int, names: Sequence[str]) -> Inertials | None:
     if inertials is None or isinstance(inertials, Inertials):
         if isinstance(inertials, Inertials) and inertials.mass.shape[0] != nb:
             raise ValueError(f"Inertials hold {inertials.mass.shape[0]} bodies, the model has {nb}")
@@ -119,16 +119,16 @@ def _stack_inertials(inertials, nb: int, names: Sequence[str]) -> Inertials | No
         if not isinstance(item, Inertial):
             raise TypeError(f"body {i} ({names[i]}): expected an Inertial or a dict, got {item!r}")
         what = f"body {i} ({names[i]})"
-        mass = _float_array(item.mass, f"{what} mass", ())
-        com = _float_array(item.com, f"{what} centre of mass", (3,))
-        inertia = _float_array(item.inertia, f"{what} inertia")
+        mass = float_array(item.mass, f"{what} mass", ())
+        com = float_array(item.com, f"{what} centre of mass", (3,))
+        inertia = float_array(item.inertia, f"{what} inertia")
         if inertia.shape == (3,):
-            inertia = np.diag(inertia) if _is_concrete(inertia) else jnp.diag(inertia)
+            inertia = np.diag(inertia) if is_concrete(inertia) else jnp.diag(inertia)
         if inertia.shape != (3, 3):
             raise ValueError(f"{what} inertia must be 3 x 3 or 3 principal values, got {inertia.shape}")
-        if _is_concrete(mass, inertia):
+        if is_concrete(mass, inertia):
             _check_inertial(f"{i} ({names[i]})", np.asarray(mass), np.asarray(inertia))
         masses.append(mass)
         coms.append(com)
         tensors.append(inertia)
-    return Inertials(_stack(masses), _stack(coms), _stack(tensors))
+    return Inertials(stack_arrays(masses), stack_arrays(coms), stack_arrays(tensors))

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from ._arrays import _float_array, _is_concrete
+from ._arrays import float_array, is_concrete
 
 
 class JointLimits(eqx.Module):
@@ -44,7 +44,7 @@ class JointLimits(eqx.Module):
         for name in ("upper", "velocity", "effort"):
             if getattr(self, name).shape != n:
                 raise ValueError(f"JointLimits.{name} has shape {getattr(self, name).shape}, lower has {n}")
-        if not _is_concrete(self.lower, self.upper, self.velocity, self.effort):
+        if not is_concrete(self.lower, self.upper, self.velocity, self.effort):
             return
         lower, upper = np.asarray(self.lower), np.asarray(self.upper)
         for k in np.flatnonzero(~(lower <= upper)):
@@ -62,7 +62,7 @@ class JointLimits(eqx.Module):
         return cls(-inf, inf, inf, inf)
 
 
-def _joint_limits(limits, n: int, joint_names: Sequence[str]) -> JointLimits:
+def joint_limits(limits, n: int, joint_names: Sequence[str]) -> JointLimits:
     if limits is None:
         return JointLimits.unlimited(n)
     if isinstance(limits, dict):
@@ -71,7 +71,7 @@ def _joint_limits(limits, n: int, joint_names: Sequence[str]) -> JointLimits:
             raise ValueError(f"unknown joint limit keys {sorted(unknown)}; expected lower, upper, velocity, effort")
         defaults = {"lower": -jnp.inf, "upper": jnp.inf, "velocity": jnp.inf, "effort": jnp.inf}
         values = {
-            key: jnp.broadcast_to(_float_array(limits.get(key, default), f"joint limits {key}", None, True), (n,))
+            key: jnp.broadcast_to(float_array(limits.get(key, default), f"joint limits {key}", None, True), (n,))
             for key, default in defaults.items()
         }
         try:

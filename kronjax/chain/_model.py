@@ -11,9 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from ._arrays import _float_array, _is_concrete
-from ._inertials import Inertials, _stack_inertials
-from ._limits import JointLimits, _joint_limits
+from ._arrays import float_array, is_concrete
+from ._inertials import Inertials, stack_inertials
+from ._limits import JointLimits, joint_limits
 from ._tree import JOINT_NQ, JOINT_NV, MULTI_DOF, PosesFunction, Tree
 
 UNIT_TOLERANCE = 1e-6  # how far from 1 a quaternion's norm may be outside jit (Model.check_q)
@@ -169,7 +169,7 @@ class Model(eqx.Module):
         within ``1e-6`` (inside ``jit`` it is used as given: ``R = 1 + 2 w [u] + 2 [u]^2`` is then
         not a rotation; :func:`kronjax.configuration.normalize` first)."""
         q = self._check_vector(q, name, self.nq, "configuration numbers")
-        if self.has_multi_dof and _is_concrete(q):
+        if self.has_multi_dof and is_concrete(q):
             values = np.asarray(q)
             for joint, kind, start in zip(self.joint_names, self.kinematics.kinds, self.kinematics.q_index):
                 if kind in MULTI_DOF:
@@ -241,7 +241,7 @@ def _names(names, nb: int, prefix: str) -> tuple[str, ...]:
 
 
 def _gravity(gravity) -> Array:
-    return jnp.asarray(_float_array(DEFAULT_GRAVITY if gravity is None else gravity, "gravity", (3,)))
+    return jnp.asarray(float_array(DEFAULT_GRAVITY if gravity is None else gravity, "gravity", (3,)))
 
 
 def _per_coordinate(values, n: int, names: Sequence[str], what: str) -> Array:
@@ -249,12 +249,12 @@ def _per_coordinate(values, n: int, names: Sequence[str], what: str) -> Array:
     by default, a scalar for all coordinates."""
     if values is None:
         return jnp.zeros(n, jnp.result_type(float))
-    values = _float_array(values, what)
+    values = float_array(values, what)
     if values.ndim == 0:
-        values = np.full(n, values) if _is_concrete(values) else jnp.full(n, values)
+        values = np.full(n, values) if is_concrete(values) else jnp.full(n, values)
     if values.shape != (n,):
         raise ValueError(f"{what} must be a scalar or have shape ({n},) (coordinates of {list(names)}), got {values.shape}")
-    if _is_concrete(values) and np.any(values < 0):
+    if is_concrete(values) and np.any(values < 0):
         bad = [names[i] if i < len(names) else f"coordinate {i}" for i in np.flatnonzero(values < 0)]
         raise ValueError(f"{what} must be nonnegative, got {values} ({bad})")
     return jnp.asarray(values)
@@ -263,7 +263,7 @@ def _per_coordinate(values, n: int, names: Sequence[str], what: str) -> Array:
 JOINT_SPACE = ("armature", "damping", "friction")  # per-coordinate parameters of Model and Joint
 
 
-def _model(kinematics, inertials, gravity, body_names, joint_names, limits, joint_space=None) -> Model:
+def assemble_model(kinematics, inertials, gravity, body_names, joint_names, limits, joint_space=None) -> Model:
     nb = kinematics.n_bodies
     bodies = _names(body_names, nb, "link")
     joints = _names(joint_names, nb, "joint")
@@ -272,11 +272,11 @@ def _model(kinematics, inertials, gravity, body_names, joint_names, limits, join
         moving = [name for name, kind in zip(joints, kinematics._own_kinds) for _ in range(JOINT_NV[kind])]
     return Model(
         kinematics=kinematics,
-        inertials=_stack_inertials(inertials, nb, bodies),
+        inertials=stack_inertials(inertials, nb, bodies),
         gravity=_gravity(gravity),
         body_names=bodies,
         joint_names=joints,
-        limits=_joint_limits(limits, kinematics.n_dof, moving),
+        limits=joint_limits(limits, kinematics.n_dof, moving),
         **{what: _per_coordinate((joint_space or {}).get(what), kinematics.n_dof, moving, what) for what in JOINT_SPACE},
     )
 

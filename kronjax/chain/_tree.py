@@ -12,7 +12,7 @@ from jaxtyping import Array, Float
 
 from .. import _lie
 from .._rotations import axis_angle
-from ._arrays import _is_concrete
+from ._arrays import is_concrete
 
 JOINT_KINDS = ("R", "P", "F", "free", "spherical", "planar")
 _JOINT_KIND_NAMES = {
@@ -100,7 +100,7 @@ class Tree(eqx.Module):
                     "that is not a mimic itself"
                 )
         multi = [i for i, kind in enumerate(self.kinds) if kind in MULTI_DOF]
-        if multi and _is_concrete(self.post_rotation, self.post_translation):
+        if multi and is_concrete(self.post_rotation, self.post_translation):
             post_r, post_p = np.asarray(self.post_rotation), np.asarray(self.post_translation)
             for i in multi:
                 if not (np.allclose(post_r[i], np.eye(3), rtol=0, atol=1e-12) and not np.any(post_p[i])):
@@ -165,7 +165,7 @@ class Tree(eqx.Module):
 
         Written with 3 x 3 matrix products, unrolled over the bodies: the form that ``jax.jacfwd``
         and ``jax.hessian`` (the autodiff and Lagrangian paths) compile fastest, 2-3x faster than
-        differentiating the scalar-component recursion of :func:`kronjax._spatial.frames` that
+        differentiating the scalar-component recursion of :func:`kronjax._spatial.frames.frames` that
         the analytic kinematics and the dynamics run on (measured: ``jit`` of the Lagrangian
         inverse dynamics of a 7-body tree 17 s vs 31 s on a loaded 2-core machine).
         """
@@ -222,10 +222,10 @@ class PosesFunction(eqx.Module):
     n_bodies: int = eqx.field(static=True)
 
     def poses(self, q: Float[Array, " n"]) -> tuple[Float[Array, "nb 3 3"], Float[Array, "nb 3"]]:
-        return _split_poses(self.fn(q))
+        return split_poses(self.fn(q))
 
 
-def _split_poses(out) -> tuple[Array, Array]:
+def split_poses(out) -> tuple[Array, Array]:
     if isinstance(out, (tuple, list)):
         if len(out) != 2:
             raise ValueError(

@@ -14,7 +14,7 @@ from jaxtyping import Array, Float
 
 from ..calculus import khang_jacobian
 from ..chain import Model
-from ..configuration import _integrate
+from ..configuration import unchecked_integrate
 
 
 class Constraint(eqx.Module):
@@ -78,7 +78,7 @@ def _space(n_dof) -> tuple[int, Model | None]:
     and itself as the chart when it has multi-DoF joints)."""
     if isinstance(n_dof, Model):
         return n_dof.nv, (n_dof if n_dof.has_multi_dof else None)
-    return _count(n_dof, "n_dof"), None
+    return positive_count(n_dof, "n_dof"), None
 
 
 def holonomic(phi_fn: Callable, n_dof: int | Model, *, description: str = "holonomic constraint") -> Constraint:
@@ -150,7 +150,7 @@ def pfaffian(
     return Constraint(None, a_fn, b_fn, m, n, description, space)
 
 
-def _count(n, what: str) -> int:
+def positive_count(n, what: str) -> int:
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"{what} must be a positive integer, got {n!r}")
     return int(n)
@@ -218,7 +218,7 @@ class Constraints(eqx.Module):
         space = self.space
         if space is None:
             return f, q
-        return (lambda delta: f(_integrate(space, q, delta))), jnp.zeros(space.nv, q.dtype)
+        return (lambda delta: f(unchecked_integrate(space, q, delta))), jnp.zeros(space.nv, q.dtype)
 
     def _derivative(self, q: Array, f: Callable) -> Array:
         """Khang's derivative of ``f`` at ``q`` along the tangent space (trailing size ``n``)."""
@@ -274,7 +274,7 @@ def _layout(model: Model) -> tuple:
     return tuple(tree._own_kinds), tuple(tree.q_index), tuple(tree.v_index)
 
 
-def _stack(constraints) -> Constraints:
+def stack_constraints(constraints) -> Constraints:
     if isinstance(constraints, Constraints):
         return constraints
     if isinstance(constraints, Constraint):
@@ -316,7 +316,7 @@ class Mechanism(eqx.Module):
     q0: Float[Array, " nq"]
 
     def __check_init__(self):
-        _check_space(self.model, self.constraints)
+        check_space(self.model, self.constraints)
         if jnp.shape(self.q0) != (self.model.nq,):
             raise ValueError(f"q0 must have shape ({self.model.nq},) for this model, got {jnp.shape(self.q0)}")
 
@@ -326,7 +326,7 @@ class Mechanism(eqx.Module):
         return self.model.nv - self.constraints.n_equations
 
 
-def _check_space(model: Model, cons: Constraints) -> None:
+def check_space(model: Model, cons: Constraints) -> None:
     """A clear error where the constraints are not written on the model's configuration space."""
     if cons.n_dof != model.nv:
         raise ValueError(f"constraints on {cons.n_dof} coordinates for a {model.n_dof}-DOF model")

@@ -10,10 +10,10 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from ..chain import Model
-from ..configuration import _integrate
+from ..configuration import unchecked_integrate
 from ..dynamics import mass_matrix
-from ._constraints import Constraints, _stack
-from ._solve import _default_rtol, _pinv_solve, _state
+from ._constraints import Constraints, stack_constraints
+from ._solve import checked_state, default_rtol, pinv_solve
 
 
 def check_state(
@@ -41,9 +41,9 @@ def check_state(
             ...
         ValueError: q violates the constraints by ... (> tol = 1e-08); move it onto them first with ...
     """
-    cons = _stack(constraints)
-    q = _state(model, cons, ("q", q))[0]
-    rtol = _default_rtol(q.dtype) if rtol is None else rtol
+    cons = stack_constraints(constraints)
+    q = checked_state(model, cons, ("q", q))[0]
+    rtol = default_rtol(q.dtype) if rtol is None else rtol
     a = np.asarray(cons.jacobian(q))
     s = np.linalg.svd(a, compute_uv=False)
     rank = int(np.sum(s > rtol * s[0])) if s[0] > 0 else 0
@@ -70,10 +70,10 @@ def check_state(
             )
 
 
-def _project(model, cons: Constraints, q, qd, iterations: int, rtol):
+def unchecked_project(model, cons: Constraints, q, qd, iterations: int, rtol):
     def newton(_, x):
         u, s, vt = jnp.linalg.svd(cons.jacobian(x), full_matrices=False)
-        return _integrate(model, x, -_pinv_solve(u, s, vt, cons.residual(x), rtol))
+        return unchecked_integrate(model, x, -pinv_solve(u, s, vt, cons.residual(x), rtol))
 
     q = jax.lax.fori_loop(0, iterations, newton, q)
     if qd is None:
@@ -82,7 +82,7 @@ def _project(model, cons: Constraints, q, qd, iterations: int, rtol):
     factor = jsl.cho_factor(mass_matrix(model, q), lower=True)
     y = jsl.solve_triangular(factor[0], cons.jacobian(q).T, lower=True)
     u, s, vt = jnp.linalg.svd(y.T, full_matrices=False)
-    mu = _pinv_solve(u, s**2, u.T, cons.velocity_residual(q, qd), rtol**2)
+    mu = pinv_solve(u, s**2, u.T, cons.velocity_residual(q, qd), rtol**2)
     qd = qd - jsl.cho_solve(factor, cons.jacobian(q).T @ mu)
     return q, qd
 
@@ -119,8 +119,8 @@ def project(
         >>> bool(jnp.max(jnp.abs(mech.constraints.velocity_residual(q, qd))) < 1e-12)
         True
     """
-    cons = _stack(constraints)
-    q = _state(model, cons, ("q", q))[0]
+    cons = stack_constraints(constraints)
+    q = checked_state(model, cons, ("q", q))[0]
     qd = None if qd is None else model.check_v(qd, "qd")
-    rtol = _default_rtol(q.dtype) if rtol is None else rtol
-    return _project(model, cons, q, qd, int(iterations), rtol)
+    rtol = default_rtol(q.dtype) if rtol is None else rtol
+    return unchecked_project(model, cons, q, qd, int(iterations), rtol)

@@ -11,11 +11,11 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int
 
 from ..chain import Model
-from ..configuration import _chart, _chart_rate, _integrate, _moving_joints
+from ..configuration import chart, chart_rate, moving_joints, unchecked_integrate
 from ..dynamics import Wrench
-from ._constraints import _count, _stack
-from ._manifold import _project, check_state
-from ._solve import SOLVE_METHODS, _default_rtol, _state, solve
+from ._constraints import positive_count, stack_constraints
+from ._manifold import check_state, unchecked_project
+from ._solve import SOLVE_METHODS, checked_state, default_rtol, solve
 
 
 class ConstrainedRollout(NamedTuple):
@@ -107,11 +107,11 @@ def simulate(
         >>> bool(out.qd[-1, 0] != 0)  # it moves
         True
     """
-    cons = _stack(constraints)
+    cons = stack_constraints(constraints)
     if method not in SOLVE_METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {SOLVE_METHODS}")
-    q0, qd0 = _state(model, cons, ("q0", q0), qd0=qd0)
-    steps = _count(steps, "steps")
+    q0, qd0 = checked_state(model, cons, ("q0", q0), qd0=qd0)
+    steps = positive_count(steps, "steps")
     if isinstance(dt, jax.core.Tracer) or not float(dt) > 0:
         raise ValueError(f"dt must be a positive number, got {dt!r}")
     if not isinstance(q0, jax.core.Tracer) and not isinstance(qd0, jax.core.Tracer):
@@ -120,7 +120,7 @@ def simulate(
     torque = _zero_torque if torque is None else torque
     if not callable(torque):
         raise TypeError(f"torque must be a callable torque(t, q, qd) -> tau, got {torque!r}")
-    rtol_ = _default_rtol(q0.dtype) if rtol is None else rtol
+    rtol_ = default_rtol(q0.dtype) if rtol is None else rtol
     dt = jnp.asarray(dt, q0.dtype)
 
     def solution(t, q, qd):
@@ -142,7 +142,7 @@ def simulate(
 
         def advance(t, q, qd, _):
             sol = solution(t, q, qd)
-            return _integrate(model, q, qd * dt + 0.5 * dt**2 * sol.qdd), qd + dt * sol.qdd, sol, None
+            return unchecked_integrate(model, q, qd * dt + 0.5 * dt**2 * sol.qdd), qd + dt * sol.qdd, sol, None
 
         solver_state = None
     else:
@@ -150,22 +150,22 @@ def simulate(
         if not isinstance(solver, diffrax.AbstractSolver):
             raise TypeError(f"solver must be a diffrax solver, got {solver!r}")
         if model.has_multi_dof:
-            joints = _moving_joints(model)
+            joints = moving_joints(model)
 
             def advance(t, q, qd, _):
                 sol = solution(t, q, qd)
 
                 def local(t, z, args):
                     delta, v = z
-                    x = _chart(joints, q, delta)
-                    return _chart_rate(joints, x, delta, v), solution(t, x, v).qdd
+                    x = chart(joints, q, delta)
+                    return chart_rate(joints, x, delta, v), solution(t, x, v).qdd
 
                 term = diffrax.ODETerm(local)
                 z0 = (jnp.zeros_like(qd), qd)
                 # a fresh solver state: an FSAL stage of the previous step belongs to another chart
                 state = solver.init(term, t, t + dt, z0, None)
                 (delta1, qd1), _, _, _, _ = solver.step(term, t, t + dt, z0, None, state, made_jump=True)
-                return _chart(joints, q, delta1), qd1, sol, None
+                return chart(joints, q, delta1), qd1, sol, None
 
             solver_state = None
         else:
@@ -182,7 +182,7 @@ def simulate(
         t = k * dt
         q1, qd1, sol, state = advance(t, q, qd, state)
         if projection:
-            q1, qd1 = _project(model, cons, q1, qd1, 2, rtol_)
+            q1, qd1 = unchecked_project(model, cons, q1, qd1, 2, rtol_)
         return (q1, qd1, state), (q1, qd1, sol.forces, sol.rank)
 
     _, (qs, qds, forces, ranks) = jax.lax.scan(step, (q0, qd0, solver_state), jnp.arange(steps, dtype=q0.dtype))

@@ -16,7 +16,7 @@ from jaxtyping import Array, ArrayLike, Float, Int
 from ..calculus import khang_jacobian
 from ..chain import Model
 from ..dynamics import Wrench, inverse_dynamics, mass_matrix
-from ._constraints import Constraints, _check_space, _stack
+from ._constraints import Constraints, check_space, stack_constraints
 
 SOLVE_METHODS = ("lagrange", "nullspace", "huang")
 
@@ -55,7 +55,7 @@ class Solution(NamedTuple):
     rank: Int[Array, ""]
 
 
-def _default_rtol(dtype) -> float:
+def default_rtol(dtype) -> float:
     return float(jnp.finfo(dtype).eps) ** 0.75
 
 
@@ -74,7 +74,7 @@ def _raise_if_deficient(x, rank, m: int, method: str):
     return eqx.branched_error_if(x, rank < m, jnp.minimum(rank, m - 1), messages)
 
 
-def _pinv_solve(u, s, vt, rhs, rtol):
+def pinv_solve(u, s, vt, rhs, rtol):
     """Minimum-norm least-squares solution of ``U diag(s) V^T x = rhs`` (singular values below
     ``rtol * s_max`` dropped)."""
     keep = s > rtol * s[0]
@@ -117,7 +117,7 @@ def _nullspace(cons, q, m_q, f, gamma, rtol, independent):
         u, s, vt = jnp.linalg.svd(a, full_matrices=True)
         rank = _rank(s, rtol)
         basis = vt[m:].T  # n x (n - m), orthonormal, A B = 0
-        particular = _pinv_solve(u, s, vt[:m], gamma, rtol)
+        particular = pinv_solve(u, s, vt[:m], gamma, rtol)
         ainv_t = lambda r: u @ ((vt[:m] @ r) / jnp.where(s > 0, s, 1.0))  # (A^+)^T r
     else:
         dep = tuple(i for i in range(n) if i not in independent)
@@ -210,13 +210,13 @@ def huang_system(
         True
     """
     cons = _huang_constraints(constraints, dt)
-    q, qd, tau = _state(model, cons, ("q", q), qd=qd, tau=tau)
+    q, qd, tau = checked_state(model, cons, ("q", q), qd=qd, tau=tau)
     _, factor, f = _forces(model, q, qd, tau, wrenches)
     return _huang_system(cons, q, qd, factor, f, dt)
 
 
 def _huang_constraints(constraints, dt) -> Constraints:
-    cons = _stack(constraints)
+    cons = stack_constraints(constraints)
     if dt is None:
         raise ValueError("method='huang' steps over a time interval: give dt > 0")
     if not isinstance(dt, jax.core.Tracer) and not float(dt) > 0:
@@ -232,7 +232,7 @@ def _huang_constraints(constraints, dt) -> Constraints:
 def _huang(cons, q, qd, factor, f, dt, rtol):
     system = _huang_system(cons, q, qd, factor, f, dt)
     u, s, vt = jnp.linalg.svd(system.phi_q)
-    reactions = _pinv_solve(u, s, vt, -system.psi, rtol)
+    reactions = pinv_solve(u, s, vt, -system.psi, rtol)
     gen = system.z.T @ reactions
     return Solution(system.free_qdd + jsl.cho_solve(factor, gen), reactions, gen, _rank(s, rtol))
 
@@ -251,12 +251,12 @@ def _check_independent(independent, n: int, m: int):
     return tuple(sorted(idx))
 
 
-def _state(model: Model, cons: Constraints, q: tuple[str, ArrayLike], **velocities):
+def checked_state(model: Model, cons: Constraints, q: tuple[str, ArrayLike], **velocities):
     """Checks of the model and constraints; ``q = (name, value)`` checked as a configuration
     ``(nq,)``, the ``velocities`` (``qd``, ``tau``) as ``(nv,)``; returns them in that order."""
     if not isinstance(model, Model):
         raise TypeError(f"model must be a kronjax Model, got {type(model).__name__}")
-    _check_space(model, cons)
+    check_space(model, cons)
     if cons.n_equations >= model.nv + 1:
         raise ValueError(
             f"{cons.n_equations} constraint equations on {model.nv} coordinates: at most "
@@ -343,11 +343,11 @@ def solve(
         >>> bool(jnp.allclose(kj.constrained.solve(model, cons, q, qd, tau, method="nullspace").qdd, sol.qdd))
         True
     """
-    cons = _stack(constraints)
+    cons = stack_constraints(constraints)
     if method not in SOLVE_METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {SOLVE_METHODS}")
-    q, qd, tau = _state(model, cons, ("q", q), qd=qd, tau=tau)
-    rtol = _default_rtol(q.dtype) if rtol is None else rtol
+    q, qd, tau = checked_state(model, cons, ("q", q), qd=qd, tau=tau)
+    rtol = default_rtol(q.dtype) if rtol is None else rtol
     # all option checks before any computation (eagerly, a failing call costs nothing)
     if method == "huang":
         _huang_constraints(cons, dt)

@@ -9,14 +9,14 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 from jaxtyping import Array, ArrayLike, Float
 
-from .. import _derivatives
 from ..chain import Model, Tree
 from ..passive import passive_forces
-from ._bodies import _check_state, _inertials
+from . import _aba_derivatives
+from ._bodies import check_state, require_inertials
 from ._inverse import inverse_dynamics
-from ._rules import _mass_inputs, _positive_definite, _tree_aba
-from ._terms import _mass_matrix
-from ._wrenches import Wrench, _as_wrenches, _generalized_forces
+from ._rules import mass_inputs, positive_definite, tree_aba
+from ._terms import unchecked_mass_matrix
+from ._wrenches import Wrench, as_wrenches, unchecked_generalized_forces
 
 
 def forward_dynamics(
@@ -77,21 +77,21 @@ def forward_dynamics(
         >>> bool(jnp.allclose(rest, 0.0, atol=1e-9))
         True
     """
-    q, qd, tau = _check_state(model, q=q, qd=qd, tau=tau)
-    _inertials(model)
-    wrenches = _as_wrenches(wrenches)
+    q, qd, tau = check_state(model, q=q, qd=qd, tau=tau)
+    require_inertials(model)
+    wrenches = as_wrenches(wrenches)
     if wrenches:
-        tau = tau + _generalized_forces(model, q, wrenches)
+        tau = tau + unchecked_generalized_forces(model, q, wrenches)
     if passive:
         tau = tau + passive_forces(model, q, qd)
     if isinstance(model.kinematics, Tree) and not model.kinematics.has_mimic:
-        return _tree_aba(model, q, qd, tau)
+        return tree_aba(model, q, qd, tau)
     bias = inverse_dynamics(model, q, qd, jnp.zeros_like(qd))
-    mass = _mass_matrix(model, q)
+    mass = unchecked_mass_matrix(model, q)
     factor = jsl.cho_factor(mass, lower=True)
     qdd = jsl.cho_solve(factor, tau - bias)
     pivots = jnp.where(jnp.all(jnp.isfinite(factor[0])), jnp.diagonal(factor[0]), jnp.nan)
-    return _positive_definite(qdd, pivots, mass)
+    return positive_definite(qdd, pivots, mass)
 
 
 def forward_dynamics_derivatives(
@@ -130,10 +130,10 @@ def forward_dynamics_derivatives(
         >>> bool(jnp.allclose(M @ dq, -kj.inverse_dynamics_derivatives(model, q, qd, qdd)[0]))
         True
     """
-    q, qd, tau = _check_state(model, q=q, qd=qd, tau=tau)
-    _inertials(model)
+    q, qd, tau = check_state(model, q=q, qd=qd, tau=tau)
+    require_inertials(model)
     if not isinstance(model.kinematics, Tree):
         return jax.jacfwd(forward_dynamics, argnums=(1, 2, 3))(model, q, qd, tau)
-    _, dq, dqd, minv, pivots = _derivatives.aba_derivatives(model, q, qd, tau)
-    minv = _positive_definite(minv, pivots, _mass_inputs(model, q))
+    _, dq, dqd, minv, pivots = _aba_derivatives.aba_derivatives(model, q, qd, tau)
+    minv = positive_definite(minv, pivots, mass_inputs(model, q))
     return -minv @ dq, -minv @ dqd, minv

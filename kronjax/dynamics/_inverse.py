@@ -10,15 +10,15 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
-from .. import _derivatives, _rnea
 from ..chain import Model, Tree
 from ..chain._model import armature_force
-from ..kinematics import _along_tangent, _tangent_origin
+from ..kinematics._jacobians import along_tangent, tangent_origin
 from ..passive import passive_forces
-from ._bodies import _chart_velocities, _check_state, _inertials, _kinetic
-from ._rules import _tree_rnea
-from ._terms import _coriolis_star, _mass_matrix, gravity
-from ._wrenches import Wrench, _as_wrenches, _generalized_forces
+from . import _rnea, _rnea_derivatives
+from ._bodies import chart_velocities, check_state, kinetic, require_inertials
+from ._rules import tree_rnea
+from ._terms import gravity, unchecked_coriolis_star, unchecked_mass_matrix
+from ._wrenches import Wrench, as_wrenches, unchecked_generalized_forces
 
 INVERSE_DYNAMICS_METHODS = ("auto", "rnea", "lagrangian", "kron")
 
@@ -36,14 +36,14 @@ def _lagrangian(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     poses along the chart, so ``B`` is exact and never formed; per joint ``B(xi) xi' = xi' - [xi, xi']
     / 2 + O(xi^2)`` (``dexp_{-xi}``), whose first-order term is antisymmetric in ``(xi, xi')``, hence
     ``v' = xi''`` at ``xi = 0``. For 1-DoF models the chart is ``q`` itself."""
-    ine = _inertials(model)
-    chart = _along_tangent(model, q, model.poses)  # xi -> poses(q ⊕ xi), or q -> poses(q)
+    ine = require_inertials(model)
+    chart = along_tangent(model, q, model.poses)  # xi -> poses(q ⊕ xi), or q -> poses(q)
 
     def lagrangian(x, xd):
-        centres, v, w = _chart_velocities(chart, ine.com, x, xd)
-        return _kinetic(ine, v, w) + jnp.einsum("b,bp,p->", ine.mass, centres, model.gravity)
+        centres, v, w = chart_velocities(chart, ine.com, x, xd)
+        return kinetic(ine, v, w) + jnp.einsum("b,bp,p->", ine.mass, centres, model.gravity)
 
-    x = _tangent_origin(model, q)
+    x = tangent_origin(model, q)
     dl_dqd = jax.grad(lagrangian, argnums=1)
     _, ddt = jax.jvp(dl_dqd, (x, qd), (qd, qdd))
     # the rotors' A qdd by definition (MuJoCo's, Pinocchio's), not through the energy: with
@@ -52,11 +52,11 @@ def _lagrangian(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
 
 
 def _kron_id(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
-    c_star = _coriolis_star(model, q)
-    return _mass_matrix(model, q) @ qdd + c_star @ jnp.kron(qd, qd) + gravity(model, q)
+    c_star = unchecked_coriolis_star(model, q)
+    return unchecked_mass_matrix(model, q) @ qdd + c_star @ jnp.kron(qd, qd) + gravity(model, q)
 
 
-def _resolve_method(model: Model, method: str) -> str:
+def resolve_method(model: Model, method: str) -> str:
     if method not in INVERSE_DYNAMICS_METHODS:
         raise ValueError(f"unknown inverse-dynamics method {method!r}; expected one of {INVERSE_DYNAMICS_METHODS}")
     if method == "auto":
@@ -137,16 +137,16 @@ def inverse_dynamics(
         >>> bool(jnp.allclose(kj.inverse_dynamics(model, q, jnp.zeros(2), jnp.zeros(2)), kj.gravity(model, q)))
         True
     """
-    method = _resolve_method(model, method)
+    method = resolve_method(model, method)
     if derivatives not in ("analytic", "autodiff"):
         raise ValueError(f"derivatives must be 'analytic' or 'autodiff', got {derivatives!r}")
-    q, qd, qdd = _check_state(model, q=q, qd=qd, qdd=qdd)
-    _inertials(model)
-    rnea = _tree_rnea if derivatives == "analytic" else _rnea.rnea
+    q, qd, qdd = check_state(model, q=q, qd=qd, qdd=qdd)
+    require_inertials(model)
+    rnea = tree_rnea if derivatives == "analytic" else _rnea.rnea
     tau = {"rnea": rnea, "lagrangian": _lagrangian, "kron": _kron_id}[method](model, q, qd, qdd)
-    wrenches = _as_wrenches(wrenches)
+    wrenches = as_wrenches(wrenches)
     if wrenches:
-        tau = tau - _generalized_forces(model, q, wrenches)
+        tau = tau - unchecked_generalized_forces(model, q, wrenches)
     if passive:
         tau = tau - passive_forces(model, q, qd)
     return tau
@@ -184,8 +184,8 @@ def inverse_dynamics_derivatives(
         >>> bool(jnp.allclose(dq, jax.jacfwd(kj.inverse_dynamics, argnums=1)(model, q, qd, qdd)))
         True
     """
-    q, qd, qdd = _check_state(model, q=q, qd=qd, qdd=qdd)
-    _inertials(model)
+    q, qd, qdd = check_state(model, q=q, qd=qd, qdd=qdd)
+    require_inertials(model)
     if not isinstance(model.kinematics, Tree):
         return jax.jacfwd(inverse_dynamics, argnums=(1, 2, 3))(model, q, qd, qdd)
-    return _derivatives.rnea_derivatives(model, q, qd, qdd)[1:]
+    return _rnea_derivatives.rnea_derivatives(model, q, qd, qdd)[1:]

@@ -12,13 +12,13 @@ import jax.numpy as jnp
 from jax.custom_derivatives import SymbolicZero
 from jaxtyping import Array
 
-from .. import _aba, _derivatives, _rnea
 from .._finite import all_finite
 from ..chain import Model
 from ..configuration import configuration_tangent
+from . import _aba, _aba_derivatives, _rnea, _rnea_derivatives
 
 
-def _positive_definite(qdd: Array, pivots: Array, inputs) -> Array:
+def positive_definite(qdd: Array, pivots: Array, inputs) -> Array:
     """``qdd`` once the pivots of ``M`` are checked positive. ``inputs``, what ``M`` is computed
     from (``M`` itself, or ``q`` and the model's parameters): a NaN or inf there makes the pivots
     NaN, which is that input propagating (:mod:`kronjax._finite`), not a failed factorisation, so
@@ -33,10 +33,10 @@ def _positive_definite(qdd: Array, pivots: Array, inputs) -> Array:
 
 
 def _checked_aba(model: Model, q: Array, qd: Array, tau: Array) -> Array:
-    return _positive_definite(*_aba.aba(model, q, qd, tau), _mass_inputs(model, q))
+    return positive_definite(*_aba.aba(model, q, qd, tau), mass_inputs(model, q))
 
 
-def _mass_inputs(model: Model, q: Array) -> tuple:
+def mass_inputs(model: Model, q: Array) -> tuple:
     """What ``M(q)`` of a Tree model is computed from."""
     return q, model.kinematics, model.inertials, model.armature
 
@@ -80,27 +80,27 @@ def _tangent(model: Model, q: Array, tq):
 
 
 @jax.custom_jvp
-def _tree_rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
+def tree_rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     """Newton-Euler whose JAX derivatives with respect to the state are the analytic ones."""
     return _rnea.rnea(model, q, qd, qdd)
 
 
-@functools.partial(_tree_rnea.defjvp, symbolic_zeros=True)
+@functools.partial(tree_rnea.defjvp, symbolic_zeros=True)
 def _tree_rnea_jvp(primals, tangents):
     model, q, qd, qdd = primals
     t_model, tq, tqd, tqdd = tangents
     tq = _tangent(model, q, tq)
-    tau, dq, dqd, mass = _derivatives.rnea_derivatives(model, q, qd, qdd)
+    tau, dq, dqd, mass = _rnea_derivatives.rnea_derivatives(model, q, qd, qdd)
     return tau, _tau_change(model, (q, qd, qdd), t_model, [(dq, tq), (dqd, tqd), (mass, tqdd)])
 
 
 @jax.custom_jvp
-def _tree_aba(model: Model, q: Array, qd: Array, tau: Array) -> Array:
+def tree_aba(model: Model, q: Array, qd: Array, tau: Array) -> Array:
     """The articulated-body algorithm (checked) whose JAX derivatives are the analytic ones."""
     return _checked_aba(model, q, qd, tau)
 
 
-@functools.partial(_tree_aba.defjvp, symbolic_zeros=True)
+@functools.partial(tree_aba.defjvp, symbolic_zeros=True)
 def _tree_aba_jvp(primals, tangents):
     # M(q) qdd + b(q, qd) = tau differentiated: M dqdd = dtau - dtau/dq dq - dtau/dqd dqd - dtau/dmodel
     model, q, qd, tau = primals
@@ -110,7 +110,7 @@ def _tree_aba_jvp(primals, tangents):
         # derivative, which reads the inertias' upper entries only, as its value does
         tangents = tuple(_filled(t) for t in tangents)
         return jax.jvp(lambda *args: _checked_aba(*args), primals, tangents)
-    qdd, dq, dqd, minv, pivots = _derivatives.aba_derivatives(model, q, qd, tau)
+    qdd, dq, dqd, minv, pivots = _aba_derivatives.aba_derivatives(model, q, qd, tau)
     change = _linear_change([(dq, _tangent(model, q, tq)), (dqd, tqd)], qd)
     rhs = -change if isinstance(ttau, SymbolicZero) else ttau - change
-    return _positive_definite(qdd, pivots, _mass_inputs(model, q)), minv @ rhs
+    return positive_definite(qdd, pivots, mass_inputs(model, q)), minv @ rhs

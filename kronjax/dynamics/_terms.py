@@ -8,13 +8,13 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
-from .. import _composite
-from .. import _spatial as sp
+from .._spatial.expansion import lie_derivative_terms
 from ..calculus import product_rule, skew
 from ..chain import Model, Tree
 from ..chain._model import armature_force, choose_method, with_armature
-from ..kinematics import _jacobians, _tangent_jvp
-from ._bodies import _check_state, _com_hessians, _com_jacobians, _inertials, _kinetic, _transpose_derivative, _velocities
+from ..kinematics._jacobians import tangent_jvp, unchecked_jacobians
+from . import _crba
+from ._bodies import body_velocities, check_state, com_hessians, com_jacobians, kinetic, require_inertials, transpose_derivative
 
 CORIOLIS_FORMS = ("truc", "tuan", "kane")
 MATRIX_METHODS = ("auto", "composite", "jacobians")
@@ -24,17 +24,17 @@ def _matrix_method(model: Model, method: str) -> str:
     return choose_method(model, method, MATRIX_METHODS, "composite", "jacobians")
 
 
-def _mass_matrix(model: Model, q: Array, method: str = "auto") -> Array:
+def unchecked_mass_matrix(model: Model, q: Array, method: str = "auto") -> Array:
     """``M`` with the rotor inertias (:attr:`~kronjax.chain.Model.armature`) on its diagonal."""
     return with_armature(model, _body_mass_matrix(model, q, method))
 
 
 def _body_mass_matrix(model: Model, q: Array, method: str = "auto") -> Array:
     """The bodies' part of ``M``, without the armature."""
-    ine = _inertials(model)
+    ine = require_inertials(model)
     if _matrix_method(model, method) == "composite":
-        return _composite.mass_matrix(model, q)
-    jt, jr = _com_jacobians(model, q)
+        return _crba.mass_matrix(model, q)
+    jt, jr = com_jacobians(model, q)
     m = jnp.einsum("b,bpi,bpj->ij", ine.mass, jt, jt) + jnp.einsum("bpi,bpr,brj->ij", jr, ine.inertia, jr)
     return 0.5 * (m + m.T)
 
@@ -52,7 +52,7 @@ def mass_matrix(model: Model, q: Float[ArrayLike, " nq"], method: str = "auto") 
     Args:
         method: ``"jacobians"``: the sum above, from the bodies' Jacobians (symmetrized, so
             that it is symmetric to the last bit); ``"composite"``: ``M[i, j] = S_i . Ic_j S_j``
-            from composite rigid bodies (:mod:`kronjax._composite`, ``O(n^2)``, Tree models
+            from composite rigid bodies (:mod:`kronjax.dynamics._crba`, ``O(n^2)``, Tree models
             only, exactly symmetric); ``"auto"`` (default): ``"composite"`` for Tree models.
 
     Example:
@@ -74,20 +74,20 @@ def mass_matrix(model: Model, q: Float[ArrayLike, " nq"], method: str = "auto") 
         >>> bool(jnp.allclose(kj.mass_matrix(model, jnp.array([0.3, 0.7]), method="jacobians"), M))
         True
     """
-    return _mass_matrix(model, model.check_q(q), method)
+    return unchecked_mass_matrix(model, model.check_q(q), method)
 
 
 def _mass_matrix_derivative(model: Model, q: Array, method: str = "auto") -> Array:
-    ine = _inertials(model)
+    ine = require_inertials(model)
     n = model.nv
     if _matrix_method(model, method) == "composite":
-        return _composite.mass_matrix_derivative(model, q)
-    jt, jr, ht, hr = _com_hessians(model, q)
+        return _crba.mass_matrix_derivative(model, q)
+    jt, jr, ht, hr = com_hessians(model, q)
 
     def body(mass, inertia, jt, jr, ht, hr):
         # d(A B)/dq = dA/dq (B ⊗ E_n) + A dB/dq  (Tuan 9), with A = J^T, B = I J, dB/dq = I H.
-        translational = mass * product_rule(jt.T, _transpose_derivative(ht, n), jt, ht)
-        rotational = product_rule(jr.T, _transpose_derivative(hr, n), inertia @ jr, inertia @ hr)
+        translational = mass * product_rule(jt.T, transpose_derivative(ht, n), jt, ht)
+        rotational = product_rule(jr.T, transpose_derivative(hr, n), inertia @ jr, inertia @ hr)
         return translational + rotational
 
     return jnp.sum(jax.vmap(body)(ine.mass, ine.inertia, jt, jr, ht, hr), axis=0)
@@ -107,7 +107,7 @@ def mass_matrix_derivative(model: Model, q: Float[ArrayLike, " nq"], method: str
     ``O(nb n^3)`` (every body's ``3 x n^2`` Hessians).
 
     With ``method="composite"`` (the default for Tree models, ``"auto"``), from composite rigid
-    bodies in ``O(n^3)``: each entry is a few spatial dot products (:mod:`kronjax._composite`).
+    bodies in ``O(n^3)``: each entry is a few spatial dot products (:mod:`kronjax.dynamics._crba`).
 
     Example:
         The layout against ``jax.jacfwd`` of :func:`mass_matrix` (``[i, j, k] = dM[i, j]/dq_k``),
@@ -137,7 +137,7 @@ def _coriolis_star_from(dm: Array) -> Array:
 
 def _chart_terms(model: Model, q: Array, dm: Array) -> tuple[Array, Array, Array]:
     """For a model with multi-DoF joints: ``(dM_c, A, M)``, the derivative of the mass matrix in
-    the chart of sub-joints at ``q`` (:mod:`kronjax._spatial`) ``(n, n, n)`` from the tangent
+    the chart of sub-joints at ``q`` (:mod:`kronjax._spatial.expansion`) ``(n, n, n)`` from the tangent
     one ``dm`` ``(n, n^2)``, the chart's structure terms ``A`` ``(n, n, n)`` and ``M``.
 
     In the chart ``v = B(t) t'``, ``B(0) = 1``, ``dB[p, l]/dt_m = A[p, l, m]``, so its mass matrix
@@ -147,19 +147,19 @@ def _chart_terms(model: Model, q: Array, dm: Array) -> tuple[Array, Array, Array
     + g = tau``, and ``Mdot - 2 C`` stays skew-symmetric (``M A(v) - (M A(v))^T`` is)."""
     n = dm.shape[0]
     m = _body_mass_matrix(model, q)  # the armature's force A v' has no velocity term
-    a = jnp.asarray(sp.lie_derivative_terms(model.kinematics), m.dtype)
+    a = jnp.asarray(lie_derivative_terms(model.kinematics), m.dtype)
     chart = dm.reshape(n, n, n) + jnp.einsum("pim,pj->ijm", a, m) + jnp.einsum("ip,pjm->ijm", m, a)
     return chart, a, m
 
 
-def _coriolis_star(model: Model, q: Array, method: str = "auto") -> Array:
+def unchecked_coriolis_star(model: Model, q: Array, method: str = "auto") -> Array:
     if model.has_multi_dof:
         n = model.nv
         chart, a, m = _chart_terms(model, q, _mass_matrix_derivative(model, q, method))
         return _coriolis_star_from(chart.reshape(n, n * n)) - m @ a.reshape(n, n * n)
     if _matrix_method(model, method) == "composite" and not model.kinematics.has_mimic:
-        _inertials(model)
-        return _composite.coriolis_star(model, q)
+        require_inertials(model)
+        return _crba.coriolis_star(model, q)
     return _coriolis_star_from(_mass_matrix_derivative(model, q, method))
 
 
@@ -191,7 +191,7 @@ def coriolis_star(model: Model, q: Float[ArrayLike, " nq"], method: str = "auto"
         >>> bool(jnp.allclose(tau, kj.inverse_dynamics(model, q, qd, qdd)))
         True
     """
-    return _coriolis_star(model, model.check_q(q), method)
+    return unchecked_coriolis_star(model, model.check_q(q), method)
 
 
 def coriolis_matrix(
@@ -243,7 +243,7 @@ def coriolis_matrix(
     """
     if form not in CORIOLIS_FORMS:
         raise ValueError(f"unknown Coriolis form {form!r}; expected one of {CORIOLIS_FORMS}")
-    q, qd = _check_state(model, q=q, qd=qd)
+    q, qd = check_state(model, q=q, qd=qd)
     return _coriolis_matrix(model, q, qd, form)
 
 
@@ -251,8 +251,8 @@ def coriolis_matrix(
 def _coriolis_matrix(model: Model, q: Array, qd: Array, form: str) -> Array:
     n = model.nv
     if form == "kane":
-        ine = _inertials(model)
-        (jt, jr), (jtd, jrd) = _tangent_jvp(model, q, lambda q: _com_jacobians(model, q), qd)
+        ine = require_inertials(model)
+        (jt, jr), (jtd, jrd) = tangent_jvp(model, q, lambda q: com_jacobians(model, q), qd)
         w = jnp.einsum("bpi,i->bp", jr, qd)
         wx = skew(w)  # (nb, 3, 3)
         inertia = ine.inertia
@@ -285,7 +285,7 @@ def gravity(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, " nv"]:
 
     with ``g0 = model.gravity`` (base frame) and ``J_TGi`` the base-frame Jacobian of body ``i``'s
     centre of mass. The equations of motion carry ``+ g(q)`` on the left-hand side. For Tree
-    models the same sum is taken per subtree: ``g_j = -S_j . Ic_j (0, g0)`` (:mod:`kronjax._composite`).
+    models the same sum is taken per subtree: ``g_j = -S_j . Ic_j (0, g0)`` (:mod:`kronjax.dynamics._crba`).
 
     Example:
         The double pendulum's closed form (:func:`kronjax.models.double_pendulum`), and
@@ -304,10 +304,10 @@ def gravity(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, " nv"]:
         True
     """
     q = model.check_q(q)
-    ine = _inertials(model)
+    ine = require_inertials(model)
     if isinstance(model.kinematics, Tree):
-        return _composite.gravity(model, q)
-    jt = _jacobians(model, q, ine.com, "base")[0]
+        return _crba.gravity(model, q)
+    jt = unchecked_jacobians(model, q, ine.com, "base")[0]
     return -jnp.einsum("b,bpi,p->i", ine.mass, jt, model.gravity)
 
 
@@ -330,7 +330,7 @@ def potential_energy(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, "
         True
     """
     q = model.check_q(q)
-    ine = _inertials(model)
+    ine = require_inertials(model)
     r, p = model.poses(q)
     centres = p + jnp.einsum("bij,bj->bi", r, ine.com)
     return -jnp.einsum("b,bp,p->", ine.mass, centres, model.gravity)
@@ -353,7 +353,7 @@ def kinetic_energy(model: Model, q: Float[ArrayLike, " nq"], qd: Float[ArrayLike
         >>> bool(jnp.isclose(T, 0.5 * qd @ kj.mass_matrix(model, q) @ qd))
         True
     """
-    q, qd = _check_state(model, q=q, qd=qd)
-    ine = _inertials(model)
-    _, v, w = _velocities(model, q, qd)
-    return _kinetic(ine, v, w) + 0.5 * jnp.sum(qd * armature_force(model, qd))
+    q, qd = check_state(model, q=q, qd=qd)
+    ine = require_inertials(model)
+    _, v, w = body_velocities(model, q, qd)
+    return kinetic(ine, v, w) + 0.5 * jnp.sum(qd * armature_force(model, qd))

@@ -8,9 +8,10 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
+from .._spatial.algebra import cross_last_axis
 from ..chain import Model
-from ..kinematics import _jacobians
-from ._bodies import _cross, _inertials
+from ..kinematics._jacobians import unchecked_jacobians
+from ._bodies import require_inertials
 
 _WRENCH_FRAMES = ("base", "body")
 
@@ -92,7 +93,7 @@ def _wrench_body(model: Model, k: int, wrench: Wrench) -> int:
         ) from err
 
 
-def _as_wrenches(wrenches) -> list[Wrench]:
+def as_wrenches(wrenches) -> list[Wrench]:
     if wrenches is None:
         return []
     if isinstance(wrenches, Wrench):
@@ -106,17 +107,17 @@ def _as_wrenches(wrenches) -> list[Wrench]:
     return out
 
 
-def _generalized_forces(model: Model, q: Array, wrenches: list[Wrench]) -> Array:
+def unchecked_generalized_forces(model: Model, q: Array, wrenches: list[Wrench]) -> Array:
     nb, n = model.n_bodies, model.nv
     if not wrenches:
         return jnp.zeros(n, q.dtype)
     bodies = [_wrench_body(model, k, w) for k, w in enumerate(wrenches)]
     if any(w.at_com for w in wrenches):
-        _inertials(model)
+        require_inertials(model)
     rotations = model.poses(q)[0]
     dtype = jnp.result_type(q, rotations)
     zeros = jnp.zeros((nb, 3), dtype)
-    jt, jr = _jacobians(model, q, None, "base")  # body-frame origins (29), J_R (37)
+    jt, jr = unchecked_jacobians(model, q, None, "base")  # body-frame origins (29), J_R (37)
     forces, moments = zeros, zeros
     for b, w in zip(bodies, wrenches):
         r = rotations[b]
@@ -129,7 +130,7 @@ def _generalized_forces(model: Model, q: Array, wrenches: list[Wrench]) -> Array
         else:
             point = None
         if point is not None:  # moment of f about the frame origin: (R p) x f
-            m = m + _cross(r @ point, f)
+            m = m + cross_last_axis(r @ point, f)
         forces = forces.at[b].add(f)
         moments = moments.at[b].add(m)
     # tau = sum_i J_T(point)^T f + J_R^T m, with J_T(point) = J_T(origin) - [R p x] J_R (Tuan 45)
@@ -171,4 +172,4 @@ def generalized_forces(
         >>> bool(jnp.allclose(tau, kj.inverse_dynamics(model, q, qd, qdd) - f))
         True
     """
-    return _generalized_forces(model, model.check_q(q), _as_wrenches(wrenches))
+    return unchecked_generalized_forces(model, model.check_q(q), as_wrenches(wrenches))

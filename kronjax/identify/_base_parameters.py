@@ -14,8 +14,8 @@ from jaxtyping import Array, ArrayLike, Float
 
 from .. import _lie
 from ..chain import Model
-from ..configuration import _joints
-from ._parameters import _as_parameters, _size, parameter_names
+from ..configuration import joint_slices
+from ._parameters import as_parameters, parameter_count, parameter_names
 from ._regressor import regressor
 
 
@@ -82,7 +82,7 @@ class BaseParameters(eqx.Module):
 
     def from_standard(self, pi: Float[ArrayLike, " p"]) -> Float[Array, " r"]:
         """``beta = K pi``."""
-        return self.projection @ _as_parameters(pi, self.size, "standard parameters")
+        return self.projection @ as_parameters(pi, self.size, "standard parameters")
 
     def to_standard(self, beta: Float[ArrayLike, " r"], nominal: Float[ArrayLike, " p"]) -> Float[Array, " p"]:
         """The standard parameters closest to ``nominal`` (Euclidean) that have the base parameters
@@ -91,7 +91,7 @@ class BaseParameters(eqx.Module):
         beta = jnp.asarray(beta)
         if beta.shape != (self.rank,):
             raise ValueError(f"beta must have shape ({self.rank},), got {beta.shape}")
-        nominal = _as_parameters(nominal, self.size, "nominal")
+        nominal = as_parameters(nominal, self.size, "nominal")
         k = self.projection
         return nominal + jnp.linalg.pinv(k) @ (beta - k @ nominal)
 
@@ -216,7 +216,7 @@ def _random_states(model: Model, seed: int, samples: int) -> tuple[np.ndarray, n
         q = np.concatenate(
             [
                 q[:, vs] if kind in ("R", "P") else _random_joint(kind, seed, k, samples)
-                for k, (kind, _, vs) in enumerate(_joints(model))
+                for k, (kind, _, vs) in enumerate(joint_slices(model))
             ],
             axis=1,
         )
@@ -273,7 +273,7 @@ def base_parameters(
     """
     if not isinstance(model, Model):
         raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
-    p = _size(model, friction, armature)
+    p = parameter_count(model, friction, armature)
     samples = int(2 * p / model.n_dof + 20) if samples is None else int(samples)
     q, qd, qdd = _random_states(model, int(seed), samples)
     y = regressor(model, q, qd, qdd, friction=friction, armature=armature, method=method)

@@ -13,7 +13,7 @@ import optax
 from jaxtyping import Array, ArrayLike, Float
 
 from ..chain import Model
-from ..chain._arrays import _is_concrete
+from ..chain._arrays import is_concrete
 from ..chain._model import require_one_dof_joints
 from ._base_parameters import BaseParameters
 from ._regressor import regressor
@@ -138,7 +138,7 @@ def _limit_arrays(model: Model, acceleration, dtype):
     lim = model.limits
     lower, upper, velocity = (-inf, inf, inf) if lim is None else (lim.lower, lim.upper, lim.velocity)
     acc = inf if acceleration is None else jnp.broadcast_to(jnp.asarray(acceleration, dtype), (n,))
-    if _is_concrete(acc) and not bool(jnp.all(acc > 0)):
+    if is_concrete(acc) and not bool(jnp.all(acc > 0)):
         raise ValueError(f"acceleration limits must be positive, got {acc}")
     return lower.astype(dtype), upper.astype(dtype), velocity.astype(dtype), acc
 
@@ -149,7 +149,7 @@ def _check_excitable(model: Model, what: str) -> None:
     its harmonics to fit would silently give a trajectory that keeps it still. Skipped when the
     limits are traced (the caller's ``jit``)."""
     lim = model.limits
-    if lim is None or not _is_concrete(lim.lower, lim.upper, lim.velocity):
+    if lim is None or not is_concrete(lim.lower, lim.upper, lim.velocity):
         return
     lower, upper, velocity = (np.asarray(x) for x in (lim.lower, lim.upper, lim.velocity))
     names = model.coordinate_names

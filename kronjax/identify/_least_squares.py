@@ -9,10 +9,10 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from ..chain._arrays import _is_concrete
+from ..chain._arrays import is_concrete
 
 
-def _rows(y: ArrayLike, tau: ArrayLike) -> tuple[Array, Array]:
+def stacked_rows(y: ArrayLike, tau: ArrayLike) -> tuple[Array, Array]:
     y, tau = jnp.asarray(y), jnp.asarray(tau)
     if y.ndim < 2 or tau.shape != y.shape[:-1]:
         raise ValueError(f"the regressor (..., p) and the torques (...) must match, got {y.shape} and {tau.shape}")
@@ -63,7 +63,7 @@ def least_squares(
         >>> beta.shape, bool(jnp.allclose(beta, base.from_standard(pi)))
         ((6,), True)
     """
-    y, tau = _rows(y, tau)
+    y, tau = stacked_rows(y, tau)
     if sigma is not None:
         w = 1.0 / jnp.broadcast_to(jnp.asarray(sigma, y.dtype), tau.shape)
         y, tau = y * w[..., None], tau * w
@@ -83,7 +83,7 @@ def _svd_solve(a: Array, b: Array) -> tuple[Array, Array]:
 def _warn_if_dropped(singular: Array, rows: int, what: str) -> None:
     """Outside ``jit``: warn when :func:`_svd_solve` dropped a singular value (the regressor's
     condition number is above ``1 / (eps max(rows, r))``): no correct digits along it."""
-    if not _is_concrete(singular):
+    if not is_concrete(singular):
         return
     s = np.asarray(singular)
     eps = float(np.finfo(s.dtype).eps)
@@ -132,7 +132,7 @@ def weighted_least_squares(
         >>> bool(np.allclose(sigma, [0.01, 0.1], rtol=0.3)), bool(jnp.allclose(beta, base.from_standard(pi), atol=0.01))
         (True, True)
     """
-    y, tau = _rows(y, tau)
+    y, tau = stacked_rows(y, tau)
     if y.ndim != 3:
         raise ValueError(f"weighted_least_squares needs a regressor (N, n, r) (samples, joints, parameters), got {y.shape}")
     n_samples, n, r = y.shape

@@ -12,8 +12,8 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from ..chain import Inertials, Model
-from ..chain._arrays import _is_concrete
-from ..dynamics._bodies import _inertials
+from ..chain._arrays import is_concrete
+from ..dynamics._bodies import require_inertials
 
 BODY_PARAMETERS = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 """Names of the 10 standard parameters of a body, in Pinocchio's order (inertia about the origin)."""
@@ -27,7 +27,7 @@ _TENSOR_FROM_ENTRIES = np.array([[0, 1, 3], [1, 2, 4], [3, 4, 5]])
 def _model_inertials(model: Model) -> Inertials:
     if not isinstance(model, Model):
         raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
-    return _inertials(model)
+    return require_inertials(model)
 
 
 def _tensor(entries: Array) -> Array:
@@ -95,7 +95,7 @@ def _split(pi: Array, nb: int) -> tuple[Array, Array, Array]:
 
 
 @eqx.filter_jit
-def _set_inertials(model: Model, pi: Array) -> Model:
+def set_inertials(model: Model, pi: Array) -> Model:
     """``model`` with the inertials of ``pi``; no checks (the model's own are bypassed, so that a
     non-physical estimate can be evaluated). A zero mass is a massless frame (``c = 0``)."""
     nb = model.n_bodies
@@ -109,7 +109,7 @@ def _set_inertials(model: Model, pi: Array) -> Model:
     return eqx.tree_at(lambda m: (m.inertials.mass, m.inertials.com, m.inertials.inertia), model, (mass, com, inertia_com))
 
 
-def _as_parameters(pi: ArrayLike, size: int, what: str = "pi") -> Array:
+def as_parameters(pi: ArrayLike, size: int, what: str = "pi") -> Array:
     pi = jnp.asarray(pi)
     if not jnp.issubdtype(pi.dtype, jnp.floating):
         pi = pi.astype(jnp.result_type(float))
@@ -157,8 +157,8 @@ def with_standard_parameters(model: Model, pi: Float[ArrayLike, " p"], *, check:
     """
     if not isinstance(model, Model):
         raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
-    pi = _as_parameters(pi, 10 * model.n_bodies)
-    if _is_concrete(pi):
+    pi = as_parameters(pi, 10 * model.n_bodies)
+    if is_concrete(pi):
         values = np.asarray(pi).reshape(-1, 10)
         for i, row in enumerate(values):
             name = f"body {i} ({model.body_names[i]})"
@@ -177,7 +177,7 @@ def with_standard_parameters(model: Model, pi: Float[ArrayLike, " p"], *, check:
                         f"{name}: not physically realisable (mass {row[0]:.6g}, smallest eigenvalue of "
                         f"the pseudo-inertia {eig:.3g}); pass check=False to build the model anyway"
                     )
-    return _set_inertials(model, pi)
+    return set_inertials(model, pi)
 
 
 def parameter_names(model: Model, friction: bool = False, armature: bool = False) -> tuple[str, ...]:
@@ -203,7 +203,7 @@ def parameter_names(model: Model, friction: bool = False, armature: bool = False
     return tuple(names)
 
 
-def _size(model: Model, friction: bool, armature: bool) -> int:
+def parameter_count(model: Model, friction: bool, armature: bool) -> int:
     """The number of the regressor's columns."""
     return 10 * model.n_bodies + model.n_dof * (2 * bool(friction) + bool(armature))
 
@@ -249,7 +249,7 @@ def _pseudo_inertia(pi: Array) -> Array:
     return jnp.concatenate([top, bottom], axis=1)
 
 
-def _pi_from_pseudo_inertia(j: Array) -> Array:
+def pi_from_pseudo_inertia(j: Array) -> Array:
     sigma = j[:, :3, :3]
     inertia = jnp.trace(sigma, axis1=1, axis2=2)[:, None, None] * jnp.eye(3, dtype=j.dtype) - sigma
     return jnp.concatenate([j[:, 3, 3:4], j[:, :3, 3], _entries(inertia)], axis=1).reshape(-1)

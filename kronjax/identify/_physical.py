@@ -12,9 +12,9 @@ import optax
 from jaxtyping import Array, ArrayLike, Float
 
 from ..chain import Model
-from ..chain._arrays import _is_concrete
-from ._least_squares import _rows
-from ._parameters import _as_parameters, _pi_from_pseudo_inertia, _size, pseudo_inertia, standard_parameters
+from ..chain._arrays import is_concrete
+from ._least_squares import stacked_rows
+from ._parameters import as_parameters, parameter_count, pi_from_pseudo_inertia, pseudo_inertia, standard_parameters
 
 
 def _log_cholesky_to_pseudo_inertia(theta: Array) -> Array:
@@ -144,18 +144,18 @@ def physically_consistent(
     """
     if not isinstance(model, Model):
         raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
-    y, tau = _rows(y, tau)
+    y, tau = stacked_rows(y, tau)
     nb = model.n_bodies
-    p = _size(model, friction, armature)
+    p = parameter_count(model, friction, armature)
     if y.shape[-1] != p:
         raise ValueError(
             f"the regressor has {y.shape[-1]} columns; this model with friction={friction}, armature={armature} has {p} parameters"
         )
     if initial is None:
         initial = jnp.concatenate([standard_parameters(model), jnp.zeros(p - 10 * nb)]).astype(y.dtype)
-    initial = _as_parameters(initial, p, "initial")
-    prior = initial if prior is None else _as_parameters(prior, p, "prior")
-    if not _is_concrete(initial, prior):
+    initial = as_parameters(initial, p, "initial")
+    prior = initial if prior is None else as_parameters(prior, p, "prior")
+    if not is_concrete(initial, prior):
         raise ValueError("initial and prior must be concrete arrays (they are checked, outside jit)")
     theta0 = jnp.asarray(_physical_init(np.asarray(initial[: 10 * nb]), "initial"), y.dtype)
     _physical_init(np.asarray(prior[: 10 * nb]), "prior")
@@ -176,7 +176,7 @@ _LBFGS = optax.with_extra_args_support(optax.lbfgs())
 
 def _unpack(params) -> Array:
     theta, fric = params
-    return jnp.concatenate([_pi_from_pseudo_inertia(_log_cholesky_to_pseudo_inertia(theta)), fric])
+    return jnp.concatenate([pi_from_pseudo_inertia(_log_cholesky_to_pseudo_inertia(theta)), fric])
 
 
 @eqx.filter_jit

@@ -10,8 +10,8 @@ from jaxtyping import Array, ArrayLike, Float
 
 from ..chain import Model
 from ..dynamics import inverse_dynamics
-from ..dynamics._inverse import _resolve_method
-from ._parameters import _set_inertials
+from ..dynamics._inverse import resolve_method
+from ._parameters import set_inertials
 
 
 def _unit_parameters(nb: int, dtype) -> Array:
@@ -29,7 +29,7 @@ def _regressor_one(model: Model, q: Array, qd: Array, qdd: Array, friction: bool
     pi0 = _unit_parameters(model.n_bodies, dtype)
 
     def tau(pi):
-        return inverse_dynamics(_set_inertials(model, pi), q, qd, qdd, method=method)
+        return inverse_dynamics(set_inertials(model, pi), q, qd, qdd, method=method)
 
     columns = [jax.jacfwd(tau)(pi0)]  # exact: tau is linear in pi
     if friction:
@@ -96,7 +96,7 @@ def regressor(
     """
     if not isinstance(model, Model):
         raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
-    _resolve_method(model, method)
+    resolve_method(model, method)
     arrays = []
     for name, x, size in (("q", q, model.nq), ("qd", qd, model.nv), ("qdd", qdd, model.nv)):
         x = jnp.asarray(x)

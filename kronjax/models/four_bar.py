@@ -23,7 +23,7 @@ LINEAR_DENSITY = 2.0
 """Default mass per unit length of the bars (kg/m): a bar of length ``L`` has mass ``2 L``."""
 
 
-def _positive(x, what: str) -> float:
+def positive_number(x, what: str) -> float:
     if isinstance(x, (bool, np.bool_)):
         raise ValueError(f"{what} must be a positive number, got {x!r}")
     try:
@@ -35,7 +35,7 @@ def _positive(x, what: str) -> float:
     return v
 
 
-def _finite(x, what: str) -> float:
+def finite_number(x, what: str) -> float:
     if isinstance(x, (bool, np.bool_)):
         raise ValueError(f"{what} must be a finite number, got {x!r}")
     try:
@@ -47,7 +47,7 @@ def _finite(x, what: str) -> float:
     return v
 
 
-def _per_body(values, names: tuple[str, ...], what: str, default, *, allow_zero: bool = False) -> list[float]:
+def per_body_numbers(values, names: tuple[str, ...], what: str, default, *, allow_zero: bool = False) -> list[float]:
     """One positive (or, with ``allow_zero``, non-negative) number per body."""
     if values is None:
         return list(default)
@@ -60,16 +60,16 @@ def _per_body(values, names: tuple[str, ...], what: str, default, *, allow_zero:
     out = []
     for name, x in zip(names, items):
         if allow_zero:
-            v = _finite(x, f"{what} of the {name}")
+            v = finite_number(x, f"{what} of the {name}")
             if v < 0:
                 raise ValueError(f"{what} of the {name} must be non-negative, got {x!r}")
         else:
-            v = _positive(x, f"{what} of the {name}")
+            v = positive_number(x, f"{what} of the {name}")
         out.append(v)
     return out
 
 
-def _bar(mass: float, length: float, izz: float) -> Inertial:
+def bar_inertial(mass: float, length: float, izz: float) -> Inertial:
     """A bar along its body ``x`` axis from the body origin: centre of mass at mid-length,
     inertia about it ``diag(0, Izz, Izz)`` (a slender rod; the out-of-plane values do not affect
     planar motion)."""
@@ -77,13 +77,13 @@ def _bar(mass: float, length: float, izz: float) -> Inertial:
 
 
 @eqx.filter_jit
-def _assemble(model, constraints, q0):
+def assemble(model, constraints, q0):
     """:func:`~kronjax.constrained.project` of a closed-form configuration (compiled once per
     model structure: building many mechanisms of one kind costs one compilation)."""
     return project(model, constraints, q0)[0]
 
 
-def _wrap(angle: float) -> float:
+def wrap_angle(angle: float) -> float:
     return math.atan2(math.sin(angle), math.cos(angle))
 
 
@@ -126,7 +126,7 @@ def four_bar_angles(
     theta2 = math.atan2(uy, ux) + branch * math.acos(cos_alpha)
     bx, by = ax + b * math.cos(theta2), ay + b * math.sin(theta2)
     theta3 = math.atan2(by, bx - d)
-    return _wrap(crank_angle), _wrap(theta2 - crank_angle), _wrap(theta3)
+    return wrap_angle(crank_angle), wrap_angle(theta2 - crank_angle), wrap_angle(theta3)
 
 
 def four_bar(
@@ -238,13 +238,13 @@ def four_bar(
     defaults = DEFAULT_LENGTHS[variant]
     names = ("crank", "coupler", "rocker", "ground")
     lengths = [
-        defaults[i] if x is None else _positive(x, f"the {names[i]} length")
+        defaults[i] if x is None else positive_number(x, f"the {names[i]} length")
         for i, x in enumerate((crank, coupler, rocker, ground))
     ]
     a, b, c, d = lengths
     if isinstance(branch, bool) or branch not in (1, -1):
         raise ValueError(f"branch must be +1 or -1, got {branch!r}")
-    theta = _finite(crank_angle, "crank_angle")
+    theta = finite_number(crank_angle, "crank_angle")
     scale = a + b + c + d
     if variant == "crank_rocker":
         s, l = min(lengths), max(lengths)
@@ -265,8 +265,8 @@ def four_bar(
             f"{a + b:.12g} != {c:g} + {d:g} = {c + d:.12g}"
         )
     body_names = ("crank", "coupler", "rocker")
-    masses_ = _per_body(masses, body_names, "masses", [LINEAR_DENSITY * x for x in (a, b, c)])
-    inertias_ = _per_body(
+    masses_ = per_body_numbers(masses, body_names, "masses", [LINEAR_DENSITY * x for x in (a, b, c)])
+    inertias_ = per_body_numbers(
         inertias, body_names, "inertias", [m * x * x / 12.0 for m, x in zip(masses_, (a, b, c))], allow_zero=True
     )
     z = (0.0, 0.0, 1.0)
@@ -275,10 +275,10 @@ def four_bar(
         Joint("R", parent=0, axis=z, translation=(a, 0.0, 0.0), name="coupler", body_name="coupler"),
         Joint("R", parent=-1, axis=z, translation=(d, 0.0, 0.0), name="rocker", body_name="rocker"),
     ]
-    inertials = [_bar(m, x, i) for m, x, i in zip(masses_, (a, b, c), inertias_)]
+    inertials = [bar_inertial(m, x, i) for m, x, i in zip(masses_, (a, b, c), inertias_)]
     model = from_joints(joints, inertials, gravity=gravity)
     closure = loop_closure(model, "coupler", (b, 0.0, 0.0), "rocker", (c, 0.0, 0.0), "planar_point")
     constraints = Constraints((closure,))
     q0 = np.asarray(four_bar_angles(a, b, c, d, theta, branch))
-    q0 = _assemble(model, constraints, q0)
+    q0 = assemble(model, constraints, q0)
     return Mechanism(model, constraints, q0)

@@ -10,12 +10,12 @@ from ..chain import Inertial, Joint, from_joints
 from ..constrained import Constraints, Mechanism, loop_closure
 from .four_bar import (
     LINEAR_DENSITY,
-    _assemble,
-    _bar,
-    _finite,
-    _per_body,
-    _positive,
-    _wrap,
+    assemble,
+    bar_inertial,
+    finite_number,
+    per_body_numbers,
+    positive_number,
+    wrap_angle,
 )
 
 
@@ -35,7 +35,7 @@ def slider_crank_coordinates(crank: float, rod: float, offset: float, crank_angl
     dy = offset - ay
     dx = math.sqrt(max(rod * rod - dy * dy, 0.0))
     phi = math.atan2(dy, dx)
-    return _wrap(crank_angle), _wrap(phi - crank_angle), ax + dx
+    return wrap_angle(crank_angle), wrap_angle(phi - crank_angle), ax + dx
 
 
 def slider_crank(
@@ -115,16 +115,16 @@ def slider_crank(
         >>> bool(jnp.allclose(mechanism.constraints.residual(mechanism.q0), 0.0, atol=1e-6))
         True
     """
-    r = _positive(crank, "the crank length")
-    l = _positive(rod, "the rod length")
-    e = _finite(offset, "offset")
-    theta = _finite(crank_angle, "crank_angle")
+    r = positive_number(crank, "the crank length")
+    l = positive_number(rod, "the rod length")
+    e = finite_number(offset, "offset")
+    theta = finite_number(crank_angle, "crank_angle")
     if not l > r + abs(e):
         raise ValueError(
             f"a slider-crank whose crank turns fully needs rod > crank + |offset|, got rod {l:g} <= {r:g} + {abs(e):g}"
         )
-    masses_ = _per_body(masses, ("crank", "rod", "slider"), "masses", [LINEAR_DENSITY * r, LINEAR_DENSITY * l, 0.5])
-    inertias_ = _per_body(
+    masses_ = per_body_numbers(masses, ("crank", "rod", "slider"), "masses", [LINEAR_DENSITY * r, LINEAR_DENSITY * l, 0.5])
+    inertias_ = per_body_numbers(
         inertias, ("crank", "rod"), "inertias", [m * x * x / 12.0 for m, x in zip(masses_, (r, l))], allow_zero=True
     )
     z = (0.0, 0.0, 1.0)
@@ -134,13 +134,13 @@ def slider_crank(
         Joint("P", parent=-1, axis=(1.0, 0.0, 0.0), translation=(0.0, e, 0.0), name="slider", body_name="slider"),
     ]
     inertials = [
-        _bar(masses_[0], r, inertias_[0]),
-        _bar(masses_[1], l, inertias_[1]),
+        bar_inertial(masses_[0], r, inertias_[0]),
+        bar_inertial(masses_[1], l, inertias_[1]),
         Inertial(mass=masses_[2]),
     ]
     model = from_joints(joints, inertials, gravity=gravity)
     closure = loop_closure(model, "rod", (l, 0.0, 0.0), "slider", (0.0, 0.0, 0.0), "planar_point")
     constraints = Constraints((closure,))
     q0 = np.asarray(slider_crank_coordinates(r, l, e, theta))
-    q0 = _assemble(model, constraints, q0)
+    q0 = assemble(model, constraints, q0)
     return Mechanism(model, constraints, q0)

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from ..chain import Model
-from ._costs import Samples, TaskPoint, _points_in_base
+from ._costs import Samples, TaskPoint, points_in_base
 from ._spline import BSpline
 
 
@@ -101,7 +101,7 @@ class AvoidSpheres(AbstractConstraint):
 
     def __call__(self, model, trajectory, samples):
         bodies = tuple(model.body_index(b) for b in self.bodies)
-        p = jax.vmap(lambda q: _points_in_base(model, q, bodies, self.points))(samples.q)  # (K, P, 3)
+        p = jax.vmap(lambda q: points_in_base(model, q, bodies, self.points))(samples.q)  # (K, P, 3)
         distance = jnp.linalg.norm(p[:, :, None, :] - self.centres.astype(p.dtype), axis=-1)  # (K, P, S)
         return (1.0 - distance / self.radii.astype(p.dtype)).reshape(-1)
 

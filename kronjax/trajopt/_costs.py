@@ -58,7 +58,7 @@ class Samples(NamedTuple):
     duration: Float[Array, ""]
 
 
-def _points_in_base(model: Model, q, bodies: tuple[int, ...], points):
+def points_in_base(model: Model, q, bodies: tuple[int, ...], points):
     """Positions of ``points[i]`` (body frame of ``bodies[i]``) in the base frame at ``q`` (Tuan
     22-27): ``(P, 3)``."""
     rotations, origins = model.poses(q)
@@ -343,7 +343,7 @@ class TaskPoint(eqx.Module):
         22-27)."""
         t = samples.duration if self.time is None else self.time
         q = trajectory.derivative(t, 0)
-        return _points_in_base(model, q, (model.body_index(self.body),), self.point[None])[0] - self.target.astype(q.dtype)
+        return points_in_base(model, q, (model.body_index(self.body),), self.point[None])[0] - self.target.astype(q.dtype)
 
 
 class TaskTarget(TaskPoint, AbstractCost):

@@ -58,7 +58,7 @@ def _derivative_operators(m: int, p: int, order: int) -> list[tuple[np.ndarray, 
     return out
 
 
-def _design(m: int, p: int, s: np.ndarray, order: int) -> np.ndarray:
+def design_matrices(m: int, p: int, s: np.ndarray, order: int) -> np.ndarray:
     """``(order + 1, len(s), m)``: ``d^j/ds^j`` of the basis at ``s``, ``j = 0..order``."""
     return np.stack([_basis(k, deg, s, np) @ d for k, deg, d in _derivative_operators(m, p, order)])
 

@@ -13,13 +13,13 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from .._spatial import schedule
+from .._spatial.traversal import schedule
 from ..chain import JointLimits, Model, Tree
 from ..chain._model import require_one_dof_joints
 from ..dynamics import INVERSE_DYNAMICS_METHODS, inverse_dynamics
 from ._constraints import AbstractConstraint, TaskConstraint
 from ._costs import AbstractCost, Samples
-from ._spline import BSpline, _design
+from ._spline import BSpline, design_matrices
 
 
 def _vector(x, n: int, what: str, dtype) -> Array:
@@ -593,8 +593,8 @@ def transcribe(
     _check_limits_admit_motion(model, limits)
     _check_boundary_within_limits(boundary, limits)
     s, weights = _sample_grid(m - degree, nodes_per_span, checks_per_span)
-    design = _design(m, degree, s, 3)
-    end_rows = _design(m, degree, np.array([0.0, 1.0]), 2).transpose(1, 0, 2)  # (2 ends, 3 orders, m)
+    design = design_matrices(m, degree, s, 3)
+    end_rows = design_matrices(m, degree, np.array([0.0, 1.0]), 2).transpose(1, 0, 2)  # (2 ends, 3 orders, m)
     determined = set(fixed_start) | {m - 1 - j for j in fixed_end}
     free = tuple(i for i in range(m) if i not in determined)
     precondition, precondition_inverse = _preconditioner(design[2], weights, end_rows, free, fixed_start, fixed_end)

@@ -14,15 +14,15 @@ from pathlib import Path
 import numpy as np
 
 from .._rotations import axis_angle, rpy
-from .._spatial import SUB_JOINTS
+from .._spatial.expansion import SUB_JOINTS
 from ..chain import Inertial, Joint, Model, from_joints
 
 _MOVING = {"revolute": "R", "continuous": "R", "prismatic": "P"}
-_MULTI_DOF = {"floating": "free", "planar": "planar"}
+URDF_MULTI_DOF = {"floating": "free", "planar": "planar"}
 
 ROOT_JOINT = "root_joint"  # the free-flyer of floating_base=True, named as Pinocchio names it
 # what to_urdf writes for an unlimited effort or velocity: URDF parsers (urdfdom) accept no "inf"
-_UNLIMITED = float(np.finfo(np.float64).max)
+UNLIMITED = float(np.finfo(np.float64).max)
 
 
 class URDFError(ValueError):
@@ -218,7 +218,7 @@ def _limits(element: ET.Element, kind: str, where: str) -> dict:
     for key in limits:
         if limit.get(key) is not None:
             value = float(_numbers(limit, key, 1, None, where, finite=False)[0])
-            limits[key] = np.copysign(np.inf, value) if abs(value) == _UNLIMITED else value + 0.0  # -0 -> 0
+            limits[key] = np.copysign(np.inf, value) if abs(value) == UNLIMITED else value + 0.0  # -0 -> 0
     if kind == "continuous":
         limits["lower"], limits["upper"] = -np.inf, np.inf
     for key in ("velocity", "effort"):
@@ -265,7 +265,7 @@ def _joint(element: ET.Element, links: dict) -> _UrdfJoint:
         raise URDFError("a <joint> has no name")
     where = f"joint {name!r}"
     kind = element.get("type")
-    if kind not in (*_MOVING, *_MULTI_DOF, "fixed"):
+    if kind not in (*_MOVING, *URDF_MULTI_DOF, "fixed"):
         raise URDFError(
             f"{where}: unknown joint type {kind!r}; expected revolute, continuous, prismatic, fixed, floating or planar"
         )
@@ -478,7 +478,7 @@ def _first_bad_pivot(m: np.ndarray, tol: float) -> int | None:
 
 def _sub_joints(joints: list[Joint], masses: list[_Mass]) -> tuple[list[Joint], list[_Mass]]:
     """Multi-DoF joints as chains of 1-DoF joints in the child frame (the recursions' sub-joints,
-    :data:`kronjax._spatial.SUB_JOINTS`: the translations, then the rotations; massless but for
+    :data:`kronjax._spatial.expansion.SUB_JOINTS`: the translations, then the rotations; massless but for
     the last), which have the same ``M`` at some configuration."""
     out, out_masses, index = [], [], {}
     for i, (joint, mass) in enumerate(zip(joints, masses)):
@@ -725,7 +725,7 @@ def load_urdf(
                 limits |= joint.passive
                 if dropped:
                     odd["degenerate"].append(f"{joint.name!r} ({', '.join(dropped)})")
-            if joint.kind in _MULTI_DOF:
+            if joint.kind in URDF_MULTI_DOF:
                 if floating_base and joint.kind == "floating" and parent_body == 0:
                     raise URDFError(
                         f"joint {joint.name!r}: the root link {root!r} already holds link {joint.child!r} by a "
@@ -742,7 +742,7 @@ def load_urdf(
             joints.append(
                 Joint(
                     mimic=coupled,
-                    kind=_MOVING.get(joint.kind) or _MULTI_DOF.get(joint.kind, "F"),
+                    kind=_MOVING.get(joint.kind) or URDF_MULTI_DOF.get(joint.kind, "F"),
                     parent=parent_body,
                     axis=joint.axis if joint.kind in _MOVING else (0.0, 0.0, 1.0),
                     rotation=to_child[:3, :3],

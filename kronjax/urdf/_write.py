@@ -10,9 +10,9 @@ import numpy as np
 from .._rotations import to_rpy
 from ..chain import Model, Tree
 from ..chain._tree import JOINT_NV
-from ._load import _MULTI_DOF, _UNLIMITED
+from ._load import UNLIMITED, URDF_MULTI_DOF
 
-_URDF_MULTI_DOF = {kind: urdf_kind for urdf_kind, kind in _MULTI_DOF.items()}  # what to_urdf writes
+_URDF_MULTI_DOF = {kind: urdf_kind for urdf_kind, kind in URDF_MULTI_DOF.items()}  # what to_urdf writes
 
 
 def _fmt(values) -> str:
@@ -164,7 +164,7 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
         if unbounded and not any(np.isfinite(list(rates.values()))):
             continue  # no <limit> at all: unlimited to urdfdom too (which requires one for the others)
         bounds = {} if unbounded else {"lower": lower, "upper": upper}  # absent is 0 to urdfdom
-        attributes = {key: _fmt(np.clip(value, -_UNLIMITED, _UNLIMITED)) for key, value in (bounds | rates).items()}
+        attributes = {key: _fmt(np.clip(value, -UNLIMITED, UNLIMITED)) for key, value in (bounds | rates).items()}
         ET.SubElement(joint, "limit", **attributes)
     ET.indent(robot)
     return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"

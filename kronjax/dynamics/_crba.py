@@ -27,108 +27,38 @@ Ic_j (0, g0)``, the power of the subtree's weight.
 
 from __future__ import annotations
 
-import functools
-
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from . import _spatial as sp
-from .chain import Model, Tree
-
-
-def ancestry(tree: Tree) -> tuple[np.ndarray, ...]:
-    """Static masks of a tree over the bodies of its :func:`~kronjax._spatial.expansion`:
-    ``below[j, b]`` (body ``b`` is joint ``j``'s body or under it, over the moving joints ``j``),
-    ``upto[i, j]`` (``i ⪯ j``), ``strict[i, j]`` (``i ≺ j``: ``i ⪯ j`` and not ``j ⪯ i``), and the
-    moving bodies. The sub-joints of a multi-DoF joint are each other's ancestors (each moves the
-    others' axes, which are fixed in the joint's child frame): ``⪯`` is then a preorder."""
-    ex = sp.expansion(tree)
-    return _ancestry(ex.parents, ex.kinds, tuple(ex.group.tolist()))
-
-
-@functools.lru_cache(maxsize=64)
-def _ancestry(parents: tuple[int, ...], kinds: tuple[str, ...], group: tuple[int, ...]) -> tuple[np.ndarray, ...]:
-    nb = len(parents)
-    below_body = np.eye(nb, dtype=bool)
-    for b in range(nb - 1, -1, -1):  # parents precede children
-        if parents[b] >= 0:
-            below_body[parents[b]] |= below_body[b]
-    below_body = below_body[np.array(group)]  # a sub-joint carries its whole joint
-    moving = np.array([kind != "F" for kind in kinds])
-    below = below_body[moving]
-    upto = below[:, moving]
-    strict = upto & ~upto.T
-    return below, upto, strict, np.flatnonzero(moving)
-
-
-def _base_frame(model: Model, q: Array):
-    """Motion axes ``S = (S_w, S_v)`` of the moving joints and the bodies' inertias in the base
-    frame, about the base origin, in the scalar components of :mod:`kronjax._spatial` (tuples of
-    ``(nb,)`` arrays, so that batches vectorise).
-
-    Body ``b``'s spatial inertia ``[[a, [h]], [-[h], m]]`` is kept as ``(a, h, m)``: rotational
-    block ``a = R I R^T - m [c][c]``, first moment ``h = m c`` (``c``: the centre of mass) and mass
-    ``m``; all are additive over bodies.
-    """
-    tree: Tree = model.kinematics
-    ine = model.inertials
-    dtype = jnp.result_type(q, tree.axes, ine.mass)
-    inputs, _ = sp.bodies(model, q, dtype)
-
-    def pose(parent, b):
-        """Rotation and origin of a body in the base frame: ``R_p E^T``, ``p_p + R_p r``."""
-        pose = sp.child_pose(parent, *sp.joint_transform(b))
-        return pose, pose
-
-    zero, one = jnp.zeros((), dtype), jnp.ones((), dtype)
-    eye = tuple(tuple(one if i == j else zero for j in range(3)) for i in range(3))
-    order = sp.schedule(tree)
-    spans = sp.down(order, pose, (eye, (zero, zero, zero)), sp.split(order, inputs))
-    rotation, origin = jax.tree.map(lambda *x: jnp.concatenate(x), *spans)
-    # S in the base frame: (R s_w, R s_v + p x R s_w) from the body-frame subspace (s_w, s_v)
-    s_w = sp.mul(rotation, inputs["s_w"])
-    s_v = sp.add(sp.mul(rotation, inputs["s_v"]), sp.cross(origin, s_w))
-    mass = inputs["mass"]
-    centre = sp.add(origin, sp.mul(rotation, inputs["com"]))
-    inertia = sp.matmul(sp.matmul(rotation, inputs["inertia"]), sp.transpose(rotation))
-    rotational, _, _ = sp.spatial_inertia(mass, centre, inertia)
-    return (s_w, s_v), (rotational, sp.scale(centre, mass), mass)
+from .._spatial.algebra import (
+    cross,
+    cross_motion,
+    dot,
+    expand_dims,
+    rigid_inertia_times,
+    scale,
+    spatial_dot,
+)
+from .._spatial.expansion import reduce
+from .._spatial.frames import base_frame
+from .._spatial.traversal import ancestry
+from ..chain import Model, Tree
 
 
 def _composite(model: Model, q: Array):
     """``S`` of the moving joints and the composite inertias ``Ic_j = (a, h, m)`` of their subtrees."""
     tree: Tree = model.kinematics
     below, upto, strict, moving = ancestry(tree)
-    s, body = _base_frame(model, q)
+    s, body = base_frame(model, q)
     s = jax.tree.map(lambda x: x[moving], s)
     composite = jax.tree.map(lambda x: below.astype(x.dtype) @ x, body)
     return s, composite, (upto, strict)
 
 
-def _inertia_times(inertia, s):
-    """``Ic S = (a S_w + h x S_v, m S_v + S_w x h)`` (broadcasting over leading axes)."""
-    a, h, m = inertia
-    s_w, s_v = s
-    return sp.add(sp.mul(a, s_w), sp.cross(h, s_v)), sp.add(sp.scale(s_v, m), sp.cross(s_w, h))
-
-
-def _cross_motion(s, t):
-    """Spatial motion cross product ``s x t`` (broadcasting)."""
-    return sp.cross(s[0], t[0]), sp.add(sp.cross(s[0], t[1]), sp.cross(s[1], t[0]))
-
-
-def _spatial_dot(x, y):
-    return sp.dot(x[0], y[0]) + sp.dot(x[1], y[1])
-
-
-def _expand(x, axes):
-    return jax.tree.map(lambda a: jnp.expand_dims(a, axes), x)
-
-
-def _symmetric_from_upto(upper: Array, upto: np.ndarray) -> Array:
+def symmetric_from_upto(upper: Array, upto: np.ndarray) -> Array:
     """``X[i, j]`` from the ``i ⪯ j`` entries of ``upper`` and ``X[j, i] = X[i, j]`` (both given
     where ``i ⪯ j ⪯ i``)."""
     mirrored = upto.T & ~upto
@@ -138,8 +68,8 @@ def _symmetric_from_upto(upper: Array, upto: np.ndarray) -> Array:
 @eqx.filter_jit
 def mass_matrix(model: Model, q: Float[Array, " nq"]) -> Float[Array, "nv nv"]:
     s, composite, (upto, _) = _composite(model, q)
-    f = _inertia_times(composite, s)  # F_j
-    return sp.reduce(model.kinematics, _symmetric_from_upto(_spatial_dot(_expand(s, 1), _expand(f, 0)), upto), (0, 1))
+    f = rigid_inertia_times(composite, s)  # F_j
+    return reduce(model.kinematics, symmetric_from_upto(spatial_dot(expand_dims(s, 1), expand_dims(f, 0)), upto), (0, 1))
 
 
 # Up to this many joints dM/dq and C* are assembled from unrolled per-column blocks (compile time
@@ -164,9 +94,9 @@ def _columns(model: Model, q: Array, combine) -> Array:
     does with slow per-element index arithmetic.
     """
     s, composite, (upto, strict) = _composite(model, q)
-    x = jax.tree.leaves(_cross_motion(_expand(s, 1), _expand(s, 0)))
-    g = jax.tree.leaves(_inertia_times(_expand(composite, 1), _expand(s, 0)))
-    f = jax.tree.leaves(_inertia_times(composite, s))
+    x = jax.tree.leaves(cross_motion(expand_dims(s, 1), expand_dims(s, 0)))
+    g = jax.tree.leaves(rigid_inertia_times(expand_dims(composite, 1), expand_dims(s, 0)))
+    f = jax.tree.leaves(rigid_inertia_times(composite, s))
     n = upto.shape[0]
     upto_rows, strict_rows = jnp.asarray(upto.T), jnp.asarray(strict)  # row j: upto[:, j], strict[j]
 
@@ -209,7 +139,7 @@ def mass_matrix_derivative(model: Model, q: Float[Array, " nq"]) -> Float[Array,
     dm = _columns(model, q, lambda d: d)
     if model.kinematics.has_mimic:
         n = dm.shape[0]
-        dm = sp.reduce(model.kinematics, dm.reshape(n, n, n), (0, 1, 2))
+        dm = reduce(model.kinematics, dm.reshape(n, n, n), (0, 1, 2))
         dm = dm.reshape(dm.shape[0], -1)
     return dm
 
@@ -226,4 +156,4 @@ def gravity(model: Model, q: Float[Array, " nq"]) -> Float[Array, " nv"]:
     """``g_j = -S_j . Ic_j (0, g0) = -(S_w . h x g0 + S_v . m g0)``."""
     s, (_, h, m), _ = _composite(model, q)
     g0 = tuple(model.gravity.astype(m.dtype))
-    return sp.reduce(model.kinematics, -(sp.dot(s[0], sp.cross(h, g0)) + sp.dot(s[1], sp.scale(g0, m))), (0,))
+    return reduce(model.kinematics, -(dot(s[0], cross(h, g0)) + dot(s[1], scale(g0, m))), (0,))

@@ -1,6 +1,6 @@
 """Jacobians, their time derivatives and Hessians of every body of a joint tree (private).
 
-All from one pass of forward kinematics (:func:`kronjax._spatial.frames`): the base-frame axis
+All from one pass of forward kinematics (:func:`kronjax._spatial.frames.frames`): the base-frame axis
 ``w_j`` of each joint ``j`` (zero for a prismatic joint), the velocity ``t_j`` it gives its own
 body's origin ``p_j``, and the origins and rotations of all bodies. With ``j ⪯ i`` meaning "the
 body of coordinate ``j`` is body ``i`` or one of its ancestors", a point ``P_i`` fixed on body
@@ -15,7 +15,7 @@ the jacobian-of-jacobian Hessians (51, 60, 67; entry ``(p, j n + k) = dJ[p, j]/d
     dJ_R[i][:, j]/dq_k = w_k x w_j          (k ≺ j ⪯ i)
 
 (the first by the Jacobi identity; it is symmetric in ``j, k``, the second is not). With multi-DoF
-joints (:func:`kronjax._spatial.expansion`), derivatives are along the tangent space: the
+joints (:func:`kronjax._spatial.expansion.expansion`), derivatives are along the tangent space: the
 coordinates of one joint move each other's axes, so for two of them ``k ≺ j`` and ``lo = k``. In body axes
 (31, 40, 53, 61) ``J^(i) = R_i^T J`` and ``dJ^(i)/dq_k = R_i^T (dJ/dq_k - w_k x J)`` for ``k ⪯ i``.
 The time derivative ``dJ/dt = H (E_n ⊗ qd)`` (Tuan 8) is formed directly, ``O(nb n)``::
@@ -26,69 +26,59 @@ with ``W_i, v_i`` the angular velocity of body ``i`` and the velocity of its poi
 origin, ``W_j, v_j`` those of the parent of coordinate ``j``'s body.
 
 Every quantity is a tuple of three components (3-vectors never form a small array axis, see
-:mod:`kronjax._spatial`); arrays over bodies and coordinates ``(nb, n)`` or ``(nb, n, n)`` are
+:mod:`kronjax._spatial.algebra`); arrays over bodies and coordinates ``(nb, n)`` or ``(nb, n, n)`` are
 formed by broadcasting with static masks (no gathers), and the components are stacked last.
 """
 
 from __future__ import annotations
-
-import functools
-from typing import TYPE_CHECKING
 
 import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
-from . import _spatial as sp
+from .._spatial.algebra import add, components, cross, mul, scale
+from .._spatial.expansion import expansion, full_velocities, reduce
+from .._spatial.frames import frames
+from .._spatial.traversal import ancestry
+from ..chain import Tree
 
-if TYPE_CHECKING:
-    from .chain import Tree
 
-
-@functools.cache
-def _topology(parents: tuple[int, ...], kinds: tuple[str, ...], group: tuple[int, ...], real: tuple[int, ...]):
-    """``(bodies, support, strict, sibling)`` over the :func:`~kronjax._spatial.expansion`: the
-    body of each coordinate ``(n,)``; ``support[i, j]`` ``(nb, n)``: ``j ⪯ i`` for the model's
-    bodies ``i``; ``strict[j, k]`` ``(n, n)``: ``k ≺ j`` (coordinate ``k`` moves ``j``'s axis: an
-    ancestor's, or another of the same multi-DoF joint, fixed in its child frame);
-    ``sibling[j, k]``: ``j != k`` of the same joint."""
-    nb = len(parents)
-    below = np.eye(nb, dtype=bool)  # below[i, b]: body b is i or an ancestor of i
-    for i, parent in enumerate(parents):
-        if parent >= 0:
-            below[i] |= below[parent]
-    bodies = np.flatnonzero(np.array(kinds) != "F")
-    group = np.array(group)[bodies]
-    off_diagonal = ~np.eye(len(bodies), dtype=bool)
-    strict = below[bodies][:, group] & off_diagonal
-    sibling = (group[:, None] == group[None, :]) & off_diagonal
-    return bodies, below[np.array(real)][:, bodies], strict, sibling
+def _topology(tree: Tree) -> tuple[np.ndarray, ...]:
+    """``(bodies, support, strict, sibling)`` from the tree's
+    :func:`~kronjax._spatial.traversal.ancestry`: the expanded body of each coordinate ``(n,)``;
+    ``support[i, j]`` ``(nb, n)``: ``j ⪯ i`` for the model's bodies ``i``; ``strict[j, k]`` ``(n,
+    n)``: ``k ≺ j`` (coordinate ``k`` moves ``j``'s axis: an ancestor's, or another of the same
+    multi-DoF joint, fixed in its child frame); ``sibling[j, k]``: ``j != k`` of the same joint."""
+    masks = ancestry(tree)
+    off_diagonal = ~np.eye(len(masks.moving), dtype=bool)
+    support = masks.below[:, expansion(tree).real].T
+    return masks.moving, support, masks.upto.T & off_diagonal, masks.upto & masks.upto.T & off_diagonal
 
 
 def _world(tree: Tree, q: Array, points: Array | None, dtype) -> dict:
     """Forward kinematics, the points ``P_i`` and the columns ``V_ij`` (components of ``(nb, n)``)."""
-    f = sp.frames(tree, q, dtype)
-    ex = sp.expansion(tree)
-    bodies, support, strict, sibling = _topology(ex.parents, ex.kinds, tuple(ex.group.tolist()), tuple(ex.real.tolist()))
+    f = frames(tree, q, dtype)
+    ex = expansion(tree)
+    bodies, support, strict, sibling = _topology(tree)
     rot, origin = f["R"], f["p"]
     if tree.has_multi_dof:  # the model's bodies among the expanded ones
         rot = tuple(tuple(c[ex.real] for c in row) for row in rot)
         origin = tuple(c[ex.real] for c in origin)
     if points is not None:
-        origin = sp.add(origin, sp.mul(rot, sp.components(points.astype(dtype))))
+        origin = add(origin, mul(rot, components(points.astype(dtype))))
     pick = lambda x: tuple(c[bodies] for c in x)  # noqa: E731
     w, t, p = pick(f["w"]), pick(f["t"]), pick(f["p"])
     row = lambda x: tuple(c[None, :] for c in x)  # noqa: E731
     column = lambda x: tuple(c[:, None] for c in x)  # noqa: E731
-    arm = sp.add(column(origin), sp.scale(row(p), -1))
+    arm = add(column(origin), scale(row(p), -1))
     return dict(
         R=rot,
         P=origin,
         w=w,
         t=t,
         p=p,
-        V=sp.add(row(t), sp.cross(row(w), arm)),
+        V=add(row(t), cross(row(w), arm)),
         support=support,
         strict=strict,
         sibling=sibling,
@@ -121,7 +111,7 @@ def jacobians(tree: Tree, q: Array, points: Array | None, frame: str, dtype) -> 
     jr = _masked(g["row"](g["w"]), g["support"])
     if frame == "body":
         jt, jr = _to_body(g["R"], jt), _to_body(g["R"], jr)
-    return sp.reduce(tree, _stacked(jt), (2,)), sp.reduce(tree, _stacked(jr), (2,))
+    return reduce(tree, _stacked(jt), (2,)), reduce(tree, _stacked(jr), (2,))
 
 
 @eqx.filter_jit
@@ -139,23 +129,23 @@ def hessians(tree: Tree, q: Array, points: Array | None, frame: str, dtype) -> t
     w_lo = tuple(jnp.where(j_first, a, b) for a, b in zip(w_j, w_k))
     v_hi = tuple(jnp.where(j_first, b, a) for a, b in zip(v_j, v_k))
     both = g["support"][:, :, None] & g["support"][:, None, :]
-    ht = sp.cross(tuple(c[None] for c in w_lo), v_hi)  # (nb, n, n)
-    turn = tuple(c[None] for c in sp.cross(w_k, w_j))  # w_k x w_j, (1, n, n)
+    ht = cross(tuple(c[None] for c in w_lo), v_hi)  # (nb, n, n)
+    turn = tuple(c[None] for c in cross(w_k, w_j))  # w_k x w_j, (1, n, n)
     hr = _masked(turn, g["strict"])
     if frame != "base":
-        hr = _to_body(g["R"], sp.add(hr, sp.scale(turn, -1)))
+        hr = _to_body(g["R"], add(hr, scale(turn, -1)))
         if frame == "body":
-            ht = sp.add(ht, sp.scale(sp.cross(tuple(c[None] for c in w_k), v_j), -1))
+            ht = add(ht, scale(cross(tuple(c[None] for c in w_k), v_j), -1))
         ht = _to_body(g["R"], ht)
     return _reduce_hessian(tree, _stacked(_masked(ht, both))), _reduce_hessian(tree, _stacked(_masked(hr, both)))
 
 
 def _reduce_hessian(tree: Tree, h: Array) -> Array:
-    """``H (G ⊗ G)`` (mimic joints: :func:`kronjax._spatial.reduce`)."""
+    """``H (G ⊗ G)`` (mimic joints: :func:`kronjax._spatial.expansion.reduce`)."""
     if not tree.has_mimic:
         return h
     n = int(round(h.shape[-1] ** 0.5))
-    h = sp.reduce(tree, h.reshape(*h.shape[:-1], n, n), (2, 3))
+    h = reduce(tree, h.reshape(*h.shape[:-1], n, n), (2, 3))
     return h.reshape(*h.shape[:2], -1)
 
 
@@ -164,19 +154,19 @@ def jacobians_dot(tree: Tree, q: Array, qd: Array, points: Array | None, frame: 
     """``(dJ_T/dt, dJ_R/dt)``, each ``(nb, 3, n)``: ``H (E_n ⊗ qd)`` (Tuan 8) of :func:`hessians`
     in the base frame, or the time derivative of the body-frame Jacobians."""
     g = _world(tree, q, points, dtype)
-    qd = sp.full_velocities(tree, qd.astype(dtype))
+    qd = full_velocities(tree, qd.astype(dtype))
     w, row, column = g["w"], g["row"], g["column"]
-    spin = sp.scale(w, qd)  # w_j qd_j
-    drift = sp.scale(sp.add(g["t"], sp.cross(g["p"], w)), qd)  # (t_j + p_j x w_j) qd_j: at the base origin
+    spin = scale(w, qd)  # w_j qd_j
+    drift = scale(add(g["t"], cross(g["p"], w)), qd)  # (t_j + p_j x w_j) qd_j: at the base origin
     total = lambda m, x: tuple(jnp.asarray(m, dtype) @ c for c in x)  # noqa: E731
     omega, v = total(g["support"], spin), total(g["support"], drift)  # bodies
     omega_in, v_in = total(g["strict"], spin), total(g["strict"], drift)  # parents of coordinates
-    d_omega = sp.add(column(omega), sp.scale(row(omega_in), -1))
-    d_v = sp.add(column(v), sp.scale(row(v_in), -1))
-    jtd = sp.add(sp.cross(row(omega_in), g["V"]), sp.cross(row(w), sp.add(d_v, sp.cross(d_omega, column(g["P"])))))
-    jrd = row(sp.cross(omega_in, w))
+    d_omega = add(column(omega), scale(row(omega_in), -1))
+    d_v = add(column(v), scale(row(v_in), -1))
+    jtd = add(cross(row(omega_in), g["V"]), cross(row(w), add(d_v, cross(d_omega, column(g["P"])))))
+    jrd = row(cross(omega_in, w))
     if frame == "body":
         jt, jr = _masked(g["V"], g["support"]), _masked(row(w), g["support"])
-        jtd = _to_body(g["R"], sp.add(jtd, sp.scale(sp.cross(column(omega), jt), -1)))
-        jrd = _to_body(g["R"], sp.add(jrd, sp.scale(sp.cross(column(omega), jr), -1)))
-    return tuple(sp.reduce(tree, _stacked(_masked(x, g["support"])), (2,)) for x in (jtd, jrd))
+        jtd = _to_body(g["R"], add(jtd, scale(cross(column(omega), jt), -1)))
+        jrd = _to_body(g["R"], add(jrd, scale(cross(column(omega), jr), -1)))
+    return tuple(reduce(tree, _stacked(_masked(x, g["support"])), (2,)) for x in (jtd, jrd))

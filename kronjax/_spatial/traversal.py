@@ -1,0 +1,157 @@
+"""How the tree algorithms visit a tree (private): scans over its unbranched runs, and static
+ancestry masks.
+
+Recursions (:func:`down`, :func:`up`) are a ``lax.scan`` over each unbranched run of bodies (a
+chain is one run; :class:`Schedule`), so compile time does not grow with the number of bodies.
+
+The mask-based algorithms (composite bodies, the derivatives of the dynamics, the Jacobians and
+Hessians) instead form arrays over pairs of bodies or coordinates by broadcasting with the static
+masks of :func:`ancestry`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..chain import Tree
+from .expansion import SUB_JOINTS, expansion
+
+
+class Schedule(NamedTuple):
+    """How the recursions visit the :func:`expanded` tree; static. ``parents`` of the expanded
+    bodies and ``spans``: the unbranched runs ``[start, end)`` (``parents[i] == i - 1`` inside a run)
+    that :func:`down` and :func:`up` scan, with each multi-DoF joint's first sub-joint alone in a
+    span of its own, which they visit without a scan: only that body's transform depends on the
+    joint's whole motion ``(G, t)`` (:func:`joint_transform`), so the scanned bodies' coefficients
+    stay constants shared by a batch instead of rows of a batched stack. The joint's other
+    sub-joints have identity transforms: a span that holds only such bodies (``identity``; a
+    floating root's, which ends at the branching root body) skips the transforms. A body with
+    children in other spans ends its span, so that what passes between spans is a scan's initial
+    or final carry, never stacked: at large batches the recursions are bound by memory traffic
+    rather than arithmetic (for the same reason the passes compute ``E`` and ``r`` again rather
+    than keep them)."""
+
+    parents: tuple[int, ...]
+    spans: tuple[tuple[int, int], ...]
+    identity: tuple[bool, ...]
+
+
+@functools.lru_cache(maxsize=128)
+def _schedule(parents: tuple[int, ...], chains: tuple[tuple[int, int], ...]) -> Schedule:
+    cuts = {i for i, parent in enumerate(parents) if i == 0 or parent != i - 1}
+    roots = {parent for i, parent in enumerate(parents) if parent >= 0 and parent != i - 1}
+    cuts |= {root + 1 for root in roots} | {i for lead, end in chains for i in (lead, lead + 1)}
+    starts = sorted(cut for cut in cuts if cut < len(parents))
+    spans = tuple(zip(starts, starts[1:] + [len(parents)]))
+    identity = tuple(any(lead < start and end <= stop for lead, stop in chains) for start, end in spans)
+    return Schedule(parents, spans, identity)
+
+
+def schedule(tree: Tree) -> Schedule:
+    """The :class:`Schedule` of a tree's recursions."""
+    ex = expansion(tree)
+    return _schedule(ex.parents, tuple((lead, lead + len(SUB_JOINTS[kind])) for kind, _, _, lead, _ in ex.multi))
+
+
+def _rows(stack, start: int, end: int):
+    return jax.tree.map(lambda x: x[start:end], stack)
+
+
+def _visit(step: Callable, carry: Any, rows: dict, reverse: bool = False):
+    """``lax.scan(step, carry, rows)``, or one call of ``step`` for a span of one body."""
+    if len(jax.tree.leaves(rows)[0]) > 1:
+        return jax.lax.scan(step, carry, rows, reverse=reverse)
+    carry, out = step(carry, jax.tree.map(lambda x: x[0], rows))
+    return carry, jax.tree.map(lambda x: jnp.asarray(x)[None], out)
+
+
+def down(order: Schedule, step: Callable, base: Any, inputs: list[dict]) -> list:
+    """From the base outwards: ``carry_i, out_i = step(carry_parent(i), inputs_i)`` with
+    ``carry = base`` at the base. ``inputs``: one dict per span (:func:`split`). Returns each
+    span's stacked outputs, in span order (carries are not stacked: a span's parent ends its own
+    span, and passes the scan's final carry)."""
+    outputs, carries = [], {}
+    for (start, end), span_inputs in zip(order.spans, inputs):
+        root = order.parents[start]
+        carries[end - 1], out = _visit(step, base if root < 0 else carries[root], span_inputs)
+        outputs.append(out)
+    return outputs
+
+
+def up(order: Schedule, step: Callable, zero: Any, inputs: list[dict]) -> list:
+    """From the leaves inwards: ``to_parent_i, out_i = step(from_children_i, inputs_i)``, where
+    ``from_children_i`` sums what body ``i``'s children pass up (``zero`` for a leaf).
+    ``inputs``: one dict per span. Returns each span's stacked outputs."""
+    outputs = [None] * len(order.spans)
+    passed = {}  # body -> what its child spans pass up to it: the last body of its span
+    for k in reversed(range(len(order.spans))):
+        start, end = order.spans[k]
+        to_root, outputs[k] = _visit(step, passed.pop(end - 1, zero), inputs[k], reverse=True)
+        root = order.parents[start]
+        if root >= 0:
+            passed[root] = jax.tree.map(jnp.add, passed[root], to_root) if root in passed else to_root
+    return outputs
+
+
+_TRANSFORM_INPUTS = ("e0", "e_cos", "e_sin", "r0", "r_cos", "r_sin", "r_d", "cos", "sin", "d")
+
+
+def split(order: Schedule, stack) -> list:
+    """A per-body stack cut into the spans' rows. A dict's ``"motion"`` entry (from
+    :func:`joint_inputs`: ``rot``, ``shift`` per first sub-joint) joins its body's span only."""
+    motion = {}
+    if isinstance(stack, dict) and "motion" in stack:
+        stack = dict(stack)
+        motion = stack.pop("motion")
+    out = []
+    for (start, end), identity in zip(order.spans, order.identity):
+        rows = _rows(stack, start, end)
+        if identity and isinstance(rows, dict):
+            rows = {key: value for key, value in rows.items() if key not in _TRANSFORM_INPUTS}
+        if start in motion:
+            rows = dict(rows, **jax.tree.map(lambda x: x[None], motion[start]))
+        out.append(rows)
+    return out
+
+
+class Ancestry(NamedTuple):
+    """Static masks of a tree over the bodies of its :func:`~kronjax._spatial.expansion.expansion`
+    (``n`` moving bodies, one per full coordinate, of ``nb`` expanded bodies; ``i ⪯ j``: joint
+    ``i`` is ``j`` or one of its ancestors).
+
+    ``below[j, b]`` ``(n, nb)``: body ``b`` is joint ``j``'s body or under it; ``upto[i, j]`` ``(n,
+    n)``: ``i ⪯ j``; ``strict[i, j]``: ``i ≺ j`` (``i ⪯ j`` and not ``j ⪯ i``); ``moving`` ``(n,)``:
+    the expanded body of each coordinate. The sub-joints of a multi-DoF joint are each other's
+    ancestors (each moves the others' axes, which are fixed in the joint's child frame): ``⪯`` is
+    then a preorder, and ``upto & upto.T`` off the diagonal marks two sub-joints of one joint."""
+
+    below: np.ndarray
+    upto: np.ndarray
+    strict: np.ndarray
+    moving: np.ndarray
+
+
+def ancestry(tree: Tree) -> Ancestry:
+    """The static :class:`Ancestry` of a tree."""
+    ex = expansion(tree)
+    return _ancestry(ex.parents, ex.kinds, tuple(ex.group.tolist()))
+
+
+@functools.lru_cache(maxsize=64)
+def _ancestry(parents: tuple[int, ...], kinds: tuple[str, ...], group: tuple[int, ...]) -> Ancestry:
+    nb = len(parents)
+    below_body = np.eye(nb, dtype=bool)
+    for b in range(nb - 1, -1, -1):  # parents precede children
+        if parents[b] >= 0:
+            below_body[parents[b]] |= below_body[b]
+    below_body = below_body[np.array(group)]  # a sub-joint carries its whole joint
+    moving = np.array([kind != "F" for kind in kinds])
+    below = below_body[moving]
+    upto = below[:, moving]
+    return Ancestry(below, upto, upto & ~upto.T, np.flatnonzero(moving))

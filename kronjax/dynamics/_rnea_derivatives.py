@@ -1,0 +1,170 @@
+"""Analytical derivatives of inverse dynamics (RNEA) of a joint tree (private).
+
+Carpentier and Mansard, "Analytical derivatives of rigid body dynamics algorithms", RSS 2018
+(sec. IV, the world-frame algorithm of Pinocchio's ``computeRNEADerivatives``). Everything is in
+the base frame, as spatial vectors about the base origin (angular part first), in the scalar
+components of :mod:`kronjax._spatial.algebra` (tuples of ``(n,)`` or ``(nb,)`` arrays, so that batches
+vectorise), on the composite-body quantities of :mod:`kronjax.dynamics._crba`.
+
+Notation (``i ⪯ j``: joint ``i`` is ``j`` or one of its ancestors; ``λ(j)``: the body that joint
+``j`` hangs from; ``x``, ``x*``: motion and force cross products). Joint ``j``'s axis ``S_j``,
+body ``b``'s spatial inertia ``I_b``, velocity ``v_b = sum_{k ⪯ b} S_k qd_k`` and acceleration
+``a_b = (0, -g0) + sum_{k ⪯ b} (S_k qdd_k + (v_k x S_k) qd_k)`` (gravity as an upward base
+acceleration), momentum ``p_b = I_b v_b`` and net force ``f_b = I_b a_b + v_b x* p_b``; ``tau_j =
+S_j . F_j`` with ``F_j`` the sum of ``f_b`` over the subtree of ``j``. A motion of joint ``j``
+carries its subtree rigidly (``dS_k/dq_j = S_j x S_k``) but not ``v_λ(j)``, ``a_λ(j)``; the
+paper's columns are::
+
+    dV_j = v_λ(j) x S_j                        (dv/dq_j, Pinocchio's dVdq)
+    dA_j = a_λ(j) x S_j + v_λ(j) x dV_j        (da/dq_j, dAdq)
+    dAv_j = (v_j + v_λ(j)) x S_j               (da/dqd_j, dAdv)
+
+and with ``B_b x = v_b x* I_b x - I_b (v_b x x) + x x* p_b`` (the derivative of ``f_b`` through
+the velocity and the inertia's motion), composites ``Ic_j``, ``Bc_j`` over the subtree of ``j``::
+
+    dtau_k/dq_j  = (Ic_k S_k) . dA_j  + (Bc_k^T S_k) . dV_j                     (j ⪯ k)
+                 = S_k . (Bc_j dV_j + Ic_j dA_j + S_j x* F_j)                   (k ≺ j)
+    dtau_k/dqd_j = (Ic_k S_k) . dAv_j + (Bc_k^T S_k) . S_j                       (j ⪯ k)
+                 = S_k . (Bc_j S_j + Ic_j dAv_j)                                (k ≺ j)
+    M[k, j]      = S_k . Ic_j S_j                                               (k ⪯ j; symmetric)
+
+and zero off the paths. With ``I_b = [[a, [h]], -[h], m]]`` (``h = m c``), ``B_b`` acts on the
+angular part alone: ``B_b (w, v) = (Y_b w + w x p_n, 2 w x p_f)`` with the symmetric ``Y_b = [w_b] a
++ ([w_b] a)^T - (h u^T + u h^T) + 2 (u . h) 1`` (``v_b = (w_b, u)``, ``p_b = (p_n, p_f)``), so
+``Bc_j`` is 12 numbers: ``sum Y_b`` and the subtree's momentum ``sum p_b``; ``Bc^T S = (Yc S_w -
+S_w x P_n - 2 S_v x P_f, 0)``.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from .._spatial.algebra import (
+    add,
+    cross,
+    cross_force,
+    cross_matrix,
+    cross_motion,
+    dot,
+    mul,
+    rigid_inertia_times,
+    scale,
+    spatial_dot,
+    symmetric,
+)
+from .._spatial.expansion import full_velocities, reduce
+from .._spatial.frames import base_frame
+from .._spatial.traversal import ancestry
+from ..chain import Model, Tree
+from ..chain._model import armature_force, with_armature
+from ._crba import symmetric_from_upto
+
+
+def _masked(mask: np.ndarray, x):
+    """``mask @ x`` per component (``mask`` static, 0/1), written ``x @ mask^T`` so that under
+    ``vmap`` it is one matrix product with the batch as rows, with no transpose of the output."""
+    return jax.tree.map(lambda c: c @ mask.T.astype(c.dtype), x)
+
+
+def _pairs(rows, cols) -> Array:
+    """``out[k, j] = rows_k . cols_j`` over matching components (``(n,)`` each)."""
+    return sum(r[:, None] * c[None, :] for r, c in zip(jax.tree.leaves(rows), jax.tree.leaves(cols)))
+
+
+def _velocity_term(y, p, x_w):
+    """``B x`` of an angular part ``x_w``, from ``Y`` and the momentum ``p = (p_n, p_f)``."""
+    return add(mul(y, x_w), cross(x_w, p[0])), scale(cross(x_w, p[1]), 2)
+
+
+def velocity_stage(model: Model, q: Array, qd: Array, dtype) -> dict:
+    """Everything that does not depend on ``qdd``: ``S``, the inertias, velocities, ``Ic S``,
+    ``Bc^T S``, ``M`` and ``dtau/dqd`` (module doc)."""
+    tree: Tree = model.kinematics
+    below, upto, strict, moving = ancestry(tree)
+    s, inertia = base_frame(model, q)
+    s = jax.tree.map(lambda x: x[moving].astype(dtype), s)
+    a, h, m = inertia = jax.tree.map(lambda x: x.astype(dtype), inertia)
+    sq = scale(s, qd)
+    v = _masked(upto.T, sq)  # v_j: velocity of joint j's body
+    v_parent = _masked(strict.T, sq)
+    v_body = _masked(below.T, sq)
+    p = rigid_inertia_times(inertia, v_body)
+    w, u = v_body
+    wa = cross_matrix(w, a)
+    uh = dot(u, h)
+    y = symmetric(lambda i, j: wa[i][j] + wa[j][i] - h[i] * u[j] - u[i] * h[j] + (2 * uh if i == j else 0))
+    ic, pc, yc = _masked(below, (inertia, p, y))
+
+    dv = cross_motion(v_parent, s)
+    dav = cross_motion(add(v, v_parent), s)
+    fa = rigid_inertia_times(ic, s)  # Ic_j S_j
+    s_w, s_v = s
+    bts = add(mul(yc, s_w), scale(add(cross(s_w, pc[0]), scale(cross(s_v, pc[1]), 2)), -1))
+    dfdv = add(_velocity_term(yc, pc, s_w), rigid_inertia_times(ic, dav))
+    lower, above = jnp.asarray(upto.T), jnp.asarray(strict)  # j ⪯ k at [k, j]; k ≺ j
+    dtau_dqd = jnp.where(lower, _pairs((fa, bts), (dav, s_w)), 0) + jnp.where(above, _pairs(s, dfdv), 0)
+    return dict(
+        s=s,
+        inertia=inertia,
+        v=v,
+        v_parent=v_parent,
+        v_body=v_body,
+        p=p,
+        ic=ic,
+        pc=pc,
+        yc=yc,
+        dv=dv,
+        fa=fa,
+        bts=bts,
+        masks=(below, upto, strict, lower, above),
+        dtau_dqd=dtau_dqd,
+        velocity_product=scale(cross_motion(v, s), qd),  # (v_j x S_j) qd_j
+        mass=symmetric_from_upto(_pairs(s, fa), upto),
+    )
+
+
+def forces(model: Model, k: dict, qdd: Array):
+    """Accelerations of the parents and composite forces ``F_j`` at ``qdd``, and ``tau``."""
+    below, _, strict, _, _ = k["masks"]
+    g = model.gravity.astype(qdd.dtype)
+    zero = jnp.zeros((), qdd.dtype)
+    base = ((zero, zero, zero), (-g[0], -g[1], -g[2]))
+    s = k["s"]
+    zeta = add(scale(s, qdd), k["velocity_product"])
+    a_parent = add(base, _masked(strict.T, zeta))
+    a_body = add(base, _masked(below.T, zeta))
+    f = add(rigid_inertia_times(k["inertia"], a_body), cross_force(k["v_body"], k["p"]))
+    fc = _masked(below, f)
+    return a_parent, fc, spatial_dot(s, fc)
+
+
+def acceleration_stage(k: dict, a_parent, fc) -> Array:
+    """``dtau/dq`` from the parents' accelerations and the composite forces (module doc)."""
+    s, v_parent, dv, ic, pc, yc = k["s"], k["v_parent"], k["dv"], k["ic"], k["pc"], k["yc"]
+    _, _, _, lower, above = k["masks"]
+    da = add(cross_motion(a_parent, s), cross_motion(v_parent, dv))
+    dfdq = add(_velocity_term(yc, pc, dv[0]), rigid_inertia_times(ic, da), cross_force(s, fc))
+    return jnp.where(lower, _pairs((k["fa"], k["bts"]), (da, dv[0])), 0) + jnp.where(above, _pairs(s, dfdq), 0)
+
+
+def result_dtype(model: Model, *x: Array):
+    return jnp.result_type(*x, model.kinematics.axes, model.inertials.mass, model.gravity)
+
+
+@eqx.filter_jit
+def rnea_derivatives(
+    model: Model, q: Float[Array, " nq"], qd: Float[Array, " nv"], qdd: Float[Array, " nv"]
+) -> tuple[Float[Array, " nv"], Float[Array, "nv nv"], Float[Array, "nv nv"], Float[Array, "nv nv"]]:
+    """``(tau, dtau/dq, dtau/dqd, M)`` of a :class:`~kronjax.chain.Tree` model at one state; each
+    matrix has row = joint force ``k``, column = coordinate ``j`` (module doc)."""
+    dtype = result_dtype(model, q, qd, qdd)
+    tree = model.kinematics
+    q, qd, qdd = (x.astype(dtype) for x in (q, qd, qdd))
+    k = velocity_stage(model, q, full_velocities(tree, qd), dtype)
+    a_parent, fc, tau = forces(model, k, full_velocities(tree, qdd))
+    dq, dqd, mass = (reduce(tree, x, (0, 1)) for x in (acceleration_stage(k, a_parent, fc), k["dtau_dqd"], k["mass"]))
+    return reduce(tree, tau, (0,)) + armature_force(model, qdd), dq, dqd, with_armature(model, mass)

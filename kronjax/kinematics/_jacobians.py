@@ -1,0 +1,360 @@
+"""Jacobians, their time derivatives and Hessians of every body or of one (Tuan sec. 3), in the
+closed forms of :mod:`kronjax.kinematics._tree` for trees or by ``jax.jacfwd`` of the poses."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
+
+from ..chain import Model
+from ..chain._model import choose_method
+from ..configuration import unchecked_integrate
+from . import _tree
+
+JACOBIAN_FRAMES = ("base", "body")
+HESSIAN_FRAMES = ("base", "body", "body*")
+KINEMATICS_METHODS = ("auto", "analytic", "autodiff")
+
+
+def angular_jacobian(r: Array, dr: Array, frame: str) -> Array:
+    """``J_R`` from ``R (..., 3, 3)`` and ``dR/dq (..., 3, 3, n)``: vee of ``Rdot R^T`` (37, base)
+    or of ``R^T Rdot`` (40, body), column by column."""
+    if frame == "base":
+        w = jnp.einsum("...ijk,...lj->...ilk", dr, r)
+    else:
+        w = jnp.einsum("...ji,...jlk->...ilk", r, dr)
+    return jnp.stack([w[..., 2, 1, :], w[..., 0, 2, :], w[..., 1, 0, :]], axis=-2)
+
+
+def _autodiff_jacobians(model: Model, q: Array, points: Array, frame: str) -> tuple[Array, Array]:
+    """``(J_T, J_R)`` by ``jax.jacfwd`` of the poses: points fixed on the bodies (``(nb, 3)`` in
+    body frames; 29, 31, 45, 47) and rotational Jacobians (37, 40)."""
+
+    def placed(q):
+        r, p = model.poses(q)
+        return (p + jnp.einsum("bij,bj->bi", r, points), r), r
+
+    (jt, dr), r = jax.jacfwd(along_tangent(model, q, placed), has_aux=True)(tangent_origin(model, q))
+    jr = angular_jacobian(r, dr, frame)
+    if frame == "body":
+        jt = jnp.einsum("bji,bjk->bik", r, jt)
+    return jt, jr
+
+
+def _autodiff_hessians(model: Model, q: Array, points: Array, frame: str) -> tuple[Array, Array]:
+    n = model.nv
+    if frame == "body*":
+        ht = _autodiff_hessians(model, q, points, "base")[0]
+        return jnp.einsum("bji,bjk->bik", model.poses(q)[0], ht), _autodiff_hessians(model, q, points, "body")[1]
+    jacobians = along_tangent(model, q, lambda q: _autodiff_jacobians(model, q, points, frame))
+    ht, hr = jax.jacfwd(jacobians)(tangent_origin(model, q))
+    return ht.reshape(*ht.shape[:-2], n * n), hr.reshape(*hr.shape[:-2], n * n)
+
+
+def along_tangent(model: Model, q: Array, f):
+    """``f`` as a function of a velocity ``v`` at ``q``: ``v -> f(q ⊕ v)`` (``f`` itself when all
+    joints are 1-DoF), whose derivative at ``v = 0`` is along the tangent space
+    (:mod:`kronjax.configuration`)."""
+    if not model.has_multi_dof:
+        return f
+    return lambda v: f(unchecked_integrate(model, q, v))
+
+
+def tangent_jvp(model: Model, q: Array, f, v: Array):
+    """``(f(q), d/dt f(q ⊕ t v))`` at ``t = 0`` by one forward-mode pass."""
+    return jax.jvp(along_tangent(model, q, f), (tangent_origin(model, q),), (v.astype(q.dtype),))
+
+
+def tangent_origin(model: Model, q: Array) -> Array:
+    """Where :func:`along_tangent`'s function is differentiated: ``q``, or ``v = 0``."""
+    return q if not model.has_multi_dof else jnp.zeros(model.nv, q.dtype)
+
+
+def _method(model: Model, method: str) -> str:
+    return choose_method(model, method, KINEMATICS_METHODS, "analytic", "autodiff")
+
+
+def unchecked_jacobians(model: Model, q: Array, points: Array | None, frame: str, method: str = "auto"):
+    """:func:`jacobians` without input checks (``points``: ``(nb, 3)`` or ``None``)."""
+    if _method(model, method) == "analytic":
+        return _tree.jacobians(model.kinematics, q, points, frame, _dtype(model, q))
+    return _autodiff_jacobians(model, q, _zeros_if_none(model, q, points), frame)
+
+
+def unchecked_hessians(model: Model, q: Array, points: Array | None, frame: str, method: str = "auto"):
+    """:func:`hessians` without input checks."""
+    if _method(model, method) == "analytic":
+        return _tree.hessians(model.kinematics, q, points, frame, _dtype(model, q))
+    return _autodiff_hessians(model, q, _zeros_if_none(model, q, points), frame)
+
+
+def unchecked_jacobians_dot(model: Model, q: Array, qd: Array, points: Array | None, frame: str, method: str = "auto"):
+    """:func:`jacobians_dot` without input checks."""
+    if _method(model, method) == "analytic":
+        return _tree.jacobians_dot(model.kinematics, q, qd, points, frame, _dtype(model, q, qd))
+    points = _zeros_if_none(model, q, points)
+    return tangent_jvp(model, q, lambda q: _autodiff_jacobians(model, q, points, frame), qd)[1]
+
+
+def _dtype(model: Model, *arrays):
+    return jnp.result_type(*arrays, model.kinematics.axes)
+
+
+def _zeros_if_none(model: Model, q: Array, points: Array | None) -> Array:
+    return jnp.zeros((model.n_bodies, 3), q.dtype) if points is None else points
+
+
+def check_frame(frame: str, allowed: tuple[str, ...]) -> None:
+    if frame not in allowed:
+        raise ValueError(f"unknown frame {frame!r}; expected one of {allowed}")
+
+
+def _points(model: Model, points, dtype) -> Array | None:
+    """``points`` of :func:`jacobians`: ``None``, ``"com"`` or ``(nb, 3)``, checked."""
+    if points is None:
+        return None
+    if isinstance(points, str):
+        if points != "com":
+            raise ValueError(f"points must be None, 'com' or an (nb, 3) array of body-frame points, got {points!r}")
+        if model.inertials is None:
+            raise ValueError("points='com' needs a model with inertials")
+        return model.inertials.com.astype(dtype)
+    p = jnp.asarray(points, dtype)
+    if p.shape != (model.n_bodies, 3):
+        raise ValueError(f"points must have shape ({model.n_bodies}, 3), one body-frame point per body; got {p.shape}")
+    return p
+
+
+def jacobians(
+    model: Model, q: Float[ArrayLike, " nq"], frame: str = "base", points=None, method: str = "auto"
+) -> tuple[Float[Array, "nb 3 nv"], Float[Array, "nb 3 nv"]]:
+    """Translational and rotational Jacobians of every body, ``(J_T, J_R)``, each ``(nb, 3, n)``.
+
+    ``J_T[i]`` is the Jacobian of body ``i``'s frame origin, or of a point fixed on it, and
+    ``J_R[i]`` its rotational Jacobian: ``v = J_T[i] qd``, ``omega = J_R[i] qd``.
+    ``frame="base"``: ``^0J_T^(0)`` (29), ``J_TG`` (45), ``J_R^(0)`` (37) (Pinocchio's
+    LOCAL_WORLD_ALIGNED); ``frame="body"``: ``A_0^(i) J`` (31, 47, 40) (Pinocchio's LOCAL).
+
+    Args:
+        points: ``None`` (the frame origins), ``"com"`` (the centres of mass) or ``(nb, 3)``
+            points in the body frames, one per body.
+        method: ``"analytic"`` (Tree models: from the joint axes of one forward-kinematics pass,
+            :mod:`kronjax.kinematics._tree`), ``"autodiff"`` (``jax.jacfwd`` of the poses; any model),
+            ``"auto"`` (the first for Tree models).
+
+    Example:
+        At ``q = 0`` link 2's origin ``(L, 0, 0)`` moves along ``y`` with joint 1 only, and link 2
+        turns with both joints:
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> J_T, J_R = kj.jacobians(model, jnp.zeros(2))
+        >>> J_T.shape, J_R.shape  # (bodies, 3, n)
+        ((2, 3, 2), (2, 3, 2))
+        >>> print(np.round(J_T[1], 4))
+        [[0.   0.  ]
+         [1.22 0.  ]
+         [0.   0.  ]]
+        >>> J_R[1].tolist()
+        [[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]]
+    """
+    check_frame(frame, JACOBIAN_FRAMES)
+    q = model.check_q(q)
+    return unchecked_jacobians(model, q, _points(model, points, q.dtype), frame, method)
+
+
+def hessians(
+    model: Model, q: Float[ArrayLike, " nq"], frame: str = "base", points=None, method: str = "auto"
+) -> tuple[Float[Array, "nb 3 nvnv"], Float[Array, "nb 3 nvnv"]]:
+    """Translational and rotational Hessians of every body, ``(H_T, H_R)``, each ``(nb, 3, n^2)``.
+
+    Khang's layout, jacobian-of-jacobian form: ``H[i][p, j n + k] = dJ[i][p, j]/dq_k`` for the
+    Jacobians of :func:`jacobians`, so that ``a = J qdd + H (qd ⊗ qd)``. ``frame="base"``: (51),
+    (67) for points, (60); ``"body"``: ``d(J^(i))/dq`` (53, 61); ``"body*"``: ``A_0^(i) H_T^(0)``
+    (58), the body-axes acceleration ``a^(i) = J_T^(i) qdd + H*_T (qd ⊗ qd)`` (59), with ``H_R``
+    as in ``"body"`` (61, for which ``alpha^(i) = J_R^(i) qdd + H_R (qd ⊗ qd)`` holds already).
+    Translational Hessians are symmetric in ``(j, k)``, rotational ones are not.
+
+    Args: as :func:`jacobians`.
+
+    Example:
+        Turning joint 1 at unit speed from ``q = 0`` gives link 2's origin the centripetal
+        acceleration ``H_T (qd ⊗ qd) = (-L, 0, 0)``:
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> H_T, H_R = kj.hessians(model, jnp.zeros(2))
+        >>> H_T.shape  # (bodies, 3, n^2)
+        (2, 3, 4)
+        >>> qd = jnp.array([1.0, 0.0])
+        >>> print(np.round(H_T[1] @ kj.kron(qd, qd), 4))
+        [-1.22  0.    0.  ]
+    """
+    check_frame(frame, HESSIAN_FRAMES)
+    q = model.check_q(q)
+    return unchecked_hessians(model, q, _points(model, points, q.dtype), frame, method)
+
+
+def jacobians_dot(
+    model: Model,
+    q: Float[ArrayLike, " nq"],
+    qd: Float[ArrayLike, " nv"],
+    frame: str = "base",
+    points=None,
+    method: str = "auto",
+) -> tuple[Float[Array, "nb 3 nv"], Float[Array, "nb 3 nv"]]:
+    """Time derivatives of the Jacobians of :func:`jacobians`, ``(dJ_T/dt, dJ_R/dt)``, each ``(nb, 3, n)``.
+
+    ``dJ/dt = H (E_n ⊗ qd)`` (Tuan 8 with :func:`hessians`), so that ``a = J qdd + (dJ/dt) qd``
+    (what task-space controllers need; Pinocchio's ``getFrameJacobianTimeVariation``).
+    ``frame="base"`` or ``"body"`` (the derivative of the body-frame Jacobian ``A_0^(i) J``).
+
+    Args: as :func:`jacobians`; ``qd``: ``(n,)`` joint velocities.
+
+    Example:
+        ``dJ/dt = H (E_n ⊗ qd)``; ``(dJ_T/dt) qd`` is the centripetal acceleration of
+        :func:`hessians`' example:
+
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> q, qd = jnp.array([0.3, 0.5]), jnp.array([1.0, -2.0])
+        >>> dJ_T, dJ_R = kj.jacobians_dot(model, q, qd)
+        >>> dJ_T.shape
+        (2, 3, 2)
+        >>> H_T, _ = kj.hessians(model, q)
+        >>> bool(jnp.allclose(dJ_T, H_T @ kj.kron(jnp.eye(2), qd[:, None])))
+        True
+    """
+    check_frame(frame, JACOBIAN_FRAMES)
+    q, qd = model.check_q(q), model.check_v(qd, "qd")
+    return unchecked_jacobians_dot(model, q, qd, _points(model, points, q.dtype), frame, method)
+
+
+def _body_points(model: Model, body: int, point, dtype) -> Array:
+    """``(nb, 3)`` points, zero except the chosen body's (frame origin, ``"com"`` or a 3-vector)."""
+    if point is None:
+        p = jnp.zeros(3, dtype)
+    elif isinstance(point, str):
+        if point != "com":
+            raise ValueError(f"point must be None, 'com' or a 3-vector in the body frame, got {point!r}")
+        if model.inertials is None:
+            raise ValueError("point='com' needs a model with inertials")
+        p = model.inertials.com[body].astype(dtype)
+    else:
+        p = jnp.asarray(point, dtype)
+        if p.shape != (3,):
+            raise ValueError(f"point must be a 3-vector in the body frame, got shape {p.shape}")
+    return jnp.zeros((model.n_bodies, 3), dtype).at[body].set(p)
+
+
+def prepare_body(model: Model, q, body, point=None):
+    q = model.check_q(q)
+    b = model.body_index(body)
+    return q, b, _body_points(model, b, point, q.dtype)
+
+
+def translational_jacobian(
+    model: Model, q: Float[ArrayLike, " nq"], body: int | str, point=None, frame: str = "base"
+) -> Float[Array, "3 nv"]:
+    """Translational Jacobian ``J_T`` (3 x n) of a body frame's origin or of a point fixed on the body.
+
+    ``frame="base"``: ``^0J_T^(0) = d(^0 d_i^(0))/dq`` (29), or ``J_TG`` of a point (45);
+    ``frame="body"``: ``A_0^(i) J_T^(0)`` (31, 47), so that ``v^(i) = J_T^(i) qd``.
+
+    Args:
+        point: ``None`` (the frame origin), ``"com"`` (the body's centre of mass) or a 3-vector in
+            the body frame (``p_b^(b)``).
+
+    Example:
+        Link 2's centre of mass, ``Lc = 0.61`` m along it, at ``q = 0`` is at ``x = L + Lc``:
+        joint 1 moves it along ``y`` at ``L + Lc``, joint 2 at ``Lc``.
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> J_T = kj.translational_jacobian(model, jnp.zeros(2), "link2", point="com")
+        >>> bool(np.allclose(J_T, [[0.0, 0.0], [1.83, 0.61], [0.0, 0.0]]))
+        True
+    """
+    check_frame(frame, JACOBIAN_FRAMES)
+    q, b, points = prepare_body(model, q, body, point)
+    return unchecked_jacobians(model, q, points, frame)[0][b]
+
+
+def rotational_jacobian(model: Model, q: Float[ArrayLike, " nq"], body: int | str, frame: str = "base") -> Float[Array, "3 nv"]:
+    """Rotational Jacobian ``J_R`` (3 x n): ``omega = J_R qd`` in the base frame (37) or in the
+    body frame (40).
+
+    Example:
+        Both joint axes of the double pendulum are ``z``:
+
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> kj.rotational_jacobian(model, jnp.array([0.3, 0.5]), "link2").tolist()
+        [[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]]
+    """
+    check_frame(frame, JACOBIAN_FRAMES)
+    q, b, _ = prepare_body(model, q, body)
+    return unchecked_jacobians(model, q, None, frame)[1][b]
+
+
+def translational_hessian(
+    model: Model, q: Float[ArrayLike, " nq"], body: int | str, point=None, frame: str = "base"
+) -> Float[Array, "3 nvnv"]:
+    """Translational Hessian (3 x n^2, Khang's layout) of a frame origin or a body point.
+
+    ``"base"``: ``H_T^(0) = dJ_T^(0)/dq`` (51; 67 for a point), ``a^(0) = J_T qdd + H_T (qd ⊗ qd)`` (52, 66).
+    ``"body"``: ``H_T^(i) = dJ_T^(i)/dq`` (53): the derivative of the body-frame velocity components (54).
+    ``"body*"``: ``H*_T^(i) = A_0^(i) H_T^(0)`` (58): ``a^(i) = J_T^(i) qdd + H*_T (qd ⊗ qd)`` (59).
+
+    Example:
+        Link 2's centre of mass at ``x = L + Lc`` (``q = 0``), joint 1 turning at unit speed:
+        centripetal acceleration ``-(L + Lc) = -1.83`` along ``x``.
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> H_T = kj.translational_hessian(model, jnp.zeros(2), "link2", point="com")
+        >>> H_T.shape
+        (3, 4)
+        >>> qd = jnp.array([1.0, 0.0])
+        >>> bool(np.allclose(H_T @ kj.kron(qd, qd), [-1.83, 0.0, 0.0]))
+        True
+        >>> bool(jnp.allclose(H_T, kj.symmetrize(H_T)))  # a point's translational Hessian is symmetric
+        True
+    """
+    check_frame(frame, HESSIAN_FRAMES)
+    q, b, points = prepare_body(model, q, body, point)
+    return unchecked_hessians(model, q, points, frame)[0][b]
+
+
+def rotational_hessian(model: Model, q: Float[ArrayLike, " nq"], body: int | str, frame: str = "base") -> Float[Array, "3 nvnv"]:
+    """Rotational Hessian (3 x n^2, Khang's layout): ``dJ_R/dq`` in the base frame (60) or the
+    body frame (61); ``alpha = J_R qdd + H_R (qd ⊗ qd)`` (62-64). Not symmetric in general.
+
+    Example:
+        Joint 1 about ``z``, joint 2 about the ``y`` axis it carries: joint 2's axis turns with
+        ``q1``, ``dJ_R[:, 1]/dq_0 = z x y = -x`` (column ``1 n + 0 = 2``), and nothing else varies.
+
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> arm = kj.from_joints([kj.Joint("R", axis=(0, 0, 1)),
+        ...                       kj.Joint("R", parent=0, axis=(0, 1, 0), translation=(1, 0, 0))])
+        >>> H_R = kj.rotational_hessian(arm, jnp.zeros(2), 1)
+        >>> H_R.tolist()
+        [[0.0, 0.0, -1.0, 0.0], [0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]]
+        >>> bool(jnp.allclose(H_R, kj.symmetrize(H_R)))
+        False
+    """
+    check_frame(frame, JACOBIAN_FRAMES)
+    q, b, _ = prepare_body(model, q, body)
+    return unchecked_hessians(model, q, None, frame)[1][b]

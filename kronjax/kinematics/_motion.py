@@ -1,0 +1,106 @@
+"""Velocities and accelerations of a body or of a point on it (Tuan eqs. 28-47)."""
+
+from __future__ import annotations
+
+from jaxtyping import Array, Float
+
+from ..chain import Model
+from ._jacobians import (
+    JACOBIAN_FRAMES,
+    check_frame,
+    prepare_body,
+    rotational_jacobian,
+    translational_jacobian,
+    unchecked_jacobians,
+    unchecked_jacobians_dot,
+)
+
+
+def linear_velocity(model: Model, q, qd, body: int | str, point=None, frame: str = "base") -> Float[Array, 3]:
+    """``v = J_T qd`` of a frame origin or body point, in the base (30, 44) or body frame (32, 46).
+
+    Example:
+        ``v`` matches a finite difference of the position along ``qd``:
+
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> q, qd = jnp.array([0.3, 0.5]), jnp.array([1.0, -2.0])
+        >>> v = kj.linear_velocity(model, q, qd, "link2")
+        >>> position = lambda q: kj.forward_kinematics(model, q).origins[1]
+        >>> eps = 1e-3
+        >>> fd = (position(q + eps * qd) - position(q - eps * qd)) / (2 * eps)  # central difference
+        >>> bool(jnp.allclose(v, fd, atol=1e-4))
+        True
+    """
+    return translational_jacobian(model, q, body, point, frame) @ model.check_v(qd, "qd")
+
+
+def angular_velocity(model: Model, q, qd, body: int | str, frame: str = "base") -> Float[Array, 3]:
+    """``omega = J_R qd`` in the base (38) or body frame (39).
+
+    Example:
+        In the plane, link 2 turns at ``qd1 + qd2`` about ``z``:
+
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> kj.angular_velocity(model, jnp.array([0.3, 0.5]), jnp.array([1.0, 2.0]), "link2").tolist()
+        [0.0, 0.0, 3.0]
+    """
+    return rotational_jacobian(model, q, body, frame) @ model.check_v(qd, "qd")
+
+
+def _accelerations(model: Model, q, qd, qdd, body, point, frame: str) -> tuple[Array, Array]:
+    """Linear and angular acceleration of one body: ``J qdd + (dJ/dt) qd`` in the base frame
+    (equal to ``J qdd + H (qd ⊗ qd)``, 52, 62, 66), turned into body axes for ``"body"`` (59, 63)."""
+    check_frame(frame, JACOBIAN_FRAMES)
+    q, b, points = prepare_body(model, q, body, point)
+    qd, qdd = model.check_v(qd, "qd"), model.check_v(qdd, "qdd")
+    jt, jr = (x[b] for x in unchecked_jacobians(model, q, points, "base"))
+    jtd, jrd = (x[b] for x in unchecked_jacobians_dot(model, q, qd, points, "base"))
+    a, alpha = jt @ qdd + jtd @ qd, jr @ qdd + jrd @ qd
+    if frame == "body":
+        rotation = model.poses(q)[0][b]
+        a, alpha = rotation.T @ a, rotation.T @ alpha
+    return a, alpha
+
+
+def linear_acceleration(model: Model, q, qd, qdd, body: int | str, point=None, frame: str = "base") -> Float[Array, 3]:
+    """Acceleration of a frame origin or body point: ``J_T qdd + H_T (qd ⊗ qd)``.
+
+    In the base frame (52, 66), or in body axes with ``H*_T`` (58-59).
+
+    Example:
+        Joint 1 turning at unit speed from ``q = 0``: the centripetal accelerations of link 2's
+        origin (``-L``) and centre of mass (``-(L + Lc)``), along ``x``:
+
+        >>> import jax.numpy as jnp
+        >>> import numpy as np
+        >>> import kronjax as kj
+        >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
+        >>> q, qd, qdd = jnp.zeros(2), jnp.array([1.0, 0.0]), jnp.zeros(2)
+        >>> print(np.round(kj.linear_acceleration(model, q, qd, qdd, "link2"), 4))
+        [-1.22  0.    0.  ]
+        >>> bool(np.allclose(kj.linear_acceleration(model, q, qd, qdd, "link2", point="com"), [-1.83, 0.0, 0.0]))
+        True
+    """
+    return _accelerations(model, q, qd, qdd, body, point, frame)[0]
+
+
+def angular_acceleration(model: Model, q, qd, qdd, body: int | str, frame: str = "base") -> Float[Array, 3]:
+    """Angular acceleration ``J_R qdd + H_R (qd ⊗ qd)`` in the base (62) or body frame (63-64).
+
+    Example:
+        Joint 1 about ``z`` and joint 2 about the ``y`` axis it carries: ``alpha = qdd1 z + qdd2 y +
+        qd1 qd2 (z x y)`` at ``q = 0`` (see :func:`rotational_hessian`).
+
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> arm = kj.from_joints([kj.Joint("R", axis=(0, 0, 1)),
+        ...                       kj.Joint("R", parent=0, axis=(0, 1, 0), translation=(1, 0, 0))])
+        >>> q, qd, qdd = jnp.zeros(2), jnp.array([2.0, 3.0]), jnp.array([1.0, 0.5])
+        >>> kj.angular_acceleration(arm, q, qd, qdd, 1).tolist()
+        [-6.0, 0.5, 1.0]
+    """
+    return _accelerations(model, q, qd, qdd, body, None, frame)[1]
