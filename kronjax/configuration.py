@@ -53,10 +53,10 @@ def _quaternion_velocity(quat: Array, dquat: Array) -> Array:
 
 
 # (kind, q start, v start) of every joint with a coordinate: static, hashable
-JointSlices = tuple[tuple[str, int, int], ...]
+MovingJoints = tuple[tuple[str, int, int], ...]
 
 
-def moving_joints(model: Model) -> JointSlices:
+def moving_joints(model: Model) -> MovingJoints:
     """The joints with a coordinate (not fixed, not mimic); a poses-function model's coordinates
     are Euclidean, taken as revolute."""
     tree = model.kinematics
@@ -209,7 +209,7 @@ def _unit(x: Array) -> Array:
     return x / jnp.linalg.norm(x)
 
 
-def chart(joints: JointSlices, q0: Array, delta: Array) -> Array:
+def chart(joints: MovingJoints, q0: Array, delta: Array) -> Array:
     """``q = chart(q0, delta)`` (``(nq,)`` from ``(nq,)`` and ``(nv,)``; module doc), unit
     quaternions and ``(cos, sin)`` pairs normalised."""
     parts = []
@@ -229,7 +229,7 @@ def chart(joints: JointSlices, q0: Array, delta: Array) -> Array:
     return jnp.concatenate(parts)
 
 
-def chart_rate(joints: JointSlices, q: Array, delta: Array, v: Array) -> Array:
+def chart_rate(joints: MovingJoints, q: Array, delta: Array, v: Array) -> Array:
     """``d(delta)/dt`` ``(nv,)`` at ``q = chart(q0, delta)`` moving with velocity ``v``."""
     parts = []
     for kind, qi, vi in joints:
@@ -245,7 +245,7 @@ def chart_rate(joints: JointSlices, q: Array, delta: Array, v: Array) -> Array:
     return jnp.concatenate(parts)
 
 
-def configuration_rate(joints: JointSlices, q: Array, v: Array) -> Array:
+def configuration_rate(joints: MovingJoints, q: Array, v: Array) -> Array:
     """``qdot`` ``(nq,)`` of the configuration numbers (``d/dε integrate(q, ε v)`` at 0):
     ``R v_lin`` and ``q ⊗ (w, 0) / 2`` free, ``q ⊗ (w, 0) / 2`` spherical, ``(R v_xy, wz (-s,
     c))`` planar, ``v`` otherwise."""
@@ -264,6 +264,6 @@ def configuration_rate(joints: JointSlices, q: Array, v: Array) -> Array:
     return jnp.concatenate(parts)
 
 
-def unchecked_normalize(joints: JointSlices, q: Array) -> Array:
+def unchecked_normalize(joints: MovingJoints, q: Array) -> Array:
     """:func:`normalize` over ``joints`` (no input checks)."""
     return jnp.concatenate([_lie.normalize(kind, q[qi : qi + JOINT_NQ[kind]]) for kind, qi, _ in joints])

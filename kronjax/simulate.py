@@ -75,7 +75,7 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from .chain import Model
 from .chain._model import require_one_dof_joints
-from .configuration import JointSlices, chart, chart_rate, configuration_rate, moving_joints, unchecked_normalize
+from .configuration import MovingJoints, chart, chart_rate, configuration_rate, moving_joints, unchecked_normalize
 from .dynamics import INVERSE_DYNAMICS_METHODS, forward_dynamics, gravity, inverse_dynamics
 
 __all__ = [
@@ -154,7 +154,7 @@ class _ManifoldVectorField(eqx.Module):
 
     model: Model
     torque: TorqueFn
-    joints: JointSlices = eqx.field(static=True)
+    joints: MovingJoints = eqx.field(static=True)
     passive: bool = eqx.field(static=True)
 
     def acceleration(self, t, q, v):
@@ -185,7 +185,7 @@ class _ChartInterpolation(diffrax.AbstractLocalInterpolation):
     t1: Float[Array, ""]
     q0: Array
     inner: diffrax.AbstractLocalInterpolation
-    joints: JointSlices = eqx.field(static=True)
+    joints: MovingJoints = eqx.field(static=True)
 
     def evaluate(self, t0, t1=None, left: bool = True):
         if t1 is not None:
@@ -196,7 +196,7 @@ class _ChartInterpolation(diffrax.AbstractLocalInterpolation):
 
 class _InterpolationFactory(eqx.Module):
     inner_cls: Callable = eqx.field(static=True)
-    joints: JointSlices = eqx.field(static=True)
+    joints: MovingJoints = eqx.field(static=True)
 
     def __call__(self, *, t0, t1, q0, inner):
         return _ChartInterpolation(t0, t1, q0, self.inner_cls(t0=t0, t1=t1, **inner), self.joints)

@@ -184,7 +184,8 @@ def components(x: Array) -> tuple:
 
 
 def cross_last_axis(a: Array, b: Array) -> Array:
-    """Cross products of ``(..., 3)`` arrays (a few elementwise ops; cheaper to compile than
+    """Cross products of ``(..., 3)`` arrays (the one exception to scalar components, for the
+    dense per-body arrays of :mod:`kronjax.dynamics._wrenches` (a few elementwise ops; cheaper to compile than
     ``jnp.cross``)."""
     a1, a2, a3 = a[..., 0], a[..., 1], a[..., 2]
     b1, b2, b3 = b[..., 0], b[..., 1], b[..., 2]

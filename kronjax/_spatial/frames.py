@@ -52,7 +52,7 @@ def joint_coefficients(tree: Tree, dtype) -> dict:
 
 
 def joint_inputs(tree: Tree, q: Array, dtype) -> tuple[dict, np.ndarray]:
-    """Per-body inputs of the kinematic recursions over the :func:`expanded` tree (joint
+    """Per-body inputs of the kinematic recursions over the :func:`~kronjax._spatial.expansion.expanded` tree (joint
     coefficients, ``cos t``, ``sin t``, ``d``; with multi-DoF joints, the ``motion`` of their first
     sub-joints, :func:`_multi_dof_motion`) and the mask of bodies whose joint moves."""
     ex = expansion(tree)
@@ -73,7 +73,7 @@ def joint_inputs(tree: Tree, q: Array, dtype) -> tuple[dict, np.ndarray]:
 
 def _multi_dof_motion(tree: Tree, ex: Expansion, q: Array, dtype) -> dict:
     """``{"motion": {first sub-joint: {"rot": G^T, "shift": Pre t}}}`` in components, which
-    :func:`split` gives to those bodies' spans only (:class:`Schedule`)."""
+    :func:`~kronjax._spatial.traversal.split` gives to those bodies' spans only (:class:`~kronjax._spatial.traversal.Schedule`)."""
     motion = {}
     for kind, start, _, lead, body in ex.multi:
         g, t = _lie.motion(kind, q[start : start + _lie.NQ[kind]])
@@ -107,16 +107,16 @@ def per_body(model: Model, x: Array, mask: np.ndarray, dtype) -> Array:
     return _spread(ex.v_index, x, mask, dtype, ex.scale)
 
 
-def _spread(q_index: tuple[int, ...], x: Array, mask: np.ndarray, dtype, scale=None, offset=None) -> Array:
-    """``scale x[index] + offset`` per body where ``mask`` is true, zero elsewhere (the scale and
+def _spread(q_index: tuple[int, ...], x: Array, mask: np.ndarray, dtype, factor=None, offset=None) -> Array:
+    """``factor x[index] + offset`` per body where ``mask`` is true, zero elsewhere (the scale and
     offset of mimic joints, skipped when all are 1 and 0). Zeros shared by a batch when ``mask``
     is all false (no prismatic joint: ``d``)."""
     if not np.any(mask):
         return jnp.zeros(len(q_index), dtype)
     index = np.array([max(k, 0) for k in q_index], dtype=int)
     values = x.astype(dtype)[index]
-    if scale is not None and np.any(scale != 1):
-        values = values * jnp.asarray(scale, dtype)
+    if factor is not None and np.any(factor != 1):
+        values = values * jnp.asarray(factor, dtype)
     if offset is not None and np.any(offset != 0):
         values = values + jnp.asarray(offset, dtype)
     return jnp.where(mask, values, jnp.zeros((), dtype))
@@ -124,8 +124,8 @@ def _spread(q_index: tuple[int, ...], x: Array, mask: np.ndarray, dtype, scale=N
 
 def joint_transform(b: dict):
     """``(E, r)`` of one body from its entry of :func:`bodies`; ``(None, None)``, the identity,
-    in a span of sub-joints after a multi-DoF joint's first (:class:`Schedule`), whose entries
-    :func:`split` leaves without the joint coefficients."""
+    in a span of sub-joints after a multi-DoF joint's first (:class:`~kronjax._spatial.traversal.Schedule`), whose entries
+    :func:`~kronjax._spatial.traversal.split` leaves without the joint coefficients."""
     if "e0" not in b:
         return None, None
     c, s = b["cos"], b["sin"]

@@ -24,11 +24,11 @@ from .expansion import SUB_JOINTS, expansion
 
 
 class Schedule(NamedTuple):
-    """How the recursions visit the :func:`expanded` tree; static. ``parents`` of the expanded
+    """How the recursions visit the :func:`~kronjax._spatial.expansion.expanded` tree; static. ``parents`` of the expanded
     bodies and ``spans``: the unbranched runs ``[start, end)`` (``parents[i] == i - 1`` inside a run)
     that :func:`down` and :func:`up` scan, with each multi-DoF joint's first sub-joint alone in a
     span of its own, which they visit without a scan: only that body's transform depends on the
-    joint's whole motion ``(G, t)`` (:func:`joint_transform`), so the scanned bodies' coefficients
+    joint's whole motion ``(G, t)`` (:func:`~kronjax._spatial.frames.joint_transform`), so the scanned bodies' coefficients
     stay constants shared by a batch instead of rows of a batched stack. The joint's other
     sub-joints have identity transforms: a span that holds only such bodies (``identity``; a
     floating root's, which ends at the branching root body) skips the transforms. A body with
@@ -104,7 +104,7 @@ _TRANSFORM_INPUTS = ("e0", "e_cos", "e_sin", "r0", "r_cos", "r_sin", "r_d", "cos
 
 def split(order: Schedule, stack) -> list:
     """A per-body stack cut into the spans' rows. A dict's ``"motion"`` entry (from
-    :func:`joint_inputs`: ``rot``, ``shift`` per first sub-joint) joins its body's span only."""
+    :func:`~kronjax._spatial.frames.joint_inputs`: ``rot``, ``shift`` per first sub-joint) joins its body's span only."""
     motion = {}
     if isinstance(stack, dict) and "motion" in stack:
         stack = dict(stack)

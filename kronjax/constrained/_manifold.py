@@ -13,7 +13,7 @@ from ..chain import Model
 from ..configuration import unchecked_integrate
 from ..dynamics import mass_matrix
 from ._constraints import Constraints, stack_constraints
-from ._solve import checked_state, default_rtol, pinv_solve
+from ._solve import default_rtol, pinv_solve, validated_state
 
 
 def check_state(
@@ -42,7 +42,7 @@ def check_state(
         ValueError: q violates the constraints by ... (> tol = 1e-08); move it onto them first with ...
     """
     cons = stack_constraints(constraints)
-    q = checked_state(model, cons, ("q", q))[0]
+    q = validated_state(model, cons, ("q", q))[0]
     rtol = default_rtol(q.dtype) if rtol is None else rtol
     a = np.asarray(cons.jacobian(q))
     s = np.linalg.svd(a, compute_uv=False)
@@ -120,7 +120,7 @@ def project(
         True
     """
     cons = stack_constraints(constraints)
-    q = checked_state(model, cons, ("q", q))[0]
+    q = validated_state(model, cons, ("q", q))[0]
     qd = None if qd is None else model.check_v(qd, "qd")
     rtol = default_rtol(q.dtype) if rtol is None else rtol
     return unchecked_project(model, cons, q, qd, int(iterations), rtol)

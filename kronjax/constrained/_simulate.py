@@ -15,7 +15,7 @@ from ..configuration import chart, chart_rate, moving_joints, unchecked_integrat
 from ..dynamics import Wrench
 from ._constraints import positive_count, stack_constraints
 from ._manifold import check_state, unchecked_project
-from ._solve import SOLVE_METHODS, checked_state, default_rtol, solve
+from ._solve import SOLVE_METHODS, default_rtol, solve, validated_state
 
 
 class ConstrainedRollout(NamedTuple):
@@ -110,7 +110,7 @@ def simulate(
     cons = stack_constraints(constraints)
     if method not in SOLVE_METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {SOLVE_METHODS}")
-    q0, qd0 = checked_state(model, cons, ("q0", q0), qd0=qd0)
+    q0, qd0 = validated_state(model, cons, ("q0", q0), qd0=qd0)
     steps = positive_count(steps, "steps")
     if isinstance(dt, jax.core.Tracer) or not float(dt) > 0:
         raise ValueError(f"dt must be a positive number, got {dt!r}")

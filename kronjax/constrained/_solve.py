@@ -210,7 +210,7 @@ def huang_system(
         True
     """
     cons = _huang_constraints(constraints, dt)
-    q, qd, tau = checked_state(model, cons, ("q", q), qd=qd, tau=tau)
+    q, qd, tau = validated_state(model, cons, ("q", q), qd=qd, tau=tau)
     _, factor, f = _forces(model, q, qd, tau, wrenches)
     return _huang_system(cons, q, qd, factor, f, dt)
 
@@ -251,7 +251,7 @@ def _check_independent(independent, n: int, m: int):
     return tuple(sorted(idx))
 
 
-def checked_state(model: Model, cons: Constraints, q: tuple[str, ArrayLike], **velocities):
+def validated_state(model: Model, cons: Constraints, q: tuple[str, ArrayLike], **velocities):
     """Checks of the model and constraints; ``q = (name, value)`` checked as a configuration
     ``(nq,)``, the ``velocities`` (``qd``, ``tau``) as ``(nv,)``; returns them in that order."""
     if not isinstance(model, Model):
@@ -346,7 +346,7 @@ def solve(
     cons = stack_constraints(constraints)
     if method not in SOLVE_METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {SOLVE_METHODS}")
-    q, qd, tau = checked_state(model, cons, ("q", q), qd=qd, tau=tau)
+    q, qd, tau = validated_state(model, cons, ("q", q), qd=qd, tau=tau)
     rtol = default_rtol(q.dtype) if rtol is None else rtol
     # all option checks before any computation (eagerly, a failing call costs nothing)
     if method == "huang":

@@ -114,6 +114,6 @@ def aba(model: Model, q: Array, qd: Array, tau: Array) -> tuple[Array, Array]:
     keep = np.flatnonzero(moving)
     qdd = jnp.concatenate(out)[keep]
     pivots = jnp.concatenate([pivot for _, pivot, _ in factor])[keep]
-    if tree.has_multi_dof:  # from the sub-joint chain's accelerations (_spatial module doc)
+    if tree.has_multi_dof:  # from the sub-joint chain's accelerations (kronjax._spatial.expansion)
         qdd = qdd + lie_correction(tree, qd)
     return qdd, pivots

@@ -1,7 +1,6 @@
 """Analytical derivatives of forward dynamics of a joint tree (private).
 
-Forward dynamics (Carpentier and Mansard sec. V): ``qdd`` by the articulated-body algorithm, then
-``dqdd/d(q, qd) = -M^-1 dtau/d(q, qd)`` at ``(q, qd, qdd)`` and ``dqdd/dtau = M^-1``.
+Forward dynamics (Carpentier and Mansard sec. V): ``dqdd/d(q, qd) = -M^-1 dtau/d(q, qd)`` at ``(q, qd, qdd)`` and ``dqdd/dtau = M^-1``.
 The forces of :mod:`kronjax.dynamics._rnea_derivatives` are affine in ``qdd``, so the bias
 ``b(q, qd)`` is ``tau`` at ``qdd = 0`` and no articulated-body pass is needed: ``M`` comes from the
 same composite bodies and is inverted by an unrolled Cholesky factorisation (:func:`spd_inverse`).

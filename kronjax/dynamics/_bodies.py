@@ -58,7 +58,7 @@ def body_velocities(model: Model, q: Array, qd: Array) -> tuple[Array, Array, Ar
 
 def chart_velocities(chart, com: Array, x: Array, xd: Array) -> tuple[Array, Array, Array]:
     """:func:`body_velocities` of the poses ``chart(x)`` moving at ``xd`` (``x``: ``q``, or the
-    exponential chart's ``xi``, :func:`kronjax.kinematics._along_tangent`)."""
+    exponential chart's ``xi``, :func:`kronjax.kinematics._jacobians.along_tangent`)."""
     (r, p), (rd, pd) = jax.jvp(chart, (x,), (xd,))
     centres = p + jnp.einsum("bij,bj->bi", r, com)
     v = pd + jnp.einsum("bij,bj->bi", rd, com)
@@ -70,6 +70,6 @@ def kinetic(ine, v: Array, w: Array) -> Array:
     return 0.5 * (jnp.einsum("b,bp,bp->", ine.mass, v, v) + jnp.einsum("bp,bpr,br->", w, ine.inertia, w))
 
 
-def check_state(model: Model, **arrays) -> list[Array]:
+def check_inputs(model: Model, **arrays) -> list[Array]:
     """``q`` checked as a configuration ``(nq,)``, every other array as ``(nv,)``."""
     return [model.check_q(x, name) if name == "q" else model.check_v(x, name) for name, x in arrays.items()]

@@ -12,7 +12,7 @@ from jaxtyping import Array, ArrayLike, Float
 from ..chain import Model, Tree
 from ..passive import passive_forces
 from . import _aba_derivatives
-from ._bodies import check_state, require_inertials
+from ._bodies import check_inputs, require_inertials
 from ._inverse import inverse_dynamics
 from ._rules import mass_inputs, positive_definite, tree_aba
 from ._terms import unchecked_mass_matrix
@@ -77,7 +77,7 @@ def forward_dynamics(
         >>> bool(jnp.allclose(rest, 0.0, atol=1e-9))
         True
     """
-    q, qd, tau = check_state(model, q=q, qd=qd, tau=tau)
+    q, qd, tau = check_inputs(model, q=q, qd=qd, tau=tau)
     require_inertials(model)
     wrenches = as_wrenches(wrenches)
     if wrenches:
@@ -130,7 +130,7 @@ def forward_dynamics_derivatives(
         >>> bool(jnp.allclose(M @ dq, -kj.inverse_dynamics_derivatives(model, q, qd, qdd)[0]))
         True
     """
-    q, qd, tau = check_state(model, q=q, qd=qd, tau=tau)
+    q, qd, tau = check_inputs(model, q=q, qd=qd, tau=tau)
     require_inertials(model)
     if not isinstance(model.kinematics, Tree):
         return jax.jacfwd(forward_dynamics, argnums=(1, 2, 3))(model, q, qd, tau)

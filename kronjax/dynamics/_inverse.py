@@ -15,7 +15,7 @@ from ..chain._model import armature_force
 from ..kinematics._jacobians import along_tangent, tangent_origin
 from ..passive import passive_forces
 from . import _rnea, _rnea_derivatives
-from ._bodies import chart_velocities, check_state, kinetic, require_inertials
+from ._bodies import chart_velocities, check_inputs, kinetic, require_inertials
 from ._rules import tree_rnea
 from ._terms import gravity, unchecked_coriolis_star, unchecked_mass_matrix
 from ._wrenches import Wrench, as_wrenches, unchecked_generalized_forces
@@ -140,7 +140,7 @@ def inverse_dynamics(
     method = resolve_method(model, method)
     if derivatives not in ("analytic", "autodiff"):
         raise ValueError(f"derivatives must be 'analytic' or 'autodiff', got {derivatives!r}")
-    q, qd, qdd = check_state(model, q=q, qd=qd, qdd=qdd)
+    q, qd, qdd = check_inputs(model, q=q, qd=qd, qdd=qdd)
     require_inertials(model)
     rnea = tree_rnea if derivatives == "analytic" else _rnea.rnea
     tau = {"rnea": rnea, "lagrangian": _lagrangian, "kron": _kron_id}[method](model, q, qd, qdd)
@@ -184,7 +184,7 @@ def inverse_dynamics_derivatives(
         >>> bool(jnp.allclose(dq, jax.jacfwd(kj.inverse_dynamics, argnums=1)(model, q, qd, qdd)))
         True
     """
-    q, qd, qdd = check_state(model, q=q, qd=qd, qdd=qdd)
+    q, qd, qdd = check_inputs(model, q=q, qd=qd, qdd=qdd)
     require_inertials(model)
     if not isinstance(model.kinematics, Tree):
         return jax.jacfwd(inverse_dynamics, argnums=(1, 2, 3))(model, q, qd, qdd)

@@ -26,7 +26,7 @@ def rnea(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     tree = model.kinematics
     dtype = jnp.result_type(q, qd, qdd, tree.axes, model.inertials.mass, model.gravity)
     rotors = armature_force(model, qdd.astype(dtype))
-    if tree.has_multi_dof:  # the sub-joint chain's accelerations (_spatial module doc)
+    if tree.has_multi_dof:  # the sub-joint chain's accelerations (kronjax._spatial.expansion)
         qdd = qdd.astype(dtype) - lie_correction(tree, qd.astype(dtype))
     order = schedule(tree)
     inputs, moving = bodies(model, q, dtype)

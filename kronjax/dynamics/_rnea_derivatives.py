@@ -4,7 +4,8 @@ Carpentier and Mansard, "Analytical derivatives of rigid body dynamics algorithm
 (sec. IV, the world-frame algorithm of Pinocchio's ``computeRNEADerivatives``). Everything is in
 the base frame, as spatial vectors about the base origin (angular part first), in the scalar
 components of :mod:`kronjax._spatial.algebra` (tuples of ``(n,)`` or ``(nb,)`` arrays, so that batches
-vectorise), on the composite-body quantities of :mod:`kronjax.dynamics._crba`.
+vectorise), on the composite bodies of :func:`kronjax._spatial.frames.base_frame` and
+:func:`kronjax._spatial.traversal.ancestry`.
 
 Notation (``i ⪯ j``: joint ``i`` is ``j`` or one of its ancestors; ``λ(j)``: the body that joint
 ``j`` hangs from; ``x``, ``x*``: motion and force cross products). Joint ``j``'s axis ``S_j``,

@@ -14,7 +14,7 @@ from ..chain import Model, Tree
 from ..chain._model import armature_force, choose_method, with_armature
 from ..kinematics._jacobians import tangent_jvp, unchecked_jacobians
 from . import _crba
-from ._bodies import body_velocities, check_state, com_hessians, com_jacobians, kinetic, require_inertials, transpose_derivative
+from ._bodies import body_velocities, check_inputs, com_hessians, com_jacobians, kinetic, require_inertials, transpose_derivative
 
 CORIOLIS_FORMS = ("truc", "tuan", "kane")
 MATRIX_METHODS = ("auto", "composite", "jacobians")
@@ -243,7 +243,7 @@ def coriolis_matrix(
     """
     if form not in CORIOLIS_FORMS:
         raise ValueError(f"unknown Coriolis form {form!r}; expected one of {CORIOLIS_FORMS}")
-    q, qd = check_state(model, q=q, qd=qd)
+    q, qd = check_inputs(model, q=q, qd=qd)
     return _coriolis_matrix(model, q, qd, form)
 
 
@@ -353,7 +353,7 @@ def kinetic_energy(model: Model, q: Float[ArrayLike, " nq"], qd: Float[ArrayLike
         >>> bool(jnp.isclose(T, 0.5 * qd @ kj.mass_matrix(model, q) @ qd))
         True
     """
-    q, qd = check_state(model, q=q, qd=qd)
+    q, qd = check_inputs(model, q=q, qd=qd)
     ine = require_inertials(model)
     _, v, w = body_velocities(model, q, qd)
     return kinetic(ine, v, w) + 0.5 * jnp.sum(qd * armature_force(model, qd))

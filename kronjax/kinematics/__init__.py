@@ -20,6 +20,7 @@ which is *not* the acceleration in body axes, and ``"body*"`` is ``A_0^(i) H_T^(
 is.
 """
 
+from ._jacobians import KINEMATICS_METHODS as KINEMATICS_METHODS
 from ._jacobians import (
     hessians,
     jacobians,

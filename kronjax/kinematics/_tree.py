@@ -45,14 +45,15 @@ from ..chain import Tree
 
 
 def _topology(tree: Tree) -> tuple[np.ndarray, ...]:
-    """``(bodies, support, strict, sibling)`` from the tree's
+    """``(bodies, support, moved_by, sibling)`` from the tree's
     :func:`~kronjax._spatial.traversal.ancestry`: the expanded body of each coordinate ``(n,)``;
-    ``support[i, j]`` ``(nb, n)``: ``j ⪯ i`` for the model's bodies ``i``; ``strict[j, k]`` ``(n,
+    ``support[i, j]`` ``(nb, n)``: ``j ⪯ i`` for the model's bodies ``i``; ``moved_by[j, k]`` ``(n,
     n)``: ``k ≺ j`` (coordinate ``k`` moves ``j``'s axis: an ancestor's, or another of the same
     multi-DoF joint, fixed in its child frame); ``sibling[j, k]``: ``j != k`` of the same joint."""
     masks = ancestry(tree)
     off_diagonal = ~np.eye(len(masks.moving), dtype=bool)
     support = masks.below[:, expansion(tree).real].T
+    # not Ancestry.strict (i ≺ j without the sub-joints of one joint): here they move each other's axes
     return masks.moving, support, masks.upto.T & off_diagonal, masks.upto & masks.upto.T & off_diagonal
 
 
@@ -60,7 +61,7 @@ def _world(tree: Tree, q: Array, points: Array | None, dtype) -> dict:
     """Forward kinematics, the points ``P_i`` and the columns ``V_ij`` (components of ``(nb, n)``)."""
     f = frames(tree, q, dtype)
     ex = expansion(tree)
-    bodies, support, strict, sibling = _topology(tree)
+    bodies, support, moved_by, sibling = _topology(tree)
     rot, origin = f["R"], f["p"]
     if tree.has_multi_dof:  # the model's bodies among the expanded ones
         rot = tuple(tuple(c[ex.real] for c in row) for row in rot)
@@ -80,7 +81,7 @@ def _world(tree: Tree, q: Array, points: Array | None, dtype) -> dict:
         p=p,
         V=add(row(t), cross(row(w), arm)),
         support=support,
-        strict=strict,
+        moved_by=moved_by,
         sibling=sibling,
         row=row,
         column=column,
@@ -131,7 +132,7 @@ def hessians(tree: Tree, q: Array, points: Array | None, frame: str, dtype) -> t
     both = g["support"][:, :, None] & g["support"][:, None, :]
     ht = cross(tuple(c[None] for c in w_lo), v_hi)  # (nb, n, n)
     turn = tuple(c[None] for c in cross(w_k, w_j))  # w_k x w_j, (1, n, n)
-    hr = _masked(turn, g["strict"])
+    hr = _masked(turn, g["moved_by"])
     if frame != "base":
         hr = _to_body(g["R"], add(hr, scale(turn, -1)))
         if frame == "body":
@@ -160,7 +161,7 @@ def jacobians_dot(tree: Tree, q: Array, qd: Array, points: Array | None, frame: 
     drift = scale(add(g["t"], cross(g["p"], w)), qd)  # (t_j + p_j x w_j) qd_j: at the base origin
     total = lambda m, x: tuple(jnp.asarray(m, dtype) @ c for c in x)  # noqa: E731
     omega, v = total(g["support"], spin), total(g["support"], drift)  # bodies
-    omega_in, v_in = total(g["strict"], spin), total(g["strict"], drift)  # parents of coordinates
+    omega_in, v_in = total(g["moved_by"], spin), total(g["moved_by"], drift)  # parents of coordinates
     d_omega = add(column(omega), scale(row(omega_in), -1))
     d_v = add(column(v), scale(row(v_in), -1))
     jtd = add(cross(row(omega_in), g["V"]), cross(row(w), add(d_v, cross(d_omega, column(g["P"])))))

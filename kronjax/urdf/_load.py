@@ -18,7 +18,7 @@ from .._spatial.expansion import SUB_JOINTS
 from ..chain import Inertial, Joint, Model, from_joints
 
 _MOVING = {"revolute": "R", "continuous": "R", "prismatic": "P"}
-URDF_MULTI_DOF = {"floating": "free", "planar": "planar"}
+KIND_FROM_URDF = {"floating": "free", "planar": "planar"}
 
 ROOT_JOINT = "root_joint"  # the free-flyer of floating_base=True, named as Pinocchio names it
 # what to_urdf writes for an unlimited effort or velocity: URDF parsers (urdfdom) accept no "inf"
@@ -265,7 +265,7 @@ def _joint(element: ET.Element, links: dict) -> _UrdfJoint:
         raise URDFError("a <joint> has no name")
     where = f"joint {name!r}"
     kind = element.get("type")
-    if kind not in (*_MOVING, *URDF_MULTI_DOF, "fixed"):
+    if kind not in (*_MOVING, *KIND_FROM_URDF, "fixed"):
         raise URDFError(
             f"{where}: unknown joint type {kind!r}; expected revolute, continuous, prismatic, fixed, floating or planar"
         )
@@ -725,7 +725,7 @@ def load_urdf(
                 limits |= joint.passive
                 if dropped:
                     odd["degenerate"].append(f"{joint.name!r} ({', '.join(dropped)})")
-            if joint.kind in URDF_MULTI_DOF:
+            if joint.kind in KIND_FROM_URDF:
                 if floating_base and joint.kind == "floating" and parent_body == 0:
                     raise URDFError(
                         f"joint {joint.name!r}: the root link {root!r} already holds link {joint.child!r} by a "
@@ -742,7 +742,7 @@ def load_urdf(
             joints.append(
                 Joint(
                     mimic=coupled,
-                    kind=_MOVING.get(joint.kind) or URDF_MULTI_DOF.get(joint.kind, "F"),
+                    kind=_MOVING.get(joint.kind) or KIND_FROM_URDF.get(joint.kind, "F"),
                     parent=parent_body,
                     axis=joint.axis if joint.kind in _MOVING else (0.0, 0.0, 1.0),
                     rotation=to_child[:3, :3],

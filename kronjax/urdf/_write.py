@@ -10,9 +10,9 @@ import numpy as np
 from .._rotations import to_rpy
 from ..chain import Model, Tree
 from ..chain._tree import JOINT_NV
-from ._load import UNLIMITED, URDF_MULTI_DOF
+from ._load import KIND_FROM_URDF, UNLIMITED
 
-_URDF_MULTI_DOF = {kind: urdf_kind for urdf_kind, kind in URDF_MULTI_DOF.items()}  # what to_urdf writes
+_URDF_KIND = {kind: urdf_kind for urdf_kind, kind in KIND_FROM_URDF.items()}  # what to_urdf writes
 
 
 def _fmt(values) -> str:
@@ -100,7 +100,7 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
         warnings.warn("to_urdf: URDF has no rotor inertia; the model's armature is left out", stacklevel=2)
     axes, pre_r, pre_p = as_np(tree.axes), as_np(tree.pre_rotation), as_np(tree.pre_translation)
     post_r, post_p = as_np(tree.post_rotation), as_np(tree.post_translation)
-    floating = any(parent < 0 and kind in _URDF_MULTI_DOF for parent, kind in zip(tree.parents, tree.kinds))
+    floating = any(parent < 0 and kind in _URDF_KIND for parent, kind in zip(tree.parents, tree.kinds))
     base = "world" if floating else "base_link"
     while base in model.body_names:
         base = "_" + base
@@ -132,7 +132,7 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
         lower, upper = -np.inf, np.inf
         if kind in ("R", "P") and k >= 0 and limits is not None:
             lower, upper = float(limits["lower"][k]), float(limits["upper"][k])
-        urdf_kind = {"P": "prismatic", "F": "fixed", **_URDF_MULTI_DOF}.get(kind, "revolute")
+        urdf_kind = {"P": "prismatic", "F": "fixed", **_URDF_KIND}.get(kind, "revolute")
         if kind == "R" and not (np.isfinite(lower) or np.isfinite(upper)):
             urdf_kind = "continuous"
         joint = ET.SubElement(robot, "joint", name=model.joint_names[i], type=urdf_kind)
@@ -145,7 +145,7 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
         _origin_element(joint, "origin", rotation, translation)
         if kind == "F":
             continue
-        if kind not in _URDF_MULTI_DOF:
+        if kind not in _URDF_KIND:
             ET.SubElement(joint, "axis", xyz=_fmt(axes[i]))
         elif kind == "planar":  # URDF's default axis is x; the plane is the joint frame's x-y
             ET.SubElement(joint, "axis", xyz=_fmt((0.0, 0.0, 1.0)))
@@ -160,7 +160,7 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
         rates = {"effort": np.inf, "velocity": np.inf}
         if own and limits is not None:
             rates = _joint_values(model, {key: limits[key] for key in rates}, i, kind, k, "<limit>")
-        unbounded = urdf_kind in ("continuous", *_URDF_MULTI_DOF.values())  # no position limits to write
+        unbounded = urdf_kind in ("continuous", *_URDF_KIND.values())  # no position limits to write
         if unbounded and not any(np.isfinite(list(rates.values()))):
             continue  # no <limit> at all: unlimited to urdfdom too (which requires one for the others)
         bounds = {} if unbounded else {"lower": lower, "upper": upper}  # absent is 0 to urdfdom
