@@ -41,7 +41,7 @@ demo: $(VENV)/.installed
 # test-slow`: the slow tier (the notebooks, the docs build, the wheel in a clean environment, the
 # benchmark's smoke run, the oracle runs on the larger models); CI runs both. `make test-fast`: the
 # tests marked neither slow nor heavy, for iteration; `make test-extended`: the extended tier
-# (tests/conftest.py's TIERS), not in CI.
+# (the tests marked extended), not in CI.
 PYTEST := $(PY) -m pytest -q -n logical --maxprocesses 4 --dist loadfile --no-loadscope-reorder --durations=25
 
 # Nearly all of the suite's time is XLA compilation of programs that run once or a few times: both
@@ -55,7 +55,7 @@ test-slow: $(VENV)/.installed-test $(VENV)/.installed-docs
 	KRONJAX_TEST_XLA_OPT=0 $(PYTEST) -m "slow and not extended"
 
 # For iteration: the tests marked neither slow nor extended, without the heaviest files
-# (tests/conftest.py's HEAVY), under 2 minutes.
+# (the files marked heavy), under 2 minutes.
 test-fast: $(VENV)/.installed-test
 	KRONJAX_TEST_XLA_OPT=0 $(PYTEST) -m "not slow and not extended and not heavy"
 

@@ -136,6 +136,7 @@ SHARDED = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_batches_sharded_over_four_cpu_devices():
     # XLA_FLAGS of this run (tests/conftest.py: backend optimisation level) plus four host devices
     flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4".strip()

@@ -17,16 +17,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from checks import EXACT_TOL
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kronjax as kj
 from kronjax import calculus
 
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 SETTINGS = settings(max_examples=25, deadline=None)
 seeds = st.integers(0, 2**32 - 1)
 dims = st.integers(1, 4)
-ATOL = 1e-12
 
 # the functions under test, compiled once per shape, quickly
 jit = functools.partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
@@ -155,9 +157,9 @@ def test_khang_jacobian_matrix_valued_layout(r, s, n, seed):
     got = np.asarray(sin_khang(params, x))
     assert got.shape == (r, s * n)
     expected = sin_df(params, x)
-    np.testing.assert_allclose(got, khang_layout(expected), atol=ATOL)
+    np.testing.assert_allclose(got, khang_layout(expected), atol=EXACT_TOL)
     # the first block of columns is d a_1 / dx, the derivative of the first column, as in (5)
-    np.testing.assert_allclose(got[:, :n], expected[:, 0, :], atol=ATOL)
+    np.testing.assert_allclose(got[:, :n], expected[:, 0, :], atol=EXACT_TOL)
 
 
 @SETTINGS
@@ -182,7 +184,7 @@ def test_khang_jacobian_eager_hand_built():
     x = np.array([0.3, -1.2, 2.0])
     da_col0 = [[x[1], x[0], 0.0], [np.cos(x[0]), 0.0, 0.0]]  # d a_1 / dx
     da_col1 = [[0.0, 0.0, 1.0], [0.0, 2 * x[1], 0.0]]  # d a_2 / dx
-    np.testing.assert_allclose(kj.khang_jacobian(f)(jnp.asarray(x)), np.hstack([da_col0, da_col1]), atol=ATOL)
+    np.testing.assert_allclose(kj.khang_jacobian(f)(jnp.asarray(x)), np.hstack([da_col0, da_col1]), atol=EXACT_TOL)
 
 
 @SETTINGS
@@ -195,7 +197,7 @@ def test_khang_jacobian_vector_valued(r, n, seed):
     expected = (np.cos(lin) * (1.0 + y @ x))[:, None] * c + np.sin(lin)[:, None] * y[None, :]
     got = np.asarray(_vector_khang(c, y, x))
     assert got.shape == (r, n)
-    np.testing.assert_allclose(got, expected, atol=ATOL)
+    np.testing.assert_allclose(got, expected, atol=EXACT_TOL)
 
 
 @jit
@@ -216,7 +218,7 @@ def test_khang_jacobian_scalar_valued_is_row(n, seed):
     expected = 2.5 * (np.cos(c @ x) * c + (m + m.T) @ x)
     got = np.asarray(_scalar_khang(c, m, x))
     assert got.shape == (1, n)
-    np.testing.assert_allclose(got[0], expected, atol=ATOL)
+    np.testing.assert_allclose(got[0], expected, atol=EXACT_TOL)
 
 
 @jit
@@ -265,7 +267,7 @@ def test_theorem1_eager_single_column():
     """``s = 1`` (a vector-valued function as a column): (8) reduces to ``dA/dx xdot``."""
     d = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
     xdot = np.array([0.5, -2.0])
-    np.testing.assert_allclose(calculus.time_derivative(d, xdot), (d @ xdot).reshape(3, 1), atol=ATOL)
+    np.testing.assert_allclose(calculus.time_derivative(d, xdot), (d @ xdot).reshape(3, 1), atol=EXACT_TOL)
 
 
 @jit
@@ -292,8 +294,8 @@ def test_theorem2_product_rule(r, m, s, n, seed):
 def test_theorem3_vec_of_product(r, p, q, s, seed):
     rng = np.random.default_rng(seed)
     a, x, b = rng.normal(size=(r, p)), rng.normal(size=(p, q)), rng.normal(size=(q, s))
-    np.testing.assert_allclose(vec(a @ x @ b), np.kron(b.T, a) @ np_vec(x), atol=ATOL)
-    np.testing.assert_allclose(np.asarray(kron(b.T, a)) @ np.asarray(vec(x)), np_vec(a @ x @ b), atol=ATOL)
+    np.testing.assert_allclose(vec(a @ x @ b), np.kron(b.T, a) @ np_vec(x), atol=EXACT_TOL)
+    np.testing.assert_allclose(np.asarray(kron(b.T, a)) @ np.asarray(vec(x)), np_vec(a @ x @ b), atol=EXACT_TOL)
 
 
 # --------------------------------------------------------------------------------------------
@@ -333,10 +335,10 @@ def test_identity12(p, m, n, seed):
     x, a, d = rng.normal(size=(n, 1)), rng.normal(size=(p, m)), rng.normal(size=(m, 1))
     lhs = np.asarray(kron(np.eye(p), x)) @ a @ d
     rhs = np.kron(a, np.eye(n)) @ np.kron(d, x)
-    np.testing.assert_allclose(lhs, rhs, atol=ATOL)
+    np.testing.assert_allclose(lhs, rhs, atol=EXACT_TOL)
     lhs_np = np.kron(np.eye(p), x) @ a @ d
     rhs_kj = np.asarray(kron(a, np.eye(n))) @ np.asarray(kron(d, x))
-    np.testing.assert_allclose(rhs_kj, lhs_np, atol=ATOL)
+    np.testing.assert_allclose(rhs_kj, lhs_np, atol=EXACT_TOL)
 
 
 @SETTINGS
@@ -344,8 +346,8 @@ def test_identity12(p, m, n, seed):
 def test_identity13(p, n, seed):
     rng = np.random.default_rng(seed)
     d, x = rng.normal(size=p), rng.normal(size=n)
-    np.testing.assert_allclose(kron(d, x), np.kron(d.reshape(p, 1), np.eye(n)) @ x, atol=ATOL)
-    np.testing.assert_allclose(np.asarray(kron(d.reshape(p, 1), np.eye(n))) @ x, np.kron(d, x), atol=ATOL)
+    np.testing.assert_allclose(kron(d, x), np.kron(d.reshape(p, 1), np.eye(n)) @ x, atol=EXACT_TOL)
+    np.testing.assert_allclose(np.asarray(kron(d.reshape(p, 1), np.eye(n))) @ x, np.kron(d, x), atol=EXACT_TOL)
 
 
 @SETTINGS
@@ -374,7 +376,7 @@ def test_skew_is_cross_product_and_antisymmetric(seed):
     rng = np.random.default_rng(seed)
     a, b = rng.normal(size=(2, 3))
     s = np.asarray(skew(a))
-    np.testing.assert_allclose(s @ b, np.cross(a, b), atol=ATOL)
+    np.testing.assert_allclose(s @ b, np.cross(a, b), atol=EXACT_TOL)
     np.testing.assert_array_equal(s, -s.T)
     np.testing.assert_array_equal(np.diag(s), 0.0)
     # eq. (15) entry by entry
@@ -382,7 +384,7 @@ def test_skew_is_cross_product_and_antisymmetric(seed):
     # batched input
     batch = rng.normal(size=(4, 3))
     sb = np.asarray(skew(batch))
-    np.testing.assert_allclose(np.einsum("bij,j->bi", sb, b), np.cross(batch, b), atol=ATOL)
+    np.testing.assert_allclose(np.einsum("bij,j->bi", sb, b), np.cross(batch, b), atol=EXACT_TOL)
 
 
 @SETTINGS
@@ -398,7 +400,7 @@ def test_block_skew_layout_eq16(m, seed):
     np.testing.assert_array_equal(got, expected)
     # equivalently, column block e is -e_e x A (a special case of (18))
     for e in range(3):
-        np.testing.assert_allclose(got[:, e * m : (e + 1) * m], -np.cross(np.eye(3)[e], a.T).T, atol=ATOL)
+        np.testing.assert_allclose(got[:, e * m : (e + 1) * m], -np.cross(np.eye(3)[e], a.T).T, atol=EXACT_TOL)
 
 
 @SETTINGS
@@ -410,9 +412,9 @@ def test_identity17_block_skew_times_e3_kron_a(m, seed):
     a_mat, a, b = rng.normal(size=(3, m)), rng.normal(size=(m, 1)), rng.normal(size=3)
     got = np.asarray(block_skew(a_mat)) @ np.kron(np.eye(3), a)
     assert got.shape == (3, 3)
-    np.testing.assert_allclose(got @ b, np.cross(a_mat @ a[:, 0], b), atol=ATOL)
+    np.testing.assert_allclose(got @ b, np.cross(a_mat @ a[:, 0], b), atol=EXACT_TOL)
     av = a_mat @ a[:, 0]
-    np.testing.assert_allclose(got, [[0, -av[2], av[1]], [av[2], 0, -av[0]], [-av[1], av[0], 0]], atol=ATOL)
+    np.testing.assert_allclose(got, [[0, -av[2], av[1]], [av[2], 0, -av[0]], [-av[1], av[0], 0]], atol=EXACT_TOL)
 
 
 @SETTINGS
@@ -421,9 +423,9 @@ def test_identity18(m, seed):
     rng = np.random.default_rng(seed)
     a_mat, a = rng.normal(size=(3, m)), rng.normal(size=3)
     expected = np.cross(a, a_mat.T).T  # column by column a x A[:, j]
-    np.testing.assert_allclose(np.asarray(skew(a)) @ a_mat, expected, atol=ATOL)
+    np.testing.assert_allclose(np.asarray(skew(a)) @ a_mat, expected, atol=EXACT_TOL)
     rhs = -np.asarray(block_skew(a_mat)) @ np.kron(a.reshape(3, 1), np.eye(m))
-    np.testing.assert_allclose(rhs, expected, atol=ATOL)
+    np.testing.assert_allclose(rhs, expected, atol=EXACT_TOL)
 
 
 @SETTINGS
@@ -432,7 +434,7 @@ def test_block_skew_of_jacobian_is_cross_of_velocity(n, seed):
     """Docstring of block_skew: ``J~ (v ⊗ qd) = (J qd) x v``."""
     rng = np.random.default_rng(seed)
     jac, v, qd = rng.normal(size=(3, n)), rng.normal(size=3), rng.normal(size=n)
-    np.testing.assert_allclose(np.asarray(block_skew(jac)) @ np.kron(v, qd), np.cross(jac @ qd, v), atol=ATOL)
+    np.testing.assert_allclose(np.asarray(block_skew(jac)) @ np.kron(v, qd), np.cross(jac @ qd, v), atol=EXACT_TOL)
 
 
 @pytest.mark.usefixtures("without_shape_checks")
@@ -461,22 +463,22 @@ def test_symmetrize(r, n, seed):
     for p in range(r):
         for j in range(n):
             for k in range(n):
-                np.testing.assert_allclose(sym[p, j * n + k], 0.5 * (h[p, j * n + k] + h[p, k * n + j]), atol=ATOL)
-    np.testing.assert_allclose(symmetrize(sym), sym, atol=ATOL)  # idempotent
+                np.testing.assert_allclose(sym[p, j * n + k], 0.5 * (h[p, j * n + k] + h[p, k * n + j]), atol=EXACT_TOL)
+    np.testing.assert_allclose(symmetrize(sym), sym, atol=EXACT_TOL)  # idempotent
     np.testing.assert_allclose(sym @ np.kron(qd, qd), h @ np.kron(qd, qd), atol=1e-11)
     # only the antisymmetric part is lost: it gives zero in the quadratic form
     np.testing.assert_allclose((h - sym) @ np.kron(qd, qd), 0.0, atol=1e-11)
     # a symmetric Hessian (the jacobian of a gradient) is left alone
     s3 = rng.normal(size=(r, n, n))
     s3 = s3 + np.swapaxes(s3, 1, 2)
-    np.testing.assert_allclose(symmetrize(s3.reshape(r, n * n)), s3.reshape(r, n * n), atol=ATOL)
+    np.testing.assert_allclose(symmetrize(s3.reshape(r, n * n)), s3.reshape(r, n * n), atol=EXACT_TOL)
 
 
 @pytest.mark.usefixtures("without_shape_checks")
 def test_symmetrize_batched_and_errors():
     rng = np.random.default_rng(0)
     h = rng.normal(size=(2, 3, 16))
-    np.testing.assert_allclose(kj.symmetrize(h)[1], kj.symmetrize(h[1]), atol=ATOL)
+    np.testing.assert_allclose(kj.symmetrize(h)[1], kj.symmetrize(h[1]), atol=EXACT_TOL)
     with pytest.raises(ValueError, match="n\\^2"):
         kj.symmetrize(np.ones((3, 5)))
 
@@ -499,10 +501,10 @@ def test_kron_matches_numpy_and_properties_2_3(sa, sb, sc, seed):
     for i in range(sa[0]):
         for j in range(sa[1]):
             np.testing.assert_allclose(ab[i * sb[0] : (i + 1) * sb[0], j * sb[1] : (j + 1) * sb[1]], a[i, j] * b)
-    np.testing.assert_allclose(kron(ab, c), np.kron(a, np.kron(b, c)), atol=ATOL)  # (2)
-    np.testing.assert_allclose(kron(a, kron(b, c)), np.kron(np.kron(a, b), c), atol=ATOL)  # (2)
-    np.testing.assert_allclose(ab.T, np.kron(a.T, b.T), atol=ATOL)  # (3)
-    np.testing.assert_allclose(kron(a.T, b.T), np.kron(a, b).T, atol=ATOL)  # (3)
+    np.testing.assert_allclose(kron(ab, c), np.kron(a, np.kron(b, c)), atol=EXACT_TOL)  # (2)
+    np.testing.assert_allclose(kron(a, kron(b, c)), np.kron(np.kron(a, b), c), atol=EXACT_TOL)  # (2)
+    np.testing.assert_allclose(ab.T, np.kron(a.T, b.T), atol=EXACT_TOL)  # (3)
+    np.testing.assert_allclose(kron(a.T, b.T), np.kron(a, b).T, atol=EXACT_TOL)  # (3)
 
 
 @SETTINGS

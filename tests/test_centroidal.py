@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pinocchio as pin
 import pytest
+from checks import TOL
 from oracles import jit_once, random_inertia, random_rotation, relative_error
 
 import kronjax as kj
@@ -31,7 +32,6 @@ from kronjax.centroidal import (
 
 DATA = Path(__file__).parent / "data"
 STATES = 10
-TOL = 1e-10
 ROBOTS = {"humanoid": True, "quadruped": True, "panda": False}
 
 
@@ -81,7 +81,13 @@ def _pinocchio(twin: Twin, q, v) -> dict:
     return dict(com=com, J_com=J_com, A_g=A_g, h_G=h_G, dA_g=dA_g)
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if ROBOTS[name] else name for name in ROBOTS])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=[pytest.mark.slow] + [pytest.mark.extended] * (name == "quadruped")) if ROBOTS[name] else name
+        for name in ROBOTS
+    ],
+)
 def test_against_pinocchio(name):
     twin = Twin(name)
     qs, vs = twin.states(STATES)

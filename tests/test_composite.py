@@ -13,6 +13,8 @@ from oracles import random_arm, relative_error
 
 import kronjax as kj
 
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 # Each model costs a few compilations (most of this file's time): a random tree with prismatic
 # joints, a serial D-H chain with a fixed body and a standard D-H arm cover the cases.
 MODELS = {
@@ -80,7 +82,13 @@ def _composite(name, unrolled):
 
 
 @pytest.mark.parametrize(
-    "name", [pytest.param(name, marks=pytest.mark.slow) if name == "branched tree" else name for name in sorted(MODELS)]
+    "name",
+    [
+        pytest.param(name, marks=[pytest.mark.slow, pytest.mark.extended])
+        if name == "branched tree"
+        else name  # the other models
+        for name in sorted(MODELS)
+    ],
 )
 def test_composite_equals_the_papers_assembly(name):
     composite, papers = _composite(name, True), _oracles(name)
@@ -89,8 +97,19 @@ def test_composite_equals_the_papers_assembly(name):
             assert relative_error(got, expected) < 1e-12
 
 
-@pytest.mark.parametrize("unrolled", [True, False])
-@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize(
+    ("name", "unrolled"),
+    [
+        pytest.param(
+            name,
+            unrolled,
+            id=f"{name}-{unrolled}",
+            marks=[pytest.mark.slow] if (name, unrolled) == ("branched tree", True) else [],
+        )
+        for unrolled in (True, False)
+        for name in sorted(MODELS)
+    ],
+)
 def test_composite_mass_matrix_derivative_equals_autodiff_of_mass_matrix(name, unrolled, monkeypatch):
     """Both assemblies of dM/dq and C*: unrolled columns (n <= UNROLLED_COLUMNS) and the loop."""
     if not unrolled:

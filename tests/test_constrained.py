@@ -35,6 +35,8 @@ from oracles import SPATIAL_CLOSURE_BODIES, SPATIAL_CLOSURE_SPEC, spatial_joints
 import kronjax as kj
 from kronjax import constrained as kc
 
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 DATA = pathlib.Path(__file__).parent / "data"
 DFDQ = json.loads((DATA / "huang_double_pendulum_dfdq.json").read_text())
 PENDULUM = json.loads((DATA / "huang_double_pendulum.json").read_text())
@@ -572,6 +574,7 @@ def pendulum_states(gravity, qs, qds, taus):
     return map_states(functools.partial(pendulum_program(), model), *(np.asarray(x, float) for x in (qs, qds, taus)))
 
 
+@pytest.mark.slow
 def test_huang_double_pendulum_dfdq():
     """``huang_system(...).phi_q`` at rest without forces is Huang's df/dQ (37)-(39), rederived:
     ``[[B1+, B1-], [B1-, B1+ + B2+]]`` with the paper's clockwise theta (body angle = -theta).

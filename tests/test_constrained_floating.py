@@ -282,6 +282,7 @@ def test_free_platform_structure(stewart):
         stewart3(platform="quaternion")
 
 
+@pytest.mark.extended  # test_formulations_agree
 @pytest.mark.slow  # two models' constrained solves: compile-bound
 def test_free_and_euler_platforms_agree_at_matching_states(stewart):
     """At states off ``q0`` (tilted, moving), the accelerations of the legs and motors, the

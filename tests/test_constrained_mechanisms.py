@@ -36,6 +36,8 @@ from kronjax.models.four_bar import DEFAULT_LENGTHS, four_bar
 from kronjax.models.slider_crank import slider_crank
 from kronjax.simulate import rollout
 
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 G = 9.81
 T_LONG, DT = 5.0, 1e-3  # the long Runge-Kutta runs: 5000 steps of 1 ms
 # Huang's step sizes, each over T_HUANG; every step size is a compilation of the scan (shared by

@@ -40,6 +40,8 @@ pin = pytest.importorskip("pinocchio")
 
 from oracles import SPATIAL_CLOSURE_BODIES, SPATIAL_CLOSURE_SPEC, spatial_joints, symmetric_from_upper, to_pinocchio  # noqa: E402 (after the importorskip above)
 
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 N_STATES = 4
 TOL = 1e-8
 A_BODY, B_BODY = SPATIAL_CLOSURE_BODIES  # kronjax bodies closed by the joint (Pinocchio joints 4 and 7)

@@ -19,6 +19,8 @@ import pytest
 
 import kronjax as kj
 
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 # kronjax's public modules: each one's __all__ is its public API (kronjax's: its re-exports)
 MODULES = (
     "kronjax",
@@ -71,7 +73,13 @@ def _examples(obj):
     return [t for t in doctest.DocTestFinder(recurse=False).find(obj, name=obj.__qualname__) if t.examples]
 
 
-@pytest.mark.parametrize("module", sorted({name.rpartition(".")[0] for name in PUBLIC}))
+@pytest.mark.parametrize(
+    "module",
+    [
+        pytest.param(module, marks=pytest.mark.slow) if module in ("kronjax.identify._excitation", "kronjax.simulate") else module
+        for module in sorted({name.rpartition(".")[0] for name in PUBLIC})
+    ],
+)
 def test_examples_run_as_written(module):
     """Each public object's examples (the examples of its methods included), by the module that
     defines it: ``pytest tests/test_docstrings.py -k kronjax.dynamics``."""

@@ -19,11 +19,12 @@ import kronjax as kj
 
 pin = pytest.importorskip("pinocchio")
 
+from checks import FD_TOL, TOL  # noqa: E402
 from oracles import jit_once, random_arm, random_inertia, random_rotation, relative_error, to_pinocchio  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 N_STATES = 20
-PINOCCHIO_TOL = 1e-10
-FD_TOL = 1e-7  # central differences with step 1e-6: truncation ~1e-12, round-off ~1e-10 relative
 EPS = 1e-6
 
 
@@ -115,7 +116,7 @@ def test_against_pinocchio(name):
     (ours_id, ours_fd), (ref_id, ref_fd) = analytic(name), pinocchio_reference(name)
     errors = max_error(ours_id, ref_id), max_error(ours_fd, ref_fd)
     print(f"\n{name}: relative errors vs computeRNEADerivatives {errors[0]:.1e}, computeABADerivatives {errors[1]:.1e}")
-    assert max(errors) <= PINOCCHIO_TOL, errors
+    assert max(errors) <= TOL, errors
 
 
 @pytest.mark.parametrize("name", ["fixed_joints"])
@@ -227,6 +228,7 @@ def recursion_autodiff(name: str):
     return jax.tree.map(np.asarray, f(*(jnp.asarray(s) for s in states[:3])))
 
 
+@pytest.mark.slow
 def test_derivatives_by_autodiff_of_the_recursion():
     """``derivatives="autodiff"``: JAX's reverse mode through the recursion equal to Pinocchio's
     computeRNEADerivatives, and its forward-over-reverse Hessian equal to central differences of
@@ -234,7 +236,7 @@ def test_derivatives_by_autodiff_of_the_recursion():
     jac, hessian, hessian_fd = recursion_autodiff("panda")
     error = max_error(jac, pinocchio_reference("panda")[0])
     print(f"\npanda: jacrev of the recursion vs computeRNEADerivatives {error:.1e}")
-    assert error <= PINOCCHIO_TOL
+    assert error <= TOL
     assert relative_error(hessian, hessian_fd) <= FD_TOL
     with pytest.raises(ValueError, match="derivatives must be 'analytic' or 'autodiff'"):
         kj.inverse_dynamics(kj.models.double_pendulum(), jnp.zeros(2), jnp.zeros(2), jnp.zeros(2), derivatives="exact")
@@ -280,6 +282,7 @@ def test_parameter_gradients_against_finite_differences():
     assert relative_error(grad, central) <= 1e-7
 
 
+@pytest.mark.extended  # first derivatives vs Pinocchio
 @pytest.mark.slow  # compile-bound; the slow tier runs in CI too
 def test_hessian_of_inverse_dynamics_against_finite_differences():
     """jax.hessian of a loss through inverse_dynamics (the rule differentiated once more) against

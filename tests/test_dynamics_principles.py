@@ -29,12 +29,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from checks import TOL
 from oracles import jit_once, random_arm, random_inertia, random_rotation
 
 import kronjax as kj
 from kronjax import dynamics as dy
 
-TOL = 1e-10
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 FORMS = ("truc", "tuan", "kane")
 METHODS = ("rnea", "lagrangian", "kron")
 
@@ -431,6 +433,7 @@ def test_generalized_forces_by_virtual_power_and_jacobians():
     assert float(jnp.max(jnp.abs(dy.generalized_forces(model, q, None)))) == 0.0
 
 
+@pytest.mark.slow
 def test_wrenches_in_inverse_and_forward_dynamics():
     """M qdd + C qd + g = tau + f_ext: inverse dynamics subtracts f_ext, forward dynamics adds it,
     for every method; wrench values may be batched with vmap."""
@@ -476,6 +479,7 @@ def test_every_function_over_10k_states_float64(batch64):
     assert np.all(np.isfinite(out["f_ext"]))
 
 
+@pytest.mark.extended  # float32: test_dynamics_derivatives
 @pytest.mark.slow  # compile-bound; the slow tier runs in CI too
 def test_float32_matches_float64(batch64):
     """The same 10^4 states with model.astype(float32) and float32 inputs: float32 outputs,
@@ -531,6 +535,7 @@ def _check_gradient(objective, params, rel=1e-6, seed=0):
             assert abs(analytic - fd) <= rel * max(1.0, abs(fd)), (key, analytic, fd)
 
 
+@pytest.mark.slow
 def test_gradients_wrt_inertials_and_gravity_chain():
     """d/d(mass, com, inertia, gravity) of a scalar of the fast path (RNEA, M, g, forward dynamics)
     on the random chain, against central finite differences."""

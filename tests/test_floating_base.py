@@ -20,13 +20,13 @@ import numpy as np
 import oracles
 import pinocchio as pin
 import pytest
+from checks import TOL
 from oracles import jit_once, random_tree, relative_error, symmetric_from_upper, to_pinocchio
 
 import kronjax as kj
 
 DATA = Path(__file__).parent / "data"
 STATES = 20
-TOL = 1e-10
 
 
 def mixed_model() -> kj.Model:
@@ -83,7 +83,13 @@ def mixed():
     return Twin(model, to_pinocchio(model))
 
 
-@pytest.fixture(scope="module", params=[pytest.param(name, marks=pytest.mark.slow) for name in ("humanoid", "quadruped")])
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param("humanoid", marks=pytest.mark.slow),
+        pytest.param("quadruped", marks=[pytest.mark.slow, pytest.mark.extended]),  # the humanoid's checks the same code
+    ],
+)
 def robot(request):
     path = DATA / f"{request.param}.urdf"
     twin = Twin(kj.load_urdf(path, floating_base=True), pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()))
@@ -312,7 +318,7 @@ def test_derivatives_with_respect_to_the_configuration_are_along_the_tangent_spa
 
 
 @pytest.mark.parametrize(
-    "name", [pytest.param("quadruped", marks=pytest.mark.slow)]
+    "name", [pytest.param("quadruped", marks=[pytest.mark.slow, pytest.mark.extended])]
 )  # the humanoid: tests/test_simulate_floating.py
 def test_free_floating_robot_conserves_momentum_and_balances_power(name):
     """In zero gravity with no force on the base (``tau[:6] = 0``) and any joint torques, the
@@ -342,6 +348,7 @@ def test_free_floating_robot_conserves_momentum_and_balances_power(name):
         assert abs(float(d_energy) - float(v @ tau)) < 1e-10 * (1 + abs(float(v @ tau)))
 
 
+@pytest.mark.extended  # float32: test_kinematics, test_dynamics_derivatives
 @pytest.mark.slow
 def test_float32_and_a_batch_of_ten_thousand_states():
     """float32 within 1e-4 (relative, of the largest entry) of float64 (matmul precision is not at
@@ -364,6 +371,7 @@ def test_float32_and_a_batch_of_ten_thousand_states():
         assert relative_error(a, b) < 1e-4
 
 
+@pytest.mark.extended  # regressors: test_identify
 @pytest.mark.slow
 def test_identification_regressor_of_a_floating_base_robot():
     """``identify.regressor`` against Pinocchio's ``computeJointTorqueRegressor`` (columns matched

@@ -25,6 +25,8 @@ pin = pytest.importorskip("pinocchio")
 
 from oracles import random_arm, relative_error, to_pinocchio  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 DATA = Path(__file__).resolve().parent / "data"
 
 MODELS = {

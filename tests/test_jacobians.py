@@ -20,11 +20,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from checks import EXACT_TOL
 from oracles import jit_once, random_inertia, random_rotation
 
 import kronjax as kj
 
-TOL = 1e-12
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 N_STATES = 3
 
 
@@ -83,6 +85,7 @@ def all_quantities(method: str):
     return each(compile(lambda q, qd: (one(q, qd), kj.forward_kinematics(model, q))), *states(model))
 
 
+@pytest.mark.slow
 def test_analytic_equals_autodiff():
     (analytic, _), (autodiff, _) = all_quantities("analytic"), all_quantities("autodiff")
     model = tree()
@@ -92,7 +95,7 @@ def test_analytic_equals_autodiff():
         assert translational.shape == rotational.shape == (N_STATES, nb, 3, width), key
         for what, a, b in zip(("T", "R"), (translational, rotational), autodiff[key]):
             err = float(jnp.max(jnp.abs(a - b)))
-            assert err < TOL, f"{key} {what}: {err:.2e}"
+            assert err < EXACT_TOL, f"{key} {what}: {err:.2e}"
 
 
 def test_fixed_links_are_frames_of_their_parent():
@@ -109,8 +112,8 @@ def test_fixed_links_are_frames_of_their_parent():
         p = parents[b]
         d = np.asarray(origins[:, b] - origins[:, p])
         expected = jt[:, p] - np.cross(d[:, :, None], jr[:, p], axis=1)
-        np.testing.assert_allclose(jt[:, b], expected, atol=TOL, err_msg=str(b))
-        np.testing.assert_allclose(jr[:, b], jr[:, p], atol=TOL, err_msg=str(b))
+        np.testing.assert_allclose(jt[:, b], expected, atol=EXACT_TOL, err_msg=str(b))
+        np.testing.assert_allclose(jr[:, b], jr[:, p], atol=EXACT_TOL, err_msg=str(b))
 
 
 def test_jacobians_dot_is_time_derivative():
@@ -125,10 +128,10 @@ def test_jacobians_dot_is_time_derivative():
 
     for frame, jvp in zip(("base", "body"), each(jit_once(jvps), qs, qds)):
         for a, b, h in zip(out[f"Jd {frame} origin"], jvp, out[f"H {frame} origin"]):
-            assert float(jnp.max(jnp.abs(a - b))) < TOL
+            assert float(jnp.max(jnp.abs(a - b))) < EXACT_TOL
             # Khang's (8): H (E_n ⊗ qd), entry (p, j) = sum_k H[p, j n + k] qd_k
             contracted = jnp.einsum("sbpjk,sk->sbpj", h.reshape(*h.shape[:3], n, n), qds)
-            assert float(jnp.max(jnp.abs(a - contracted))) < TOL
+            assert float(jnp.max(jnp.abs(a - contracted))) < EXACT_TOL
 
 
 def test_float32_batches():

@@ -19,6 +19,8 @@ from oracles import jit_once, random_arm
 
 import kronjax as kj
 
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 
 def puma_like():
     rows = [
@@ -154,7 +156,7 @@ def motion(name):
     return got, each(jit_once(lambda *x: oracle_motion(model, *x)), states)
 
 
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name == "tree" else name for name in MODELS])
 def test_accelerations_match_second_time_derivative(name):
     """Linear and angular velocities and accelerations of every body (and the acceleration of a
     point on it), in the base frame and in body axes, from the Jacobians and the Jacobians' time
@@ -233,6 +235,7 @@ _BUNDLE = jax.jit(kinematics_bundle)
 _BATCHED_BUNDLE = jax.jit(jax.vmap(kinematics_bundle, in_axes=(None, 0, 0, 0)))
 
 
+@pytest.mark.slow
 def test_float32_matches_float64():
     """float32 in gives float32 out; agreement with float64 to 1e-5 (relative to the scale of
     each quantity, which is O(1) here)."""

@@ -23,14 +23,12 @@ import jax.numpy as jnp
 import numpy as np
 import pinocchio as pin
 import pytest
+from checks import TOL
 from oracles import jit_once, random_tree, relative_error, to_pinocchio
 from test_floating_base import Twin
 
 import kronjax as kj
 from kronjax._spatial.expansion import lie_derivative_terms
-
-TOL = 1e-10
-
 
 FAST = [("free", -1), ("spherical", 0), ("planar", 1)]  # nv = 12
 FLOATING = [("free", -1), ("R", 0), ("spherical", 1), ("F", 2)]  # nv = 10

@@ -24,6 +24,8 @@ from oracles import jit_once
 
 from kronjax import _lie as L
 
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 AXIS = np.array([0.36, 0.48, 0.8])
 JOINTS = {
     "free": pin.JointModelFreeFlyer,

@@ -20,12 +20,14 @@ import jax.numpy as jnp
 import numpy as np
 import pinocchio as pin
 import pytest
+from checks import TOL
 from oracles import jit_once, relative_error, symmetric_from_upper
 
 import kronjax as kj
 
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 DATA = Path(__file__).parent / "data"
-TOL = 1e-10
 
 
 def coupling(path: Path, full: list[str], own: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -123,7 +125,13 @@ def _ours(model):
     return jit_once(jax.vmap(values))
 
 
-@pytest.mark.parametrize("name", ["mimic_gripper", pytest.param("mimic_hand", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("mimic_gripper", marks=pytest.mark.slow),
+        pytest.param("mimic_hand", marks=[pytest.mark.slow, pytest.mark.extended]),  # the gripper's checks the same code
+    ],
+)
 def test_coupled_dynamics_and_kinematics_against_pinocchio(name):
     case = Coupled(name)
     model = case.model

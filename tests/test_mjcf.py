@@ -13,6 +13,8 @@ from oracles import jit_once, relative_error
 import kronjax as kj
 from kronjax.mjcf import MJCFError, from_mujoco, load_mjcf, to_mujoco
 
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 mujoco = pytest.importorskip("mujoco")
 
 DATA = Path(__file__).parent / "data"
@@ -87,7 +89,7 @@ def _close(name, got, expected, tol=1e-10):
     assert error <= tol, f"{name}: relative error {error:.2e} > {tol:.0e}"
 
 
-@pytest.mark.parametrize("file", FILES)
+@pytest.mark.parametrize("file", [pytest.param(f, marks=pytest.mark.slow) if f == "mjcf_floating.xml" else f for f in FILES])
 def test_dynamics_and_poses_match_mujoco(file):
     path = DATA / file
     m = mujoco.MjModel.from_xml_path(str(path))
@@ -252,6 +254,7 @@ def _rotation_vector(u, sign):
     return 2 * jnp.arcsin(s) * u / s
 
 
+@pytest.mark.slow
 def test_equality_constraints_match_mujoco():
     """Each equality constraint of mjcf_closed.xml against MuJoCo's own rows (``efc_pos``, ``efc_J``)
     at 20 random states: connect, joint and weld-position rows equal MuJoCo's; MuJoCo's weld rotation

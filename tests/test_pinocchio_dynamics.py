@@ -19,6 +19,8 @@ rtb = pytest.importorskip("roboticstoolbox")
 
 from oracles import from_rtb, random_arm, relative_error, symmetric_from_upper, to_pinocchio  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 ARMS = {
     "puma560": lambda: from_rtb(rtb.models.DH.Puma560()),
     "panda": lambda: from_rtb(rtb.models.DH.Panda()),

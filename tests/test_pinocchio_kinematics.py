@@ -45,16 +45,17 @@ import pytest
 
 pin = pytest.importorskip("pinocchio")
 
+from checks import FD_TOL, assert_close  # noqa: E402
 from oracles import jit_once  # noqa: E402
 
 import kronjax as kj  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 N = 7
 N_CONFIGS = 20
 SEED = 7
-TOL = 1e-10  # float64, absolute: every quantity here is O(1)
 FD_EPS = 1e-6
-FD_TOL = 1e-7  # central differences at eps = 1e-6: truncation ~1e-12, round-off ~1e-10
 # Joint models, by body: Pinocchio's fixed-axis revolute joints about z and x, unaligned revolute
 # joints about random axes ("RU") and one unaligned prismatic joint ("PU").
 JOINT_TYPES = ("RZ", "RU", "RU", "PU", "RU", "RX", "RU")
@@ -248,12 +249,6 @@ def max_error(a, b):
     return float(np.max(np.abs(a - b)))
 
 
-def assert_close(name, actual, expected, tol=TOL):
-    err = max_error(actual, expected)
-    assert err <= tol, f"{name}: max abs error {err:.3e} > {tol:.0e}"
-    return err
-
-
 def rotate_to_body(rotations, h):
     """``A_0^(i) h`` for every config and body: ``rotations`` ``(c, b, 3, 3)``, ``h`` ``(c, b, 3, m)``."""
     return np.einsum("cbji,cbjk->cbik", rotations, h)
@@ -287,7 +282,7 @@ def test_against_pinocchio(variant, quantity):
     configurations, to 1e-10 (float64)."""
     pin_out, kj_out = results(variant)
     what, pin_value = COMPARISONS[quantity]
-    assert_close(f"{variant}: {what}", kj_out[quantity], pin_value(pin_out))
+    assert_close(kj_out[quantity], pin_value(pin_out), f"{variant}: {what}")
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -301,7 +296,7 @@ def test_single_body_functions_against_pinocchio(variant):
         expected = pin_value(pin_out)
         if not quantity.startswith("pt_"):
             expected = expected[:, list(POINT_BODIES)]
-        assert_close(f"{variant}: single body {what}", kj_out[f"single_{quantity}"], expected)
+        assert_close(kj_out[f"single_{quantity}"], expected, f"{variant}: single body {what}")
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -316,11 +311,11 @@ def test_hessians_give_pinocchio_accelerations(variant):
     def acc(j, h):  # (c, b, 3, n), (c, b, 3, n^2) -> (c, b, 3)
         return np.einsum("cbpj,cj->cbp", j, qdds) + np.sum(h * qq, axis=-1)
 
-    assert_close(f"{variant}: linear base", acc(kj_out["JT_base"], kj_out["HT_base"]), pin_out["acc_LWA"][..., :3])
-    assert_close(f"{variant}: angular base", acc(kj_out["JR_base"], kj_out["HR_base"]), pin_out["acc_LWA"][..., 3:])
-    assert_close(f"{variant}: linear body*", acc(kj_out["JT_body"], kj_out["HT_body*"]), pin_out["acc_LOCAL"][..., :3])
-    assert_close(f"{variant}: angular body", acc(kj_out["JR_body"], kj_out["HR_body"]), pin_out["acc_LOCAL"][..., 3:])
-    assert_close(f"{variant}: angular body*", acc(kj_out["JR_body"], kj_out["HR_body*"]), pin_out["acc_LOCAL"][..., 3:])
+    assert_close(acc(kj_out["JT_base"], kj_out["HT_base"]), pin_out["acc_LWA"][..., :3], f"{variant}: linear base")
+    assert_close(acc(kj_out["JR_base"], kj_out["HR_base"]), pin_out["acc_LWA"][..., 3:], f"{variant}: angular base")
+    assert_close(acc(kj_out["JT_body"], kj_out["HT_body*"]), pin_out["acc_LOCAL"][..., :3], f"{variant}: linear body*")
+    assert_close(acc(kj_out["JR_body"], kj_out["HR_body"]), pin_out["acc_LOCAL"][..., 3:], f"{variant}: angular body")
+    assert_close(acc(kj_out["JR_body"], kj_out["HR_body*"]), pin_out["acc_LOCAL"][..., 3:], f"{variant}: angular body*")
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -335,13 +330,13 @@ def test_jacobians_dot_give_pinocchio_accelerations(variant):
     def acc(j, jd):  # (c, b, 3, n) -> (c, b, 3)
         return np.einsum("cbpj,cj->cbp", j, qdds) + np.einsum("cbpj,cj->cbp", jd, qds)
 
-    assert_close(f"{variant}: linear base", acc(kj_out["JT_base"], kj_out["JdT_base"]), pin_out["acc_LWA"][..., :3])
-    assert_close(f"{variant}: angular base", acc(kj_out["JR_base"], kj_out["JdR_base"]), pin_out["acc_LWA"][..., 3:])
+    assert_close(acc(kj_out["JT_base"], kj_out["JdT_base"]), pin_out["acc_LWA"][..., :3], f"{variant}: linear base")
+    assert_close(acc(kj_out["JR_base"], kj_out["JdR_base"]), pin_out["acc_LWA"][..., 3:], f"{variant}: angular base")
     omega = np.einsum("cbpj,cj->cbp", kj_out["JR_body"], qds)
     v = np.einsum("cbpj,cj->cbp", kj_out["JT_body"], qds)
     linear = acc(kj_out["JT_body"], kj_out["JdT_body"]) + np.cross(omega, v)
-    assert_close(f"{variant}: linear body", linear, pin_out["acc_LOCAL"][..., :3])
-    assert_close(f"{variant}: angular body", acc(kj_out["JR_body"], kj_out["JdR_body"]), pin_out["acc_LOCAL"][..., 3:])
+    assert_close(linear, pin_out["acc_LOCAL"][..., :3], f"{variant}: linear body")
+    assert_close(acc(kj_out["JR_body"], kj_out["JdR_body"]), pin_out["acc_LOCAL"][..., 3:], f"{variant}: angular body")
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -371,7 +366,7 @@ def test_pinocchio_hessian_layout(variant):
                 axis=-1,
             )  # fd[r, j, k] = dJ[r, j]/dq_k
             what = f"{variant} {name} joint {jid}{'' if placement is None else ' point frame'}"
-            assert_close(f"{what}: un-scrambled Hessian vs FD", pin_hessian(model, data, jid, rf, placement), fd, FD_TOL)
+            assert_close(pin_hessian(model, data, jid, rf, placement), fd, f"{what}: un-scrambled Hessian vs FD", tol=FD_TOL)
             if jid == N:  # the last joint has a dense Hessian: the raw array is wrong
                 getter = pin.getJointKinematicHessian if placement is None else pin.getFrameKinematicHessian
                 raw = np.asarray(getter(model, data, jid, rf) if placement is None else getter(model, data, jid, placement, rf))
@@ -398,13 +393,13 @@ def test_local_hessian_is_not_rotated_world_hessian():
     assert max_error(local[:, :, :3] @ qq, rotated @ qq) > 1e-2
     omega = pin_out["J_LOCAL"][:, :, 3:] @ qd  # body-axes angular and linear velocities
     v = pin_out["J_LOCAL"][:, :, :3] @ qd
-    assert_close("LOCAL vs rotated LWA linear quadratic forms", local[:, :, :3] @ qq, rotated @ qq - np.cross(omega, v))
-    assert_close("LOCAL vs rotated LWA angular quadratic forms", local[:, :, 3:] @ qq, rotated_angular @ qq)
-    assert_close("body quadratic form", kj_out["HT_body"] @ qq, local[:, :, :3] @ qq)
-    assert_close("body* quadratic form", kj_out["HT_body*"] @ qq, rotated @ qq)
+    assert_close(local[:, :, :3] @ qq, rotated @ qq - np.cross(omega, v), "LOCAL vs rotated LWA linear quadratic forms")
+    assert_close(local[:, :, 3:] @ qq, rotated_angular @ qq, "LOCAL vs rotated LWA angular quadratic forms")
+    assert_close(kj_out["HT_body"] @ qq, local[:, :, :3] @ qq, "body quadratic form")
+    assert_close(kj_out["HT_body*"] @ qq, rotated @ qq, "body* quadratic form")
     # H_T base = d^2(origin)/dq^2 is symmetric; the others are not, so comparing them in full
     # tests more than the symmetric part
-    assert_close("H_T base symmetric", kj_out["HT_base"], np.asarray(kj.symmetrize(kj_out["HT_base"])))
+    assert_close(kj_out["HT_base"], np.asarray(kj.symmetrize(kj_out["HT_base"])), "H_T base symmetric")
     for key in ("HR_base", "HT_body", "HR_body"):
         assert max_error(kj_out[key], np.asarray(kj.symmetrize(kj_out[key]))) > 1e-2, key
 

@@ -36,11 +36,12 @@ from kronjax.dynamics import INVERSE_DYNAMICS_METHODS
 pin = pytest.importorskip("pinocchio")
 rtb = pytest.importorskip("roboticstoolbox")
 
+from checks import F32_TOL, TOL  # noqa: E402
 from oracles import relative_error, symmetric_from_upper, to_pinocchio  # noqa: E402
 
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 N_STATES = 20
-TOL = 1e-10
-TOL_F32 = 1e-4
 SEED = 560
 MODELS = {"puma560": kj.models.puma560, "panda": kj.models.panda, "ur5": kj.models.ur5}
 
@@ -233,7 +234,7 @@ def test_float32_agrees_with_float64(arm):
     for key, value in got.items():
         assert value.dtype == jnp.float32, key
         errors[key] = max(relative_error(value[s], ours[key][s]) for s in range(N_STATES))
-    _check(errors, TOL_F32, f"{name} float32 vs float64")
+    _check(errors, F32_TOL, f"{name} float32 vs float64")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -28,12 +28,11 @@ import jax.numpy as jnp
 import numpy as np
 import pinocchio as pin
 import pytest
+from checks import FD_TOL, TOL
 from oracles import FAST_COMPILE, jit_once, random_tree, relative_error, to_pinocchio
 
 import kronjax as kj
 
-TOL = 1e-10
-FD_TOL = 1e-7
 FD_STEP = 1e-3
 STATES = 3
 
@@ -187,6 +186,7 @@ def test_bad_input():
         kj.relative_motion(MODEL, kj.neutral(MODEL), 3, 5, "world")
 
 
+@pytest.mark.extended  # test_against_pinocchio
 @pytest.mark.slow
 def test_compose_holds_along_the_tangent_space():
     """``compose`` of base -> b1 and b1 -> b3 equals base -> b3 (Hessians in their symmetric part,

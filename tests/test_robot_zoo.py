@@ -29,6 +29,8 @@ from zoo import check_against_pinocchio, instances, zoo_files
 
 import kronjax as kj
 
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 FILES = zoo_files()
 if not FILES:
     pytest.skip("example-robot-data is not installed (pip install 'kronjax[test]')", allow_module_level=True)

@@ -7,6 +7,8 @@ import pytest
 from test_robot_zoo import FILES, FORWARD, INSTANCES, slow_tier
 from zoo import check_against_pinocchio
 
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("without_shape_checks")

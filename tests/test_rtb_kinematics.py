@@ -41,13 +41,13 @@ rtb = pytest.importorskip("roboticstoolbox")
 SE3 = pytest.importorskip("spatialmath").SE3
 
 import jax  # noqa: E402
+from checks import assert_close  # noqa: E402
 from oracles import dh_rows  # noqa: E402
 
 import kronjax as kj  # noqa: E402
 
 N_CONFIGS = 20
 SEED = 20240607
-TOL = 1e-10
 FD_STEP = 1e-6
 FD_TOL = 1e-8  # central differences with step 1e-6: roundoff ~ eps / h ~ 1e-10
 
@@ -69,12 +69,6 @@ def khang_to_rtb(h):
 def symmetric_part(h):
     """``H[k, :, j] + H[j, :, k]`` of an rtb-layout Hessian: what ``H (qd ⊗ qd)`` sees."""
     return h + h.transpose(2, 1, 0)
-
-
-def assert_close(actual, expected, what, tol=TOL):
-    err = float(np.max(np.abs(np.asarray(actual) - np.asarray(expected))))
-    assert err <= tol, f"{what}: max abs error {err:.3e} > {tol:.0e}"
-    return err
 
 
 def kronjax_bundle(model, tool_point):

@@ -47,6 +47,7 @@ def rotor(mass=2.0):
     return kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=mass, com=(0.1, 0, 0), inertia=(0.01, 0.01, 0.03))])
 
 
+@pytest.mark.slow
 def test_truc_feedforward_validation(elbow):
     """Truc sec. 5: tau (72) along (73) from q(0) = qd(0) = 0 for 1 s tracks (73). The torques are
     the papers' M qdd + C* (qd ⊗ qd) + g (method="kron"); the plant integrates M^-1 (tau - bias)

@@ -42,6 +42,8 @@ if str(ROOT) not in sys.path:
 import kronjax as kj  # noqa: E402
 from bench.soak import main, soak  # noqa: E402
 
+pytestmark = pytest.mark.extended  # `make test-extended` only
+
 ROLLOUTS, STEPS, CHUNK, DT = 8, 2000, 500, 1e-3
 ORDER = 5  # Tsit5, kj.simulate.rollout's default solver
 

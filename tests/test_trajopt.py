@@ -31,6 +31,8 @@ from numpy.polynomial import Polynomial
 import kronjax as kj
 from kronjax import trajopt as to
 
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 MIN_JERK = Polynomial([0, 0, 0, 10, -15, 6])  # s -> (q - q0) / (q1 - q0)
 
 
@@ -115,6 +117,7 @@ def test_cost_decreases_and_boundary_conditions_are_exact(min_jerk):
             np.testing.assert_allclose(x, 0.0, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_rotor_torque_effort_with_free_end_accelerations():
     """tau = I qdd: min int tau^2 with q, qd fixed at both ends is the cubic, I^2 12 dq^2 / T^3."""
     dq, duration = 1.2, 0.8
@@ -215,6 +218,7 @@ def two_link_slsqp(two_link_solution):
     return _slsqp(two_link_solution.problem)
 
 
+@pytest.mark.slow
 def test_two_link_matches_scipy_and_respects_limits(two_link_problem, two_link_solution, two_link_slsqp):
     """The interior-point method (the default solver) against SLSQP: the same optimum to 1e-6."""
     model, bc = two_link_problem
@@ -260,6 +264,7 @@ def test_two_link_matches_scipy_and_respects_limits(two_link_problem, two_link_s
     np.testing.assert_allclose(np.concatenate([qd0, qd1]), 0.0, atol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("free_time", [False, True])
 def test_gauss_newton_hessian_plus_the_dynamics_curvature_is_the_exact_hessian(two_link_problem, free_time):
     """The interior-point method's default derivatives: the problem with the torques linearised at
@@ -313,6 +318,7 @@ def test_gauss_newton_hessian_plus_the_dynamics_curvature_is_the_exact_hessian(t
     close(gauss_newton + jnp.einsum("kai,kab,kbj->ij", samples, curvature, samples), jax.hessian(exact)(x), 1e-10)
 
 
+@pytest.mark.slow
 def test_augmented_lagrangian_matches_scipy(two_link_problem, two_link_slsqp):
     """The first-order solver (augmented Lagrangian with L-BFGS) reaches SLSQP's optimum too, to
     its looser tolerance, in thousands of iterations."""

@@ -19,6 +19,8 @@ import kronjax as kj
 from kronjax._rotations import rpy, to_rpy
 from kronjax.urdf import URDFError
 
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 
 def _link(name: str, mass: float | None = 1.0, inertia="0.1 0 0 0.1 0 0.1", origin='xyz="0 0 0" rpy="0 0 0"') -> str:
     if mass is None:

@@ -22,12 +22,12 @@ import jax
 import numpy as np
 import pinocchio as pin
 import pytest
+from checks import EXACT_TOL
 from oracles import jit_once, random_tree, relative_error, symmetric_from_upper, to_pinocchio
 
 import kronjax as kj
 
 DATA = Path(__file__).parent / "data"
-TOL = 1e-12
 STATES = 3
 LIMITS = ("lower", "upper", "velocity", "effort")
 
@@ -68,7 +68,7 @@ def _same_dynamics(pms: list, model: kj.Model, seed: int) -> None:
             values.append((symmetric_from_upper(pin.crba(pm, pd, q)), pin.rnea(pm, pd, q, v, a).copy()))
         for other in values[1:]:
             for got, expected in zip(other, values[0], strict=True):
-                assert relative_error(got, expected) < TOL
+                assert relative_error(got, expected) < EXACT_TOL
 
 
 def _quadruped():
@@ -92,7 +92,7 @@ def test_floating_quadruped_round_trips():
     assert jax.tree.structure(back) == jax.tree.structure(model)
     for got, expected in zip(jax.tree.leaves(back), jax.tree.leaves(model), strict=True):
         assert np.array_equal(np.isinf(got), np.isinf(expected))
-        assert relative_error(np.where(np.isinf(got), 0, got), np.where(np.isinf(expected), 0, expected)) < TOL
+        assert relative_error(np.where(np.isinf(got), 0, got), np.where(np.isinf(expected), 0, expected)) < EXACT_TOL
     # M and rnea of both models' Pinocchio twins, and of Pinocchio's readings of the written file
     # (its floating joint) and of the original (with its own free-flyer)
     written, original = pin.buildModelFromXML(text), pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
@@ -107,7 +107,7 @@ def test_floating_quadruped_round_trip_has_the_same_kronjax_dynamics():
     _, model, _, back = _quadruped()
     for state in _states(model):
         for got, expected in zip(_dynamics(back, *state), _dynamics(model, *state), strict=True):
-            assert relative_error(got, expected) < TOL
+            assert relative_error(got, expected) < EXACT_TOL
 
 
 def planar_tree() -> kj.Model:

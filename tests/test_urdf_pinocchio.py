@@ -23,13 +23,15 @@ import kronjax as kj
 
 pin = pytest.importorskip("pinocchio")
 
+from checks import TOL  # noqa: E402
 from oracles import relative_error, symmetric_from_upper  # noqa: E402
+
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
 
 DATA = pathlib.Path(__file__).parent / "data"
 URDFS = ["ur5", "panda", "branched_tree", "fixed_offsets", "prismatic"]
 BUILTIN = ["stacker", "truc_elbow", "double_pendulum", "puma560", "panda", "ur5"]
 N_STATES = 20
-TOL = 1e-10
 
 
 # --------------------------------------------------------------------------------------------

@@ -32,6 +32,8 @@ from zoo import Instance, check_against_pinocchio
 
 import kronjax as kj
 
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
 DATA = Path(__file__).parent / "data"
 FILES = {
     path.name: path

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pinocchio as pin
+from checks import TOL
 from oracles import FAST_COMPILE, symmetric_from_upper
 
 import kronjax as kj
@@ -168,7 +169,6 @@ class PinocchioTwin:
         return out
 
 
-TOL = 1e-10
 STATES = 3
 
 
