@@ -5,6 +5,7 @@
 - :mod:`.expansion`: multi-DoF joints as chains of sub-joints, mimic joints as a reduction;
 - :mod:`.traversal`: the scan schedule (:func:`~.traversal.down`, :func:`~.traversal.up`) and the
   ancestry masks;
+- :mod:`.inputs`: the typed per-body inputs of the recursions (joints, bodies);
 - :mod:`.frames`: joint transforms and forward kinematics.
 
 The entry points of the algorithms built on these modules (Newton-Euler, the articulated-body

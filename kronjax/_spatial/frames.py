@@ -8,6 +8,8 @@ and ``r = pre_p + pre (a d + R(t) post_p)`` (``d``: the prismatic displacement) 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -18,13 +20,13 @@ from ..calculus import skew
 from ..chain import Model, Tree
 from .algebra import add, child_pose, components, cross, matmul, mul, scale, spatial_inertia, transpose
 from .expansion import Expansion, expanded, expansion
+from .inputs import Joint, Motion, RigidBody, Transform, TreeInputs
 from .traversal import down, schedule, split
 
 
-def joint_coefficients(tree: Tree, dtype) -> dict:
-    """Per-body coefficients of ``E``, ``r`` (see the module doc) and the motion subspace
-    ``(s_w, s_v)`` in body coordinates: ``(R^T a, R^T (a x p))`` revolute, ``(0, R^T a)``
-    prismatic, zero fixed (``R, p``: the post placement)."""
+def joint_coefficients(tree: Tree, dtype) -> tuple[tuple, tuple]:
+    """The model's per-body coefficients of ``E`` and ``r`` (:class:`~kronjax._spatial.inputs.Transform`'s first seven
+    fields) and the motion subspace ``(s_w, s_v)`` (:class:`~kronjax._spatial.inputs.Joint`) of a tree."""
     a = tree.axes.astype(dtype)
     pre_r, pre_p = tree.pre_rotation.astype(dtype), tree.pre_translation.astype(dtype)
     post_r, post_p = tree.post_rotation.astype(dtype), tree.post_translation.astype(dtype)
@@ -38,56 +40,48 @@ def joint_coefficients(tree: Tree, dtype) -> dict:
     s_revolute = jnp.concatenate([axis_body, apply(post_rt, jnp.cross(a, post_p))], axis=1)
     s_prismatic = jnp.concatenate([jnp.zeros_like(axis_body), axis_body], axis=1)
     s = jnp.where((kinds == "R")[:, None], s_revolute, jnp.where((kinds == "P")[:, None], s_prismatic, 0))
-    return dict(
-        e0=components(post_rt @ along @ pre_rt),
-        e_cos=components(post_rt @ across @ pre_rt),
-        e_sin=components(-post_rt @ k @ pre_rt),
-        r0=components(pre_p + apply(pre_r @ along, post_p)),
-        r_cos=components(apply(pre_r @ across, post_p)),
-        r_sin=components(apply(pre_r @ k, post_p)),
-        r_d=components(apply(pre_r, a)),
-        s_w=components(s[:, :3]),
-        s_v=components(s[:, 3:]),
+    coefficients = (
+        components(post_rt @ along @ pre_rt),
+        components(post_rt @ across @ pre_rt),
+        components(-post_rt @ k @ pre_rt),
+        components(pre_p + apply(pre_r @ along, post_p)),
+        components(apply(pre_r @ across, post_p)),
+        components(apply(pre_r @ k, post_p)),
+        components(apply(pre_r, a)),
     )
+    return coefficients, (components(s[:, :3]), components(s[:, 3:]))
 
 
-def joint_inputs(tree: Tree, q: Array, dtype) -> tuple[dict, np.ndarray]:
-    """Per-body inputs of the kinematic recursions over the :func:`~kronjax._spatial.expansion.expanded` tree (joint
-    coefficients, ``cos t``, ``sin t``, ``d``; with multi-DoF joints, the ``motion`` of their first
-    sub-joints, :func:`_multi_dof_motion`) and the mask of bodies whose joint moves."""
+def joint_inputs(tree: Tree, q: Array, dtype) -> TreeInputs:
+    """The :class:`~kronjax._spatial.inputs.TreeInputs` of the kinematic recursions (no bodies) over the
+    :func:`~kronjax._spatial.expansion.expanded` tree."""
     ex = expansion(tree)
     kinds = np.array(ex.kinds)
     revolute, prismatic = (kinds == "R") & ~ex.sub, (kinds == "P") & ~ex.sub
     coordinate = lambda mask: _spread(ex.q_index, q, mask, dtype, ex.scale, np.where(mask, ex.offset, 0))  # noqa: E731
     angle = coordinate(revolute)
-    values = dict(
-        joint_coefficients(expanded(tree), dtype),
-        cos=jnp.cos(angle),
-        sin=jnp.sin(angle),
-        d=coordinate(prismatic),
-    )
-    if ex.multi:
-        values.update(_multi_dof_motion(tree, ex, q.astype(dtype), dtype))
-    return values, kinds != "F"
+    coefficients, (s_w, s_v) = joint_coefficients(expanded(tree), dtype)
+    transform = Transform(*coefficients, cos=jnp.cos(angle), sin=jnp.sin(angle), d=coordinate(prismatic))
+    motion = _multi_dof_motion(tree, ex, q.astype(dtype), dtype) if ex.multi else {}
+    return TreeInputs(Joint(transform, None, s_w, s_v), None, motion, kinds != "F")
 
 
 def _multi_dof_motion(tree: Tree, ex: Expansion, q: Array, dtype) -> dict:
-    """``{"motion": {first sub-joint: {"rot": G^T, "shift": Pre t}}}`` in components, which
-    :func:`~kronjax._spatial.traversal.split` gives to those bodies' spans only (:class:`~kronjax._spatial.traversal.Schedule`)."""
+    """``{first sub-joint: Motion}`` (:class:`~kronjax._spatial.inputs.Motion`) of the multi-DoF joints, in components."""
     motion = {}
     for kind, start, _, lead, body in ex.multi:
         g, t = _lie.motion(kind, q[start : start + _lie.NQ[kind]])
         pre = tree.pre_rotation[body].astype(dtype)
-        motion[lead] = dict(
+        motion[lead] = Motion(
             rot=tuple(tuple(g[j, i] for j in range(3)) for i in range(3)), shift=tuple(pre[i] @ t for i in range(3))
         )
-    return dict(motion=motion)
+    return motion
 
 
-def bodies(model: Model, q: Array, dtype) -> tuple[dict, np.ndarray]:
-    """:func:`joint_inputs` and the bodies' inertials (zero at sub-joints but the last)."""
+def bodies(model: Model, q: Array, dtype) -> TreeInputs:
+    """:func:`joint_inputs` with the bodies' inertials (:class:`~kronjax._spatial.inputs.RigidBody`)."""
     tree = model.kinematics
-    values, moving = joint_inputs(tree, q, dtype)
+    inputs = joint_inputs(tree, q, dtype)
     ine = model.inertials
     mass, com, inertia = (x.astype(dtype) for x in (ine.mass, ine.com, ine.inertia))
     if tree.has_multi_dof:
@@ -96,8 +90,7 @@ def bodies(model: Model, q: Array, dtype) -> tuple[dict, np.ndarray]:
         real[ex.real] = True
         massless = lambda x: jnp.where(real.reshape((-1,) + (1,) * (x.ndim - 1)), x[ex.source], 0)  # noqa: E731
         mass, com, inertia = massless(mass), massless(com), massless(inertia)
-    values.update(mass=mass, com=components(com), inertia=components(inertia))
-    return values, moving
+    return inputs._replace(body=RigidBody(mass, components(com), components(inertia)))
 
 
 def per_body(model: Model, x: Array, mask: np.ndarray, dtype) -> Array:
@@ -122,48 +115,55 @@ def _spread(q_index: tuple[int, ...], x: Array, mask: np.ndarray, dtype, factor=
     return jnp.where(mask, values, jnp.zeros((), dtype))
 
 
-def joint_transform(b: dict):
-    """``(E, r)`` of one body from its entry of :func:`bodies`; ``(None, None)``, the identity,
-    in a span of sub-joints after a multi-DoF joint's first (:class:`~kronjax._spatial.traversal.Schedule`), whose entries
-    :func:`~kronjax._spatial.traversal.split` leaves without the joint coefficients."""
-    if "e0" not in b:
+def joint_transform(joint: Joint):
+    """``(E, r)`` of one body from its :class:`~kronjax._spatial.inputs.Joint`; ``(None, None)``, the identity, in a span of
+    identity transforms (:class:`~kronjax._spatial.traversal.Schedule`)."""
+    x = joint.transform
+    if x is None:
         return None, None
-    c, s = b["cos"], b["sin"]
-    e = tuple(tuple(b["e0"][i][j] + c * b["e_cos"][i][j] + s * b["e_sin"][i][j] for j in range(3)) for i in range(3))
-    r = tuple(b["r0"][i] + c * b["r_cos"][i] + s * b["r_sin"][i] + b["d"] * b["r_d"][i] for i in range(3))
-    if "rot" in b:  # the first sub-joint of a multi-DoF joint (Schedule)
-        e, r = matmul(b["rot"], e), add(r, b["shift"])
+    c, s = x.cos, x.sin
+    e = tuple(tuple(x.e0[i][j] + c * x.e_cos[i][j] + s * x.e_sin[i][j] for j in range(3)) for i in range(3))
+    r = tuple(x.r0[i] + c * x.r_cos[i] + s * x.r_sin[i] + x.d * x.r_d[i] for i in range(3))
+    if joint.motion is not None:  # the first sub-joint of a multi-DoF joint
+        e, r = matmul(joint.motion.rot, e), add(r, joint.motion.shift)
     return e, r
 
 
-def poses(tree: Tree, inputs: dict, dtype) -> tuple[tuple, tuple]:
+def poses(tree: Tree, inputs: TreeInputs, dtype) -> tuple[tuple, tuple]:
     """The rotations (rows of ``A_i^(0)``, base from body) and origins (``^0 d_i``) of the bodies of
-    the :func:`~kronjax._spatial.expansion.expanded` tree in the base frame, from their
-    :func:`joint_inputs`: child from parent ``R_i = R_parent E^T``, ``p_i = p_parent + R_parent r``
-    (:func:`joint_transform`). Components of ``(nb,)`` arrays."""
+    the :func:`~kronjax._spatial.expansion.expanded` tree in the base frame: child from parent ``R_i =
+    R_parent E^T``, ``p_i = p_parent + R_parent r`` (:func:`joint_transform`). Components of
+    ``(nb,)`` arrays."""
 
-    def step(parent, b):
-        pose = child_pose(parent, *joint_transform(b))
+    def step(parent, joint: Joint):
+        pose = child_pose(parent, *joint_transform(joint))
         return pose, pose
 
     zero, one = jnp.zeros((), dtype), jnp.ones((), dtype)
     eye = tuple(tuple(one if i == j else zero for j in range(3)) for i in range(3))
     order = schedule(tree)
-    out = down(order, step, (eye, (zero, zero, zero)), split(order, inputs))
+    out = down(order, step, (eye, (zero, zero, zero)), split(order, inputs.joint, inputs.motion))
     return jax.tree.map(lambda *x: jnp.concatenate(x), *out)
 
 
-def frames(tree: Tree, q: Array, dtype) -> dict:
-    """Forward kinematics of a tree in the base frame, per body of the
-    :func:`~kronjax._spatial.expansion.expanded` tree (components of ``(nb,)`` arrays).
+class Frames(NamedTuple):
+    """Forward kinematics per body of the :func:`~kronjax._spatial.expansion.expanded` tree, in the
+    base frame (components of ``(nb,)`` arrays): ``R`` and ``p`` (:func:`poses`), ``w`` and ``t``
+    (the joint's motion subspace in base axes, ``R s_w`` and ``R s_v``; zero at fixed joints), and
+    ``moving`` (the static mask of the bodies whose joint has a coordinate)."""
 
-    Returns ``R`` and ``p`` (:func:`poses`), ``w`` and ``t`` (the joint's motion subspace in base
-    axes: ``R s_w``, ``R s_v``; zero at fixed joints), and ``moving`` (numpy mask of the bodies
-    whose joint has a coordinate).
-    """
-    inputs, moving = joint_inputs(tree, q, dtype)
+    R: tuple
+    p: tuple
+    w: tuple
+    t: tuple
+    moving: np.ndarray
+
+
+def frames(tree: Tree, q: Array, dtype) -> Frames:
+    """The :class:`Frames` of a tree at ``q``."""
+    inputs = joint_inputs(tree, q, dtype)
     rot, origin = poses(tree, inputs, dtype)
-    return dict(R=rot, p=origin, w=mul(rot, inputs["s_w"]), t=mul(rot, inputs["s_v"]), moving=moving)
+    return Frames(rot, origin, mul(rot, inputs.joint.s_w), mul(rot, inputs.joint.s_v), inputs.moving)
 
 
 def base_frame(model: Model, q: Array):
@@ -173,13 +173,13 @@ def base_frame(model: Model, q: Array):
     (``c``: the centre of mass in the base frame), all additive over bodies."""
     tree: Tree = model.kinematics
     dtype = jnp.result_type(q, tree.axes, model.inertials.mass)
-    inputs, _ = bodies(model, q, dtype)
+    inputs = bodies(model, q, dtype)
     rotation, origin = poses(tree, inputs, dtype)
     # S in the base frame: (R s_w, R s_v + p x R s_w) from the body-frame subspace (s_w, s_v)
-    s_w = mul(rotation, inputs["s_w"])
-    s_v = add(mul(rotation, inputs["s_v"]), cross(origin, s_w))
-    mass = inputs["mass"]
-    centre = add(origin, mul(rotation, inputs["com"]))
-    inertia = matmul(matmul(rotation, inputs["inertia"]), transpose(rotation))
-    rotational, _, _ = spatial_inertia(mass, centre, inertia)
-    return (s_w, s_v), (rotational, scale(centre, mass), mass)
+    s_w = mul(rotation, inputs.joint.s_w)
+    s_v = add(mul(rotation, inputs.joint.s_v), cross(origin, s_w))
+    body = inputs.body
+    centre = add(origin, mul(rotation, body.com))
+    inertia = matmul(matmul(rotation, body.inertia), transpose(rotation))
+    rotational, _, _ = spatial_inertia(body.mass, centre, inertia)
+    return (s_w, s_v), (rotational, scale(centre, body.mass), body.mass)

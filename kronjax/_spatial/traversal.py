@@ -21,6 +21,7 @@ import numpy as np
 
 from ..chain import Tree
 from .expansion import SUB_JOINTS, expansion
+from .inputs import Joint
 
 
 class Schedule(NamedTuple):
@@ -59,11 +60,7 @@ def schedule(tree: Tree) -> Schedule:
     return _schedule(ex.parents, tuple((lead, lead + len(SUB_JOINTS[kind])) for kind, _, _, lead, _ in ex.multi))
 
 
-def _rows(stack, start: int, end: int):
-    return jax.tree.map(lambda x: x[start:end], stack)
-
-
-def _visit(step: Callable, carry: Any, rows: dict, reverse: bool = False):
+def _visit(step: Callable, carry: Any, rows: Any, reverse: bool = False):
     """``lax.scan(step, carry, rows)``, or one call of ``step`` for a span of one body."""
     if len(jax.tree.leaves(rows)[0]) > 1:
         return jax.lax.scan(step, carry, rows, reverse=reverse)
@@ -71,9 +68,9 @@ def _visit(step: Callable, carry: Any, rows: dict, reverse: bool = False):
     return carry, jax.tree.map(lambda x: jnp.asarray(x)[None], out)
 
 
-def down(order: Schedule, step: Callable, base: Any, inputs: list[dict]) -> list:
+def down(order: Schedule, step: Callable, base: Any, inputs: list) -> list:
     """From the base outwards: ``carry_i, out_i = step(carry_parent(i), inputs_i)`` with
-    ``carry = base`` at the base. ``inputs``: one dict per span (:func:`split`). Returns each
+    ``carry = base`` at the base. ``inputs``: one pytree per span (:func:`split`). Returns each
     span's stacked outputs, in span order (carries are not stacked: a span's parent ends its own
     span, and passes the scan's final carry)."""
     outputs, carries = [], {}
@@ -84,10 +81,10 @@ def down(order: Schedule, step: Callable, base: Any, inputs: list[dict]) -> list
     return outputs
 
 
-def up(order: Schedule, step: Callable, zero: Any, inputs: list[dict]) -> list:
+def up(order: Schedule, step: Callable, zero: Any, inputs: list) -> list:
     """From the leaves inwards: ``to_parent_i, out_i = step(from_children_i, inputs_i)``, where
     ``from_children_i`` sums what body ``i``'s children pass up (``zero`` for a leaf).
-    ``inputs``: one dict per span. Returns each span's stacked outputs."""
+    ``inputs``: one pytree per span. Returns each span's stacked outputs."""
     outputs = [None] * len(order.spans)
     passed = {}  # body -> what its child spans pass up to it: the last body of its span
     for k in reversed(range(len(order.spans))):
@@ -99,24 +96,24 @@ def up(order: Schedule, step: Callable, zero: Any, inputs: list[dict]) -> list:
     return outputs
 
 
-_TRANSFORM_INPUTS = ("e0", "e_cos", "e_sin", "r0", "r_cos", "r_sin", "r_d", "cos", "sin", "d")
-
-
-def split(order: Schedule, stack) -> list:
-    """A per-body stack cut into the spans' rows. A dict's ``"motion"`` entry (from
-    :func:`~kronjax._spatial.frames.joint_inputs`: ``rot``, ``shift`` per first sub-joint) joins its body's span only."""
-    motion = {}
-    if isinstance(stack, dict) and "motion" in stack:
-        stack = dict(stack)
-        motion = stack.pop("motion")
+def split(order: Schedule, stack, motion: dict | None = None) -> list:
+    """A per-body stack (a pytree of arrays over the expanded bodies) cut into the spans' rows. In a
+    :class:`~kronjax._spatial.inputs.Joint` of the stack, an identity span's rows have no
+    ``transform``, and a multi-DoF joint's first sub-joint gets its entry of ``motion``
+    (``{first sub-joint: Motion}``, :func:`~kronjax._spatial.frames.joint_inputs`)."""
+    motion = motion or {}
+    is_joint = lambda x: isinstance(x, Joint)  # noqa: E731
     out = []
     for (start, end), identity in zip(order.spans, order.identity):
-        rows = _rows(stack, start, end)
-        if identity and isinstance(rows, dict):
-            rows = {key: value for key, value in rows.items() if key not in _TRANSFORM_INPUTS}
-        if start in motion:
-            rows = dict(rows, **jax.tree.map(lambda x: x[None], motion[start]))
-        out.append(rows)
+
+        def rows(x, start=start, end=end, identity=identity):
+            x = jax.tree.map(lambda a: a[start:end], x)
+            if not is_joint(x):
+                return x
+            first = jax.tree.map(lambda a: a[None], motion[start]) if start in motion else None
+            return x._replace(transform=None if identity else x.transform, motion=first)
+
+        out.append(jax.tree.map(rows, stack, is_leaf=is_joint))
     return out
 
 

@@ -62,14 +62,14 @@ def _world(tree: Tree, q: Array, points: Array | None, dtype) -> dict:
     f = frames(tree, q, dtype)
     ex = expansion(tree)
     bodies, support, moved_by, sibling = _topology(tree)
-    rot, origin = f["R"], f["p"]
+    rot, origin = f.R, f.p
     if tree.has_multi_dof:  # the model's bodies among the expanded ones
         rot = tuple(tuple(c[ex.real] for c in row) for row in rot)
         origin = tuple(c[ex.real] for c in origin)
     if points is not None:
         origin = add(origin, mul(rot, components(points.astype(dtype))))
     pick = lambda x: tuple(c[bodies] for c in x)  # noqa: E731
-    w, t, p = pick(f["w"]), pick(f["t"]), pick(f["p"])
+    w, t, p = pick(f.w), pick(f.t), pick(f.p)
     row = lambda x: tuple(c[None, :] for c in x)  # noqa: E731
     column = lambda x: tuple(c[:, None] for c in x)  # noqa: E731
     arm = add(column(origin), scale(row(p), -1))
