@@ -37,7 +37,6 @@ TO_SPLIT = {
     "trajopt/_transcription.py",
     "urdf/_load.py",
     "mjcf.py:load_mjcf",
-    "trajopt/_interior_point.py:_iteration",
     "trajopt/_transcription.py:transcribe",
     "urdf/_load.py:load_urdf",
     "urdf/_write.py:to_urdf",

@@ -385,11 +385,28 @@ def _first_values(guess: _Guess, f, c, h, is_warm: Array):
     return tuple(jnp.where(is_warm, w, k) for w, k in zip(warm, cold))
 
 
-def _iteration(problem: Problem, guess: _Guess, is_warm: Array, tol: float, solver: InteriorPoint) -> _Guess:
-    """One Newton step of one guess (or none, where it has stopped). The first one also sets the
-    guess's scale, slacks and multipliers from the same evaluation of the problem (one program for
-    the start and the steps: compiling a separate evaluation for the start cost about 1 s on the
-    Panda)."""
+class _Derivatives(NamedTuple):
+    """The problem at a guess's ``x``: the scaled cost ``f``, the inequality and equality constraints
+    ``c``, ``h``, the gradient of the cost, the Jacobians of the constraints, the Hessian of the
+    Lagrangian, Gauss-Newton's correction for the dynamics' curvature (``None`` with exact
+    Hessians), and the start's ``(scale, s, lam, y)`` (used by the first iteration only).
+    :func:`_evaluate` returns the gradient of the Lagrangian beside it."""
+
+    f: Array
+    c: Array
+    h: Array
+    grad_f: Array
+    jac: Array
+    jac_e: Array
+    hessian: Array
+    correction: Array | None
+    start: tuple
+
+
+def _evaluate(problem: Problem, guess: _Guess, is_warm: Array, solver: InteriorPoint) -> tuple[_Guess, _Derivatives, Array]:
+    """:class:`_Derivatives` at the guess, by one forward-over-reverse pass through the Lagrangian;
+    with Gauss-Newton Hessians, through the dynamics linearised at ``x``, with the guess's
+    linearisation and curvature blocks updated."""
     fun = _functions(problem)
     fresh = guess.fresh
     gauss_newton = solver.hessian == "gauss-newton"
@@ -427,20 +444,28 @@ def _iteration(problem: Problem, guess: _Guess, is_warm: Array, tol: float, solv
     hessian, jac, jac_e, grad_f = derivatives[:4]
     if gauss_newton:
         guess = guess._replace(states=states, jacobian=jacobian, curvature=curvature)
-    # the first iteration: the start's values, and the filter's bounds and the records of least
-    # violation from them (W&B sec. 2.3)
-    violation = _violation(c, h)
-    scale, s0, lam0, y0 = start
-    theta = jnp.maximum(jnp.sum(jnp.abs(c + s0)) + jnp.sum(jnp.abs(h)), 1.0)
-    opening = guess._replace(
-        s=s0, lam=lam0, y=y0, scale=scale, f=f, violation=violation, theta_min=1e-4 * theta, theta_max=1e4 * theta,
-        least=violation, f_least=f, fresh=jnp.asarray(False),
-    )  # fmt: skip
-    guess = jax.tree.map(lambda a, b: jnp.where(fresh, a, b), opening, guess._replace(fresh=jnp.asarray(False)))
-    x, s, lam, y, mu = guess.x, guess.s, guess.lam, guess.y, guess.mu
-    dtype = x.dtype
+    correction = derivatives[4] if gauss_newton else None
+    return guess, _Derivatives(f, c, h, grad_f, jac, jac_e, hessian, correction, start), grad_l
 
-    # convergence of the original problem, then the barrier update (W&B eqs. 5 and 7)
+
+def _open(guess: _Guess, d: _Derivatives, violation: Array) -> _Guess:
+    """The first iteration's guess: the start's values, and the filter's bounds and the records of
+    least violation from them (W&B sec. 2.3); later iterations' guesses as they are."""
+    scale, s0, lam0, y0 = d.start
+    theta = jnp.maximum(jnp.sum(jnp.abs(d.c + s0)) + jnp.sum(jnp.abs(d.h)), 1.0)
+    opening = guess._replace(
+        s=s0, lam=lam0, y=y0, scale=scale, f=d.f, violation=violation, theta_min=1e-4 * theta, theta_max=1e4 * theta,
+        least=violation, f_least=d.f, fresh=jnp.asarray(False),
+    )  # fmt: skip
+    return jax.tree.map(lambda a, b: jnp.where(guess.fresh, a, b), opening, guess._replace(fresh=jnp.asarray(False)))
+
+
+def _terminate(guess: _Guess, d: _Derivatives, grad_l: Array, violation: Array, tol: float, solver: InteriorPoint):
+    """``(status, failed_row, mu)``: whether the guess stops (converged, not finite, or stalled
+    infeasible; :mod:`._solver`'s codes), the first non-finite constraint row, and the barrier
+    parameter of the next step (W&B eqs. 5 and 7)."""
+    s, lam, y, mu = guess.s, guess.lam, guess.y, guess.mu
+    f, c, h = d.f, d.c, d.h
     count = s.shape[0] + h.shape[0]
     scale_d = jnp.maximum(_SCALE_MAX, (jnp.sum(jnp.abs(lam)) + jnp.sum(jnp.abs(y))) / count) / _SCALE_MAX
 
@@ -456,12 +481,12 @@ def _iteration(problem: Problem, guess: _Guess, is_warm: Array, tol: float, solv
     converged = (kkt_error(0.0) <= tol) & (gap <= tol) & (violation <= solver.violation_tol)
     # the first quantity that is not finite, in NON_FINITE's order, and its row where it is a
     # constraint's (the report names the constraint)
-    checked = (f, c, h, grad_f, jac, jac_e, hessian)
+    checked = (f, c, h, d.grad_f, d.jac, d.jac_e, d.hessian)
     finite = jnp.stack([jnp.all(jnp.isfinite(a)) for a in checked])
     bad = jnp.argmin(finite)
     rows = [
         jnp.argmin(jnp.isfinite(a).reshape(a.shape[0], -1).all(axis=1)) if a.shape[0] else jnp.asarray(0)
-        for a in (c, h, jac, jac_e)
+        for a in (c, h, d.jac, d.jac_e)
     ]
     failed_row = jnp.select([bad == 1, bad == 2, bad == 4, bad == 5], rows, -1)
     # stalled: the last _STALL violations all within 1 % of each other and well above the tolerance
@@ -469,20 +494,26 @@ def _iteration(problem: Problem, guess: _Guess, is_warm: Array, tol: float, solv
     low, high = jnp.min(guess.recent), jnp.max(guess.recent)
     infeasible = jnp.isfinite(high) & (low > 10.0 * solver.violation_tol) & (high <= 1.01 * low)
     status = jnp.select([converged, ~jnp.all(finite), infeasible], [CONVERGED, NON_FINITE + bad, INFEASIBLE], RUNNING)
-    done = status != RUNNING
     floor = tol / (10.0 * s.shape[0])
     mu = jnp.where(kkt_error(mu) <= 10.0 * mu, jnp.maximum(floor, jnp.minimum(0.2 * mu, mu**1.5)), mu)
+    return status, failed_row, mu
 
-    # the Newton step (N&W 19.12 condensed), regularised to a positive-definite matrix; with
-    # equalities, their multipliers from the Schur complement J_E A^-1 J_E^T (N&W sec. 16.2)
+
+def _newton_step(guess: _Guess, d: _Derivatives, mu: Array):
+    """``(dx, ds, dlam, y_new)``: the Newton step (N&W 19.12 condensed), regularised to a
+    positive-definite matrix; with equalities, their multipliers from the Schur complement ``J_E
+    A^-1 J_E^T`` (N&W sec. 16.2)."""
+    s, lam, y = guess.s, guess.lam, guess.y
+    c, h, jac, jac_e, hessian = d.c, d.h, d.jac, d.jac_e, d.hessian
+    dtype = guess.x.dtype
     sigma = lam / s
     matrix = hessian + jac.T @ (sigma[:, None] * jac)
     matrix = 0.5 * (matrix + matrix.T)
-    if gauss_newton:
+    if d.correction is not None:
         # where the quasi-Newton correction leaves the matrix indefinite, Gauss-Newton's own
         # (positive semidefinite) instead of a shift: shifted, the Panda's 8 guesses took 40-66
         # iterations, unshifted 27-34 (the UR5's 36-69 either way; 200 without the correction)
-        corrected = matrix + 0.5 * (derivatives[4] + derivatives[4].T)
+        corrected = matrix + 0.5 * (d.correction + d.correction.T)
         eigenvalues, vectors = jnp.linalg.eigh(corrected)
         eigenvalues, vectors = jax.lax.cond(
             eigenvalues[0] > 0, lambda: (eigenvalues, vectors), lambda: tuple(jnp.linalg.eigh(matrix))
@@ -498,7 +529,7 @@ def _iteration(problem: Problem, guess: _Guess, is_warm: Array, tol: float, solv
     def solve(b):
         return vectors @ ((vectors.T @ b) / (shifted[:, None] if b.ndim == 2 else shifted))
 
-    rhs = -(grad_f + jac.T @ (mu / s + sigma * (c + s)))
+    rhs = -(d.grad_f + jac.T @ (mu / s + sigma * (c + s)))
     dx = solve(rhs)
     y_new = y
     if h.shape[0]:
@@ -511,9 +542,32 @@ def _iteration(problem: Problem, guess: _Guess, is_warm: Array, tol: float, solv
         dx = dx - through @ y_new
     ds = -(c + s) - jac @ dx
     dlam = mu / s - lam - sigma * ds
+    return dx, ds, dlam, y_new
 
-    # step lengths: fraction to the boundary (N&W 19.9), then a backtracking filter line search
-    # (W&B sec. 2.3): a trial point is accepted if it improves the infeasibility theta or the
+
+def _iteration(problem: Problem, guess: _Guess, is_warm: Array, tol: float, solver: InteriorPoint) -> _Guess:
+    """One Newton step of one guess (or none, where it has stopped): evaluate, open (the first
+    iteration), terminate, step, search. The first one also sets the guess's scale, slacks and
+    multipliers from the same evaluation of the problem (one program for the start and the steps:
+    compiling a separate evaluation for the start cost about 1 s on the Panda)."""
+    guess, d, grad_l = _evaluate(problem, guess, is_warm, solver)
+    violation = _violation(d.c, d.h)
+    guess = _open(guess, d, violation)
+    status, failed_row, mu = _terminate(guess, d, grad_l, violation, tol, solver)
+    dx, ds, dlam, y_new = _newton_step(guess, d, mu)
+    return _search(problem, guess, d, violation, status, failed_row, mu, (dx, ds, dlam, y_new))
+
+
+def _search(problem: Problem, guess: _Guess, d: _Derivatives, violation, status, failed_row, mu, step) -> _Guess:
+    """The guess after the step: lengths by the fraction to the boundary (N&W 19.9), then a
+    backtracking filter line search (W&B sec. 2.3); where the guess stops, itself (an infeasible one
+    at its point of least violation)."""
+    fun = _functions(problem)
+    x, s, lam, y, f, c, h, grad_f = guess.x, guess.s, guess.lam, guess.y, d.f, d.c, d.h, d.grad_f
+    dx, ds, dlam, y_new = step
+    dtype = x.dtype
+    done = status != RUNNING
+    # a trial point is accepted if it improves the infeasibility theta or the
     # barrier objective phi enough and is not dominated by the filter; where the step is a good
     # descent direction of phi at a nearly feasible point (the switching condition), Armijo's
     # condition on phi instead
