@@ -35,7 +35,6 @@ TO_SPLIT = {
     "simulate.py",
     "trajopt/_interior_point.py",
     "trajopt/_transcription.py",
-    "urdf/_load.py",
     "mjcf.py:load_mjcf",
     "trajopt/_transcription.py:transcribe",
     "urdf/_load.py:load_urdf",

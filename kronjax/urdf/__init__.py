@@ -27,7 +27,8 @@ Modules: ``_load`` (:func:`load_urdf`, :class:`URDFError`, :class:`URDFWarning`)
 
 from __future__ import annotations
 
-from ._load import URDFError, URDFWarning, load_urdf
+from ._elements import URDFError, URDFWarning
+from ._load import load_urdf
 from ._write import to_urdf
 
 __all__ = ["URDFError", "URDFWarning", "load_urdf", "to_urdf"]

@@ -10,7 +10,7 @@ import numpy as np
 from .._rotations import to_rpy
 from ..chain import Model, Tree
 from ..chain._tree import JOINT_NV
-from ._load import KIND_FROM_URDF, UNLIMITED
+from ._elements import KIND_FROM_URDF, UNLIMITED
 
 _URDF_KIND = {kind: urdf_kind for urdf_kind, kind in KIND_FROM_URDF.items()}  # what to_urdf writes
 
