@@ -6,15 +6,15 @@
 
 Inverse dynamics, forward dynamics and the Coriolis terms of the Panda (float64, and float32
 where cheap), the growth of C* and inverse dynamics with the number of joints (n = 6 ... 48,
-fitted exponents, a plot), and compile times; then issue 14's: the Jacobians, Hessians and
+fitted exponents, a plot), and compile times; then the Jacobians, Hessians and
 Jacobian time derivatives of all bodies (section ``kinematics``), the derivatives of inverse and
 forward dynamics and ``jax.jacfwd`` of both (``derivatives``), and the growth of J and H with n
 (``kinematics_scaling``). Every library gets the same arm, written by ``kj.to_urdf``; every result is compared with
 Pinocchio's on the same samples. A peer that is not installed (or does not import), or a kronjax
 function that this kronjax lacks, is skipped with a note. Writes
 ``bench/results/<date>-<machine>.md``, ``.json`` and ``-scaling.png``; asserts nothing (the
-targets are in issues 5, 14 and 15 and in the Goals table of the report). Section ``floating``
-(issue 15): inverse and forward dynamics of a floating-base humanoid (Romeo with a free-flyer,
+targets are in the Goals table of the report). Section ``floating``:
+inverse and forward dynamics of a floating-base humanoid (Romeo with a free-flyer,
 nv = 37) against Pinocchio per call and in parallel, adam, jaxsim, frax and MJX.
 """
 
@@ -93,7 +93,7 @@ def main(argv=None) -> dict:
     meta["duration_s"] = time.perf_counter() - start
     paths = report.write(records, meta, peers, config, args.out or report.RESULTS)
 
-    print("\n== goals (issues 5, 14 and 15) ==")
+    print("\n== goals ==")
     for g in report.goals(records, config):
         value = "-" if g["value"] is None else f"{g['value']:.3g}"
         met = "" if g["met"] is None else ("  met" if g["met"] else "  NOT met")

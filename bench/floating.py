@@ -1,4 +1,4 @@
-"""Section ``floating`` (issue 15): inverse and forward dynamics of a floating-base humanoid
+"""Section ``floating``: inverse and forward dynamics of a floating-base humanoid
 (Romeo, ``tests/data/humanoid.urdf`` with a free-flyer root: nq = 38, nv = 37), float64, at the
 peers' batch (``Config.big``, 10^4 by default), against Pinocchio (per call and
 ``rneaInParallel`` / ``abaInParallel``) and the JAX peers on the same robot with a free base.

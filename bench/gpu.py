@@ -39,7 +39,7 @@ from . import models  # noqa: E402
 from ._timing import Record, best_time, compile_jit  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-GOAL = 1e8  # inverse-dynamics samples per second in float64 (issue 5)
+GOAL = 1e8  # inverse-dynamics samples per second in float64 (the goal of the GPU section)
 
 # Each operation is a function of one sample ``(q, qd, x)``: ``x`` is qdd, or tau for the
 # forward-dynamics operations (uniform in [-5, 5] either way).

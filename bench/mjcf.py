@@ -1,4 +1,4 @@
-"""Section ``mjcf`` (issue 17): kronjax and MJX on the same MJCF file, rotor inertias included.
+"""Section ``mjcf``: kronjax and MJX on the same MJCF file, rotor inertias included.
 
 Each robot is written once as MJCF by MuJoCo (``MjSpec.to_xml``): the Panda of
 ``tests/data/panda.urdf`` (fixed base) and Romeo, ``tests/data/humanoid.urdf``, on a free joint

@@ -16,8 +16,8 @@ import numpy as np
 from ._timing import Record
 
 RESULTS = Path(__file__).resolve().parent / "results"
-# the operations of the `kinematics` and `derivatives` sections (issue 14), each with its table in the report
-ISSUE14 = {
+# the operations of the `kinematics` and `derivatives` sections, each with its table in the report
+PER_CALL = {
     "jacobians": ("Jacobians J_T, J_R of all bodies (Panda, base frame)", "computeJointJacobians"),
     "hessians": (
         "Hessians H_T, H_R of all bodies (Panda, base frame); Pinocchio's call computes the Jacobians too",
@@ -31,7 +31,7 @@ ISSUE14 = {
     "forward_dynamics_derivatives": ("Derivatives of forward dynamics d qdd / d(q, qd, tau) (Panda)", "computeABADerivatives"),
 }
 
-# the operations of the `floating` section (issue 15) and Pinocchio's function of each
+# the operations of the `floating` section and Pinocchio's function of each
 FLOATING = {"floating_inverse_dynamics": "rnea", "floating_forward_dynamics": "aba"}
 
 
@@ -129,7 +129,7 @@ def exponents(records: list[Record]) -> list[dict]:
 
 
 def goals(records: list[Record], config) -> list[dict]:
-    """The goals of issues 5, 14 and 15 as ratios measured in this run (float64; Panda, and the humanoid of section
+    """The project's speed goals as ratios measured in this run (float64; Panda, and the humanoid of section
     ``floating``)."""
     big, f64 = config.big, "float64"
     rnea = find(records, operation="inverse_dynamics", library="kronjax", method="rnea", batch=big, precision=f64)
@@ -199,13 +199,13 @@ def goals(records: list[Record], config) -> list[dict]:
         2.0,
     )
     slower(f"kronjax kron vs kronjax rnea, batch {big}", kron, rnea, 10.0)
-    # issue 14: all bodies' J and H, derivatives of the dynamics, against Pinocchio per call
-    # (binding included, as the issue measures; the C++ estimate alongside, without a target)
-    for operation, (_, pin_name) in ISSUE14.items():
+    # all bodies' J and H, derivatives of the dynamics, against Pinocchio per call
+    # (binding included; the C++ estimate alongside, without a target)
+    for operation, (_, pin_name) in PER_CALL.items():
         ours = find(records, operation=operation, library="kronjax", method=operation, batch=big, precision=f64)
         # Pinocchio's computeJointKinematicHessians(q) computes the joint Jacobians first
         what = "computeJointJacobians + computeJointKinematicHessians" if operation == "hessians" else pin_name
-        target = None if operation == "jacobians_dot" else 0.5  # the issue sets none for dJ/dt
+        target = None if operation == "jacobians_dot" else 0.5  # no target for dJ/dt
         for suffix, goal in (("per call", target), ("per call, C++ est.", None)):
             slower(
                 f"kronjax {operation} vs Pinocchio {what} {suffix}, batch {big}",
@@ -220,7 +220,7 @@ def goals(records: list[Record], config) -> list[dict]:
             find(records, operation=operation, method=f"{pin_name} (per call)", **pin),
             None,
         )
-    # issue 15: the floating-base humanoid (section `floating`): >= 1x *InParallel, ahead of every JAX peer
+    # the floating-base humanoid (section `floating`): >= 1x *InParallel, ahead of every JAX peer
     ours_floating = [
         r
         for r in records
@@ -260,7 +260,7 @@ def goals(records: list[Record], config) -> list[dict]:
         2.0,
     )
     for r in records:
-        if r.library == "kronjax" and r.operation in ISSUE14 and r.precision == f64 and r.compile_s is not None:
+        if r.library == "kronjax" and r.operation in PER_CALL and r.precision == f64 and r.compile_s is not None:
             rows.append(
                 {
                     "goal": f"compile of jit(chunked_vmap({r.method})), batch {r.batch}",
@@ -442,7 +442,7 @@ def markdown(records: list[Record], meta: dict, peers: dict, config, goal_rows, 
         ]
     lines += [
         "",
-        "## Goals (issues 5, 14 and 15), as ratios measured in this run (float64)",
+        "## Goals, as ratios measured in this run (float64)",
         "",
         "| goal | measured | target | met |",
         "| --- | ---: | ---: | --- |",
@@ -460,17 +460,17 @@ def markdown(records: list[Record], meta: dict, peers: dict, config, goal_rows, 
             "computeCoriolisMatrix (per call, C++ est.)",
             None,
         ),
-    ] + [(title, operation, f"{pin_name} (per call, C++ est.)", None) for operation, (title, pin_name) in ISSUE14.items()]
+    ] + [(title, operation, f"{pin_name} (per call, C++ est.)", None) for operation, (title, pin_name) in PER_CALL.items()]
     for title, operation, per_call, parallel in sections:
         table = _operation_table(records, operation, per_call, parallel)
         if table:
             lines += ["", f"## {title}", ""] + table
     table = _floating_table(records, threads)
     if table:
-        lines += ["", "## Floating base: inverse and forward dynamics of a humanoid (issue 15)", ""] + table
+        lines += ["", "## Floating base: inverse and forward dynamics of a humanoid", ""] + table
     table = _mjcf_table(records)
     if table:
-        lines += ["", "## The same MJCF in kronjax and MJX, armature included (issue 17)", ""] + table
+        lines += ["", "## The same MJCF in kronjax and MJX, armature included", ""] + table
     if exps:
         ns = sorted({n for e in exps for n in e["n"]})
         lines += [

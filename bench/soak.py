@@ -1,4 +1,4 @@
-"""Long batched runs (issue 18, part 5): many free Panda rollouts of many fixed steps, in chunks.
+"""Long batched runs: many free Panda rollouts of many fixed steps, in chunks.
 
     python -m bench.soak                        # the full run: 1000 rollouts x 10^5 steps, float64 and float32
     python -m bench.soak --steps 25000 --chunk-steps 500   # a quarter of the steps: about 3.5 + 2 min on 2 cores

@@ -1,5 +1,5 @@
 """The benchmark's sections: inverse dynamics, forward dynamics, Coriolis, scaling with n, compile
-times, and (issue 14) the Jacobians, Hessians and Jacobian time derivatives of all bodies, the
+times, and the Jacobians, Hessians and Jacobian time derivatives of all bodies, the
 derivatives of inverse and forward dynamics, and the growth of J and H with n. Each measurement
 becomes a :class:`~bench._timing.Record`; every JAX function is ``jax.jit(jax.vmap(f))``
 (kronjax: ``jax.jit(kj.chunked_vmap(f))``) compiled ahead of time (the compile time is recorded)
@@ -130,7 +130,7 @@ class Suite:
 
     def missing(self, name: str, **fields) -> bool:
         """Whether this kronjax lacks ``kj.<name>`` (then a skipped record says so, as for a missing
-        peer): the suite also measures a kronjax older than issue 14's functions."""
+        peer): the suite also measures a kronjax older than these functions."""
         if hasattr(kj, name):
             return False
         self.add(Record(**fields, note=f"skipped: kj.{name} is not in this kronjax"))
@@ -465,8 +465,8 @@ class Suite:
                 except Exception as exc:
                     self.failed(exc, **fields)
 
-    def issue14(self, cases: dict, rows: list, frax_rows: list):
-        """The Panda rows of issue 14's sections, float64 and float32 at the peers' batch; Pinocchio
+    def per_call_sections(self, cases: dict, rows: list, frax_rows: list):
+        """The Panda rows of the sections measured per call, float64 and float32 at the peers' batch; Pinocchio
         per call; frax (float64). ``cases``: ``{operation: (arguments, Pinocchio's function timed per
         call, its outputs on the leading samples)}``; ``rows``: ``(operation, method, kronjax
         function, whether the row is its jax.jacfwd w.r.t. every argument)``; ``frax_rows``: the same
@@ -511,7 +511,7 @@ class Suite:
     def section_kinematics(self):
         """Every body's Jacobians, Hessians and Jacobian time derivatives (``frame="base"``) on the
         Panda, against Pinocchio's LOCAL_WORLD_ALIGNED ones of frames placed at kronjax's body
-        frames (issue 14)."""
+        frames."""
         s, check = self.samples, self.config.check
         frames = self.body_frames(self.pin, self.panda["float64"], s["q"][0])
         cases = {
@@ -523,7 +523,7 @@ class Suite:
                 self.pin.jacobians_dot(s["q"][:check], s["qd"][:check], frames),
             ),
         }
-        self.issue14(
+        self.per_call_sections(
             cases,
             [(operation, operation, operation, False) for operation in cases],
             [
@@ -534,7 +534,7 @@ class Suite:
 
     def section_derivatives(self):
         """The derivatives of inverse and forward dynamics on the Panda: kronjax's functions and
-        ``jax.jacfwd`` of ``inverse_dynamics`` / ``forward_dynamics`` (issue 14), frax's by
+        ``jax.jacfwd`` of ``inverse_dynamics`` / ``forward_dynamics``, frax's by
         ``jax.jacfwd``, Pinocchio's analytical ones."""
         c, s = self.config, self.samples
         head = {k: v[: c.check] for k, v in s.items()}
@@ -550,7 +550,7 @@ class Suite:
                 self.pin.aba_derivatives(head["q"], head["qd"], head["tau"]),
             ),
         }
-        self.issue14(
+        self.per_call_sections(
             cases,
             [(operation, operation, operation, False) for operation in cases]
             + [
@@ -590,9 +590,9 @@ class Suite:
                 self.pin_records("scaling", pin_name, (s["q"],), (), model=name, n_dof=n, pin=pin, parallel=False)
 
     def section_floating(self):
-        """Inverse and forward dynamics of the floating-base humanoid (issue 15): :mod:`bench.floating`."""
+        """Inverse and forward dynamics of the floating-base humanoid: :mod:`bench.floating`."""
         floating.section(self)
 
     def section_mjcf(self):
-        """kronjax and MJX on the same MJCF files, armature included (issue 17): :mod:`bench.mjcf`."""
+        """kronjax and MJX on the same MJCF files, armature included: :mod:`bench.mjcf`."""
         mjcf.section(self)

@@ -10,12 +10,12 @@ The problem is the notebook's (notebooks/trajectory_optimization.ipynb): rest to
 torque effort, Franka's limits with the torques derated to 50 %, 10 control points per joint.
 An L-BFGS iteration is one step of every guess (its line search included); a Newton step of the
 interior-point method costs a Hessian of the Lagrangian per guess. Compile times are reported
-apart. Prints a table; asserts nothing (the targets live in issues 7 and 16).
+apart. Prints a table; asserts nothing (the targets are the project's goals for trajectory optimisation).
 
 With ``--first-calls N`` it only times the first call (compilation included) of kronjax's
 interior-point method and of SLSQP on the two problems below, each in a fresh process, N rounds.
 
-With ``--peers`` (the default when CasADi is installed; issue 16, item 6) the Panda problem and a
+With ``--peers`` (the default when CasADi is installed) the Panda problem and a
 UR5 one (rest to rest from 0 to ``UR5_GOAL`` in 1.1 s, the model's limits) are solved from one
 guess, the minimum-jerk fit, by (a) kronjax's ``trajopt.optimize`` (the interior-point method, with its default Gauss-Newton
 Hessians and with exact ones),

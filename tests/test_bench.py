@@ -1,6 +1,6 @@
 """The benchmark suite (bench/) end to end on a tiny configuration: every section runs, the result
 files are written, and kronjax agrees with Pinocchio in every measurement. Timings are not
-checked (the targets live in issues 5 and 14 and in the report's Goals table)."""
+checked (the targets live in the report's Goals table)."""
 
 import json
 import os
