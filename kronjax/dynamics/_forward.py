@@ -63,6 +63,19 @@ def forward_dynamics(
     carries no condition estimate. Where that can happen, check ``jnp.linalg.cond`` of
     :func:`mass_matrix` (a scaled one: ``M / sqrt(d d^T)``, ``d = diag M``) outside the loop.
 
+    Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        qd: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
+        tau: ``(nv,)`` joint forces and torques.
+        wrenches: external loads (see :func:`generalized_forces`); ``None`` for none.
+        passive: add the joints' damping and friction, ``passive_forces(model, q, qd)``, to
+            ``tau`` (:mod:`kronjax.passive`; off by default).
+
+    Returns:
+        ``(nv,)``: ``qdd``.
+
     Example:
         The inverse of :func:`inverse_dynamics`; the gravity torque holds the arm at rest:
 
@@ -114,6 +127,17 @@ def forward_dynamics_derivatives(
     matrix that is not positive definite raises as in :func:`forward_dynamics`; a NaN or inf in
     ``q``, ``qd``, ``tau`` or the model's parameters gives NaN/inf entries instead
     (:mod:`kronjax._finite`).
+
+    Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        qd: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
+        tau: ``(nv,)`` joint forces and torques.
+
+    Returns:
+        ``(dqdd_dq, dqdd_dqd, dqdd_dtau)``, each ``(nv, nv)``, ``[i, j] = d qdd_i / d x_j``
+        (along the tangent space for multi-DoF joints).
 
     Example:
         ``dqdd_dtau`` is ``M^-1``, and ``dqdd_dq = -M^-1 dtau_dq`` (:func:`inverse_dynamics_derivatives`):

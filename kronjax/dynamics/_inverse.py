@@ -86,6 +86,11 @@ def inverse_dynamics(
     with ``f_ext = generalized_forces(model, q, wrenches)``.
 
     Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        qd: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
+        qdd: ``(nv,)`` joint accelerations.
         method:
 
             * ``"auto"`` (default): ``"rnea"`` for :class:`~kronjax.chain.Tree` models,
@@ -119,6 +124,9 @@ def inverse_dynamics(
               derivatives are along ``q``'s coordinates as written, where the rule's are taken
               along the joints' tangent space: the two differ for a change of ``q`` that leaves
               the unit sphere of a quaternion.
+
+    Returns:
+        ``(nv,)``: ``tau``.
 
     Example:
         The three methods agree with ``M qdd + C* (qd ⊗ qd) + g``, and at rest ``tau = g``:
@@ -168,6 +176,17 @@ def inverse_dynamics_derivatives(
     ``O(n^2)`` with composite-body quantities; the same rule is registered with JAX, so
     ``jax.jacfwd`` / ``jax.jacrev`` / ``jax.grad`` of :func:`inverse_dynamics` (``"rnea"``) use
     it. Other models: ``jax.jacfwd`` of :func:`inverse_dynamics`.
+
+    Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        qd: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
+        qdd: ``(nv,)`` joint accelerations.
+
+    Returns:
+        ``(dtau_dq, dtau_dqd, dtau_dqdd)``, each ``(nv, nv)``, ``[i, j] = d tau_i / d x_j``
+        (along the tangent space for multi-DoF joints).
 
     Example:
         ``dtau_dqdd`` is ``M``, and the partial derivatives are those of ``jax.jacfwd``:

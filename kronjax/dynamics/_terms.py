@@ -50,10 +50,16 @@ def mass_matrix(model: Model, q: Float[ArrayLike, " nq"], method: str = "auto") 
     bodies').
 
     Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
         method: ``"jacobians"``: the sum above, from the bodies' Jacobians (symmetrized, so
             that it is symmetric to the last bit); ``"composite"``: ``M[i, j] = S_i . Ic_j S_j``
             from composite rigid bodies (:mod:`kronjax.dynamics._crba`, ``O(n^2)``, Tree models
             only, exactly symmetric); ``"auto"`` (default): ``"composite"`` for Tree models.
+
+    Returns:
+        ``(nv, nv)``: ``M(q)``, symmetric positive definite.
 
     Example:
         The double pendulum's closed form (:func:`kronjax.models.double_pendulum`), and ``M``
@@ -108,6 +114,15 @@ def mass_matrix_derivative(model: Model, q: Float[ArrayLike, " nq"], method: str
 
     With ``method="composite"`` (the default for Tree models, ``"auto"``), from composite rigid
     bodies in ``O(n^3)``: each entry is a few spatial dot products (:mod:`kronjax.dynamics._crba`).
+
+    Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        method: as in :func:`mass_matrix`.
+
+    Returns:
+        ``(nv, nv^2)``: ``dM/dq`` in Khang's layout, entry ``(i, j n + k) = dM[i, j]/dq_k``.
 
     Example:
         The layout against ``jax.jacfwd`` of :func:`mass_matrix` (``[i, j, k] = dM[i, j]/dq_k``),
@@ -176,6 +191,16 @@ def coriolis_star(model: Model, q: Float[ArrayLike, " nq"], method: str = "auto"
     ``method`` chooses how ``dM/dq`` is computed (:func:`mass_matrix_derivative`): ``"composite"``
     in ``O(n^3)`` (Tree models; the default), ``"jacobians"`` by the papers' product rule.
 
+    Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        method: as in :func:`mass_matrix`.
+
+    Returns:
+        ``(nv, nv^2)``: ``C*(q)`` in Khang's layout, so that ``C*(q) (qd ⊗ qd)`` is the
+        velocity-product force of inverse dynamics.
+
     Example:
         The equations of motion (Tuan 100): ``M qdd + C* (qd ⊗ qd) + g`` is
         :func:`inverse_dynamics`:
@@ -201,6 +226,10 @@ def coriolis_matrix(
     ``C qd = C*(q) (qd ⊗ qd)``.
 
     Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        qd: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
         form: which factorisation:
 
             * ``"truc"`` (default), Truc eq. (52), the Christoffel-symbol matrix::
@@ -223,6 +252,9 @@ def coriolis_matrix(
               ``Jdot = dJ/dt`` comes from a forward-mode derivative of ``J`` along ``qd``.
 
     ``Mdot = dM/dq (E_n ⊗ qd)`` (Tuan 8, Truc 40).
+
+    Returns:
+        ``(nv, nv)``: ``C(q, qd)``, with ``C qd = C* (qd ⊗ qd)`` for every form.
 
     Example:
         Every form gives ``C qd = C* (qd ⊗ qd)``; ``Mdot - 2C`` is skew-symmetric for ``"truc"``
@@ -287,6 +319,14 @@ def gravity(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, " nv"]:
     centre of mass. The equations of motion carry ``+ g(q)`` on the left-hand side. For Tree
     models the same sum is taken per subtree: ``g_j = -S_j . Ic_j (0, g0)`` (:mod:`kronjax.dynamics._crba`).
 
+    Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+
+    Returns:
+        ``(nv,)``: ``g(q)``, the generalized gravity forces (``dP/dq``).
+
     Example:
         The double pendulum's closed form (:func:`kronjax.models.double_pendulum`), and
         ``g = dP/dq``:
@@ -315,6 +355,14 @@ def potential_energy(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, "
     """Gravitational potential energy ``P = -sum_i m_i g0 . r_Gi`` (Truc 17, Parsa 26), zero when
     all centres of mass are at the base origin.
 
+    Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+
+    Returns:
+        ``()``: the potential energy ``P(q)``.
+
     Example:
         The double pendulum (gravity ``-y``): ``P = m g0 (Lc sin q1 + L sin q1 + Lc sin(q1 + q2))``:
 
@@ -341,6 +389,15 @@ def kinetic_energy(model: Model, q: Float[ArrayLike, " nq"], qd: Float[ArrayLike
     with ``w_i`` in the body frame, plus the rotors' ``1/2 qd . diag(armature) qd``; equals ``1/2
     qd^T M qd`` (Tuan 93). Computed from one forward-mode pass through the poses (no Jacobian
     matrices).
+
+    Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        qd: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
+
+    Returns:
+        ``()``: the kinetic energy ``T(q, qd) = 1/2 qd^T M qd`` (Tuan 93), rotors included.
 
     Example:
         ``T = 1/2 qd^T M qd`` (Tuan 93):

@@ -149,8 +149,15 @@ def generalized_forces(
     power equals the wrenches' power: ``f . qd = sum force . v_point + moment . omega``.
 
     Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
         wrenches: a :class:`Wrench`, a sequence of them (several may act on the same body), or
             ``None`` (no external load: zeros).
+
+    Returns:
+        ``(nv,)``: ``f_ext``, the generalized forces of the wrenches (Parsa 28, 31), on the
+        right-hand side of ``M qdd + C qd + g = tau + f_ext``.
 
     Raises:
         ValueError: a wrench acts on a body the model does not have (the message names it).
