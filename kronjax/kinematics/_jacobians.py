@@ -137,11 +137,18 @@ def jacobians(
     LOCAL_WORLD_ALIGNED); ``frame="body"``: ``A_0^(i) J`` (31, 47, 40) (Pinocchio's LOCAL).
 
     Args:
+        model: the :class:`~kronjax.chain.Model`.
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        frame: ``"base"`` (default) or ``"body"`` (above).
         points: ``None`` (the frame origins), ``"com"`` (the centres of mass) or ``(nb, 3)``
             points in the body frames, one per body.
         method: ``"analytic"`` (Tree models: from the joint axes of one forward-kinematics pass,
             :mod:`kronjax.kinematics._tree`), ``"autodiff"`` (``jax.jacfwd`` of the poses; any model),
             ``"auto"`` (the first for Tree models).
+
+    Returns:
+        ``(J_T, J_R)``, each ``(nb, 3, nv)``: body ``i``'s at ``[i]``.
 
     Example:
         At ``q = 0`` link 2's origin ``(L, 0, 0)`` moves along ``y`` with joint 1 only, and link 2
@@ -178,7 +185,18 @@ def hessians(
     as in ``"body"`` (61, for which ``alpha^(i) = J_R^(i) qdd + H_R (qd ⊗ qd)`` holds already).
     Translational Hessians are symmetric in ``(j, k)``, rotational ones are not.
 
-    Args: as :func:`jacobians`.
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        frame: ``"base"`` (default), ``"body"`` or ``"body*"`` (above).
+        points: ``None`` (the frame origins), ``"com"`` (the centres of mass) or ``(nb, 3)``
+            points in the body frames, one per body.
+        method: as in :func:`jacobians`.
+
+    Returns:
+        ``(H_T, H_R)``, each ``(nb, 3, nv^2)`` in Khang's layout: body ``i``'s entry ``(p, j n + k)``
+        is ``dJ[p, j]/dq_k`` of its Jacobian ``J``.
 
     Example:
         Turning joint 1 at unit speed from ``q = 0`` gives link 2's origin the centripetal
@@ -214,7 +232,18 @@ def jacobians_dot(
     (what task-space controllers need; Pinocchio's ``getFrameJacobianTimeVariation``).
     ``frame="base"`` or ``"body"`` (the derivative of the body-frame Jacobian ``A_0^(i) J``).
 
-    Args: as :func:`jacobians`; ``qd``: ``(n,)`` joint velocities.
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        qd: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
+        frame: ``"base"`` (default) or ``"body"``.
+        points: ``None`` (the frame origins), ``"com"`` (the centres of mass) or ``(nb, 3)``
+            points in the body frames, one per body.
+        method: as in :func:`jacobians`.
+
+    Returns:
+        ``(dJ_T/dt, dJ_R/dt)``, each ``(nb, 3, nv)``.
 
     Example:
         ``dJ/dt = H (E_n ⊗ qd)``; ``(dJ_T/dt) qd`` is the centripetal acceleration of
@@ -268,8 +297,15 @@ def translational_jacobian(
     ``frame="body"``: ``A_0^(i) J_T^(0)`` (31, 47), so that ``v^(i) = J_T^(i) qd``.
 
     Args:
+        model: the :class:`~kronjax.chain.Model`.
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        body: the body's index or name (:attr:`~kronjax.chain.Model.body_names`).
         point: ``None`` (the frame origin), ``"com"`` (the body's centre of mass) or a 3-vector in
             the body frame (``p_b^(b)``).
+
+    Returns:
+        ``(3, nv)``: ``J_T``.
 
     Example:
         Link 2's centre of mass, ``Lc = 0.61`` m along it, at ``q = 0`` is at ``x = L + Lc``:
@@ -291,6 +327,16 @@ def translational_jacobian(
 def rotational_jacobian(model: Model, q: Float[ArrayLike, " nq"], body: int | str, frame: str = "base") -> Float[Array, "3 nv"]:
     """Rotational Jacobian ``J_R`` (3 x n): ``omega = J_R qd`` in the base frame (37) or in the
     body frame (40).
+
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        body: the body's index or name (:attr:`~kronjax.chain.Model.body_names`).
+        frame: ``"base"`` (default) or ``"body"``: the frame the result's components are in.
+
+    Returns:
+        ``(3, nv)``: ``J_R``.
 
     Example:
         Both joint axes of the double pendulum are ``z``:
@@ -314,6 +360,18 @@ def translational_hessian(
     ``"base"``: ``H_T^(0) = dJ_T^(0)/dq`` (51; 67 for a point), ``a^(0) = J_T qdd + H_T (qd ⊗ qd)`` (52, 66).
     ``"body"``: ``H_T^(i) = dJ_T^(i)/dq`` (53): the derivative of the body-frame velocity components (54).
     ``"body*"``: ``H*_T^(i) = A_0^(i) H_T^(0)`` (58): ``a^(i) = J_T^(i) qdd + H*_T (qd ⊗ qd)`` (59).
+
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        body: the body's index or name (:attr:`~kronjax.chain.Model.body_names`).
+        point: ``None`` (the frame origin), ``"com"`` (the body's centre of mass) or a 3-vector in
+            the body frame (``p_b^(b)``).
+        frame: ``"base"`` (default), ``"body"`` or ``"body*"`` (above).
+
+    Returns:
+        ``(3, nv^2)``: ``H_T`` in Khang's layout, entry ``(p, j n + k) = dJ_T[p, j]/dq_k``.
 
     Example:
         Link 2's centre of mass at ``x = L + Lc`` (``q = 0``), joint 1 turning at unit speed:
@@ -340,6 +398,16 @@ def translational_hessian(
 def rotational_hessian(model: Model, q: Float[ArrayLike, " nq"], body: int | str, frame: str = "base") -> Float[Array, "3 nvnv"]:
     """Rotational Hessian (3 x n^2, Khang's layout): ``dJ_R/dq`` in the base frame (60) or the
     body frame (61); ``alpha = J_R qdd + H_R (qd ⊗ qd)`` (62-64). Not symmetric in general.
+
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        body: the body's index or name (:attr:`~kronjax.chain.Model.body_names`).
+        frame: ``"base"`` (default) or ``"body"``: the frame the result's components are in.
+
+    Returns:
+        ``(3, nv^2)``: ``H_R`` in Khang's layout, entry ``(p, j n + k) = dJ_R[p, j]/dq_k``.
 
     Example:
         Joint 1 about ``z``, joint 2 about the ``y`` axis it carries: joint 2's axis turns with

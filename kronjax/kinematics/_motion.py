@@ -19,6 +19,19 @@ from ._jacobians import (
 def linear_velocity(model: Model, q, qd, body: int | str, point=None, frame: str = "base") -> Float[Array, 3]:
     """``v = J_T qd`` of a frame origin or body point, in the base (30, 44) or body frame (32, 46).
 
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        qd: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
+        body: the body's index or name (:attr:`~kronjax.chain.Model.body_names`).
+        point: ``None`` (the frame origin), ``"com"`` (the body's centre of mass) or a 3-vector in
+            the body frame (``p_b^(b)``).
+        frame: ``"base"`` (default) or ``"body"``: the frame the result's components are in.
+
+    Returns:
+        ``(3,)``: the velocity.
+
     Example:
         ``v`` matches a finite difference of the position along ``qd``:
 
@@ -38,6 +51,17 @@ def linear_velocity(model: Model, q, qd, body: int | str, point=None, frame: str
 
 def angular_velocity(model: Model, q, qd, body: int | str, frame: str = "base") -> Float[Array, 3]:
     """``omega = J_R qd`` in the base (38) or body frame (39).
+
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        qd: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
+        body: the body's index or name (:attr:`~kronjax.chain.Model.body_names`).
+        frame: ``"base"`` (default) or ``"body"``: the frame the result's components are in.
+
+    Returns:
+        ``(3,)``: the angular velocity.
 
     Example:
         In the plane, link 2 turns at ``qd1 + qd2`` about ``z``:
@@ -71,6 +95,20 @@ def linear_acceleration(model: Model, q, qd, qdd, body: int | str, point=None, f
 
     In the base frame (52, 66), or in body axes with ``H*_T`` (58-59).
 
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        qd: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
+        qdd: ``(nv,)`` joint accelerations.
+        body: the body's index or name (:attr:`~kronjax.chain.Model.body_names`).
+        point: ``None`` (the frame origin), ``"com"`` (the body's centre of mass) or a 3-vector in
+            the body frame (``p_b^(b)``).
+        frame: ``"base"`` (default) or ``"body"``: the frame the result's components are in.
+
+    Returns:
+        ``(3,)``: the acceleration.
+
     Example:
         Joint 1 turning at unit speed from ``q = 0``: the centripetal accelerations of link 2's
         origin (``-L``) and centre of mass (``-(L + Lc)``), along ``x``:
@@ -90,6 +128,18 @@ def linear_acceleration(model: Model, q, qd, qdd, body: int | str, point=None, f
 
 def angular_acceleration(model: Model, q, qd, qdd, body: int | str, frame: str = "base") -> Float[Array, 3]:
     """Angular acceleration ``J_R qdd + H_R (qd ⊗ qd)`` in the base (62) or body frame (63-64).
+
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        qd: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
+        qdd: ``(nv,)`` joint accelerations.
+        body: the body's index or name (:attr:`~kronjax.chain.Model.body_names`).
+        frame: ``"base"`` (default) or ``"body"``: the frame the result's components are in.
+
+    Returns:
+        ``(3,)``: the angular acceleration.
 
     Example:
         Joint 1 about ``z`` and joint 2 about the ``y`` axis it carries: ``alpha = qdd1 z + qdd2 y +

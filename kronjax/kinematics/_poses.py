@@ -36,6 +36,15 @@ class FramePoses(NamedTuple):
 def forward_kinematics(model: Model, q: Float[ArrayLike, " nq"]) -> FramePoses:
     """Rotation matrices and origins of every body frame (Tuan eqs. 22, 26-27, 71-72).
 
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+
+    Returns:
+        :class:`FramePoses`: ``rotations`` ``(nb, 3, 3)`` (``A_i^(0)``, base from body ``i``) and
+        ``origins`` ``(nb, 3)`` (``^0 d_i``).
+
     Example:
         Link 1 turned by ``pi/2`` about ``z`` puts link 2's frame at ``(0, L, 0)`` with its ``x``
         axis (the first column of its rotation) along ``+y``:

@@ -70,6 +70,19 @@ def relative_motion(
     (:func:`kronjax.integrate`); the Hessian differentiates the Jacobian at ``q ⊕ xi`` the same
     way, so ``H (v ⊗ v)`` is ``(dJ/dt) v`` along any motion with velocity ``v``.
 
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        body: the moving body's index or name.
+        reference: the reference body's index or name; ``None`` (default): the base.
+        expressed_in: ``"reference"`` (default): components in the reference's frame; ``"moving"``: in
+            the moving body's frame.
+
+    Returns:
+        :class:`RelativeMotion`: the relative pose, its Jacobians ``(3, nv)`` and Hessians
+        ``(3, nv^2)``.
+
     Example:
         With ``reference=None`` it is the motion in the base frame, as :func:`translational_jacobian`
         and :func:`translational_hessian` give it:
@@ -137,6 +150,13 @@ def compose(ab: RelativeMotion, bc: RelativeMotion) -> RelativeMotion:
     The Hessians are those of the papers' relations, which hold for the quadratic form
     ``H (qd ⊗ qd)``: they equal the jacobian-of-jacobian Hessians in their symmetric part.
 
+    Args:
+        ab: the motion of ``b`` relative to ``a``.
+        bc: the motion of ``c`` relative to ``b``, expressed as ``ab`` is.
+
+    Returns:
+        :class:`RelativeMotion`: the motion of ``c`` relative to ``a``, expressed as the inputs.
+
     Example:
         Base -> link 1 composed with link 1 -> link 2 is base -> link 2:
 
@@ -193,6 +213,13 @@ def point_motion(motion: RelativeMotion, point: Float[ArrayLike, 3]) -> tuple[Fl
     """``(J_TG, H_TG)`` of a point fixed on the moving frame, given in moving-frame coordinates.
 
     Eqs. (79), (88) (``expressed_in="reference"``) or (82), (91) (``"moving"``).
+
+    Args:
+        motion: a :class:`RelativeMotion`.
+        point: ``(3,)`` the point in the moving frame's coordinates.
+
+    Returns:
+        ``(J_TG, H_TG)``: ``(3, nv)`` and ``(3, nv^2)``, in the frame ``motion`` is expressed in.
 
     Example:
         Link 2's centre of mass is ``(Lc, 0, 0) = (0.61, 0, 0)`` in its frame:
