@@ -65,6 +65,14 @@ def center_of_mass(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, 3]:
 
     Pinocchio's ``centerOfMass(model, data, q)`` (``data.com[0]``).
 
+    Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+
+    Returns:
+        ``(3,)``: ``c`` in the base frame.
+
     Raises:
         ValueError: for a model without inertials or of zero total mass.
 
@@ -95,6 +103,14 @@ def center_of_mass_jacobian(model: Model, q: Float[ArrayLike, " nq"]) -> Float[A
     ``J_com = sum_b m_b J_TG,b / m`` with the bodies' centre-of-mass Jacobians in the base frame
     (``v`` is the model's velocity, for a free joint ``[v_lin, w]`` in the child frame).
     Pinocchio's ``jacobianCenterOfMass(model, data, q)``.
+
+    Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+
+    Returns:
+        ``(3, nv)``: ``J_com``.
 
     Raises:
         ValueError: for a model without inertials or of zero total mass.
@@ -140,6 +156,14 @@ def centroidal_momentum_matrix(model: Model, q: Float[ArrayLike, " nq"]) -> Floa
     (base-frame Jacobians of the bodies' centres of mass and rotations). Pinocchio's
     ``ccrba(model, data, q, v)`` (``data.Ag``), whose ``Force`` layout is linear first too.
 
+    Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+
+    Returns:
+        ``(6, nv)``: ``A_g``, linear rows first.
+
     Raises:
         ValueError: for a model without inertials or of zero total mass.
 
@@ -164,6 +188,16 @@ def centroidal_momentum(model: Model, q: Float[ArrayLike, " nq"], v: Float[Array
     """The centroidal momentum ``h_G = A_g v``, ``(6,)``: linear momentum, then angular momentum
     about the centre of mass, base-frame axes (:func:`centroidal_momentum_matrix`). Pinocchio's
     ``computeCentroidalMomentum(model, data, q, v)`` (``data.hg``).
+
+    Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        v: ``(nv,)`` velocity (the tangent space at ``q`` for multi-DoF joints; ``qd`` elsewhere in
+            kronjax).
+
+    Returns:
+        ``(6,)``: ``h_G``, linear momentum first.
 
     Example:
         The double pendulum stretched along ``+x`` turning rigidly at 1 rad/s about the base's
@@ -195,6 +229,16 @@ def centroidal_momentum_matrix_dot(model: Model, q: Float[ArrayLike, " nq"], v: 
     ``d/dt (m_b [p_b - c]x J_TG,b) = m_b ([p_b_dot - c_dot]x J_TG,b + [p_b - c]x dJ_TG,b/dt)`` and
     ``d/dt (I_b^0 J_R,b) = ([w_b]x I_b^0 - I_b^0 [w_b]x) J_R,b + I_b^0 dJ_R,b/dt`` with
     ``I_b^0 = R_b I_b R_b^T``. Pinocchio's ``dccrba(model, data, q, v)`` (``data.dAg``).
+
+    Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        v: ``(nv,)`` velocity (the tangent space at ``q`` for multi-DoF joints; ``qd`` elsewhere in
+            kronjax).
+
+    Returns:
+        ``(6, nv)``: ``dA_g/dt``.
 
     Example:
         ``dA_g/dt`` is the forward-mode derivative of :func:`centroidal_momentum_matrix` along ``v``:

@@ -76,6 +76,14 @@ def neutral(model: Model, dtype=None) -> Float[Array, " nq"]:
     """The neutral configuration (``pinocchio.neutral``): zero coordinates, identity quaternions
     ``[0, 0, 0, 1]``, planar ``[0, 0, 1, 0]``.
 
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        dtype: the result's floating dtype; ``None``: JAX's default float (float64 with
+            ``jax_enable_x64``).
+
+    Returns:
+        ``(nq,)``: the neutral configuration.
+
     Example:
         >>> import kronjax as kj
         >>> model = kj.from_joints([kj.Joint("free"), kj.Joint("R", parent=0)])
@@ -92,6 +100,15 @@ def neutral(model: Model, dtype=None) -> Float[Array, " nq"]:
 def integrate(model: Model, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv"]) -> Float[Array, " nq"]:
     """``q ⊕ v`` (``pinocchio.integrate``): every joint moved with the constant velocity ``v`` (its
     slice, in the child frame) for unit time. ``q + v`` when every joint is 1-DoF.
+
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        v: ``(nv,)`` a velocity, applied for unit time.
+
+    Returns:
+        ``(nq,)``: ``q ⊕ v``, its quaternions of unit norm.
 
     Example:
         The free body moving at unit speed along its own ``x`` axis while turning by ``pi/2`` about
@@ -122,6 +139,14 @@ def difference(model: Model, q0: Float[ArrayLike, " nq"], q1: Float[ArrayLike, "
     """``q1 ⊖ q0`` (``pinocchio.difference``): the velocity ``v`` with ``integrate(model, q0, v) =
     q1`` (rotations by at most ``pi``). ``q1 - q0`` when every joint is 1-DoF.
 
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        q0: ``(nq,)`` the configuration moved from.
+        q1: ``(nq,)`` the configuration moved to.
+
+    Returns:
+        ``(nv,)``: ``q1 ⊖ q0``.
+
     Example:
         >>> import jax.numpy as jnp
         >>> import kronjax as kj
@@ -140,6 +165,14 @@ def difference(model: Model, q0: Float[ArrayLike, " nq"], q1: Float[ArrayLike, "
 def normalize(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, " nq"]:
     """``q`` with every quaternion and ``(cos, sin)`` pair scaled to unit norm
     (``pinocchio.normalize``); other coordinates unchanged.
+
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+
+    Returns:
+        ``(nq,)``: ``q`` normalised.
 
     Example:
         >>> import jax.numpy as jnp
@@ -160,6 +193,14 @@ def random_configuration(model: Model, key: Array, translation_range: float = 1.
     position limits where both are finite, else in ``[-pi, pi]``; rotations uniform on SO(3)
     (free, spherical) or in ``[-pi, pi]`` (planar); the translations of free and planar joints
     uniform in ``[-translation_range, translation_range]`` (metres).
+
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        key: a JAX random key (``jax.random.key`` or ``PRNGKey``).
+        translation_range: half-width in metres of the free and planar joints' translations.
+
+    Returns:
+        ``(nq,)``: the configuration.
 
     Example:
         >>> import jax

@@ -32,6 +32,19 @@ def passive_forces(
     0`` (module doc). ``q`` (``(nq,)``, checked) is unused by dampers and friction; it is part of
     the signature as every state-dependent force's.
 
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        v: ``(nv,)`` velocity (the tangent space at ``q`` for multi-DoF joints; ``qd`` elsewhere in
+            kronjax).
+        smoothing: ``0`` (default): Coulomb friction by ``sign(v)``; ``> 0``: by ``tanh(v /
+            smoothing)``, differentiable at ``v = 0``.
+
+    Returns:
+        ``(nv,)``: the joints' passive forces (damping and friction; zeros where the
+        model has none).
+
     Example:
         A pendulum whose joint has damping ``d = 0.5`` and Coulomb friction ``f = 0.1``:
 
