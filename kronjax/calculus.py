@@ -37,6 +37,13 @@ def kron(a: ArrayLike, b: ArrayLike) -> Array:
     A 1-D ``a`` (``p``) and 1-D ``b`` (``n``) give the ``p n`` vector ``a ⊗ b``, as for
     column vectors.
 
+    Args:
+        a: a vector ``(p,)`` or a matrix ``(p, q)``.
+        b: a vector ``(n,)`` or a matrix ``(n, m)``.
+
+    Returns:
+        ``a ⊗ b`` (``jnp.kron``): ``(p n,)`` for two vectors, ``(p n, q m)`` for two matrices.
+
     Example:
         >>> import jax.numpy as jnp
         >>> import kronjax as kj
@@ -50,6 +57,12 @@ def kron(a: ArrayLike, b: ArrayLike) -> Array:
 
 def vec(a: Float[ArrayLike, "r s"]) -> Float[Array, " r*s"]:
     """Column-stacking ``vec`` operator (definition 3, eq. 7): ``vec(A)[j r + p] = A[p, j]``.
+
+    Args:
+        a: ``(r, s)`` matrix.
+
+    Returns:
+        ``(r s,)``: its columns stacked.
 
     Example:
         >>> import jax.numpy as jnp
@@ -65,6 +78,13 @@ def vec(a: Float[ArrayLike, "r s"]) -> Float[Array, " r*s"]:
 
 def unvec(v: Float[ArrayLike, " rs"], rows: int) -> Float[Array, "rows cols"]:
     """Inverse of :func:`vec`: the ``rows x (len(v) / rows)`` matrix whose columns stack to ``v``.
+
+    Args:
+        v: ``(r s,)`` vector.
+        rows: ``r``, the number of rows.
+
+    Returns:
+        ``(r, s)``: the matrix with ``vec`` of it equal to ``v``.
 
     Example:
         >>> import jax.numpy as jnp
@@ -93,6 +113,13 @@ def khang_jacobian(f: Callable[..., ArrayLike], argnums: int = 0) -> Callable[..
 
     Forward mode is used because kinematic outputs (3-vectors, 3 x n Jacobians) are
     usually larger than, or comparable to, the number of coordinates.
+
+    Args:
+        f: the function; its argument ``argnums`` is an ``n``-vector.
+        argnums: which positional argument is differentiated.
+
+    Returns:
+        A function of ``f``'s arguments returning the derivative in Khang's layout (above).
 
     Example:
         ``A(x) = [[x0 x1, x0^2]]`` (1 x 2) gives ``dA/dx = [[dA00/dx0, dA00/dx1, dA01/dx0, dA01/dx1]]
@@ -124,6 +151,13 @@ def khang_jacobian(f: Callable[..., ArrayLike], argnums: int = 0) -> Callable[..
 
 def time_derivative(da_dx: Float[ArrayLike, "r sn"], xdot: Float[ArrayLike, " n"]) -> Float[Array, "r s"]:
     """Theorem 1, eq. (8): ``dA/dt = dA/dx (E_s ⊗ xdot)``.
+
+    Args:
+        da_dx: ``(r, s n)``: ``dA/dx`` in Khang's layout.
+        xdot: ``(n,)``: ``dx/dt``.
+
+    Returns:
+        ``(r, s)``: ``dA/dt``.
 
     Example:
         ``A(x) = [[x0 x1, x0^2]]`` moving with ``xdot``: ``dA/dt = [[x1 xd0 + x0 xd1, 2 x0 xd0]]``,
@@ -157,6 +191,15 @@ def product_rule(
     For an ``n``-vector ``x`` (Khang's layout): ``dA/dx`` is ``r x (m n)``, ``dB/dx`` is
     ``m x (s n)`` and ``d(A B)/dx`` is ``r x (s n)``.
 
+    Args:
+        a: ``(r, m)``: ``A``.
+        da_dx: ``(r, m n)``: ``dA/dx``.
+        b: ``(m, s)``: ``B``.
+        db_dx: ``(m, s n)``: ``dB/dx``.
+
+    Returns:
+        ``(r, s n)``: ``d(A B)/dx`` in Khang's layout.
+
     Example:
         ``A = x^T`` (1 x 2) and ``B = x`` (2 x 1): ``A B = x0^2 + x1^2``, whose derivative is
         ``[[2 x0, 2 x1]]``.
@@ -176,6 +219,12 @@ def product_rule(
 
 def skew(a: Float[ArrayLike, "*batch 3"]) -> Float[Array, "*batch 3 3"]:
     """Skew-symmetric matrix of a 3-vector (eq. 15): ``skew(a) @ b = a x b``.
+
+    Args:
+        a: ``(..., 3)``: one or a batch of 3-vectors.
+
+    Returns:
+        ``(..., 3, 3)``: ``skew(a)``.
 
     Example:
         >>> import jax.numpy as jnp
@@ -214,6 +263,12 @@ def block_skew(a: Float[ArrayLike, "3 m"]) -> Float[Array, "3 3*m"]:
     ``A a``) and ``skew(a) A = -block_skew(A) (a ⊗ E_m)`` (18).
     For a Jacobian ``J_R`` (3 x n), ``block_skew(J_R) (v ⊗ qd) = (J_R qd) x v``.
 
+    Args:
+        a: ``(3, m)``: the matrix ``A``.
+
+    Returns:
+        ``(3, 3 m)``: the block matrix above.
+
     Example:
         Identities (17) and (18) for a 3 x 2 matrix ``A``:
 
@@ -246,6 +301,12 @@ def symmetrize(h: Float[ArrayLike, "*batch r nn"]) -> Float[Array, "*batch r nn"
 
     Only this part is determined by a quadratic form ``H (qd ⊗ qd)`` (Tuan, remark after eq. 52):
     two Hessians that give the same accelerations for every ``qd`` have equal symmetric parts.
+
+    Args:
+        h: ``(..., r, n^2)``: one or a batch of Hessians in Khang's layout.
+
+    Returns:
+        The same shape: ``(h + h with columns (j, k) and (k, j) swapped) / 2``.
 
     Example:
         >>> import jax.numpy as jnp

@@ -478,6 +478,16 @@ def to_mujoco(
     ``v``. ``qfrc`` is a generalised force in MuJoCo's coordinates (``qfrc_applied``, ``mj_rne``'s
     result, ``qfrc_bias``), ``tau`` in kronjax's: both do the same work on the same motion.
 
+    Args:
+        model: the :class:`~kronjax.chain.Model`. (built by :func:`load_mjcf`, or any with the same joints).
+        q: ``(nq,)`` configuration.
+        v: ``(nv,)`` velocity, or ``None``.
+        a: ``(nv,)`` acceleration, or ``None`` (needs ``v``).
+        tau: ``(nv,)`` generalised force, or ``None``.
+
+    Returns:
+        ``(qpos, qvel, qacc, qfrc)``, each ``None`` where its input is.
+
     Example:
         A free body turned by ``pi/2`` about ``z`` and moving along its own ``x`` axis: MuJoCo's
         quaternion is ``(w, x, y, z)`` and its linear velocity is in the world frame, along ``y``.
@@ -506,6 +516,16 @@ def from_mujoco(
     qfrc: Float[ArrayLike, " nv"] | None = None,
 ) -> tuple[Array, Array | None, Array | None, Array | None]:
     """kronjax's ``(q, v, a, tau)`` of a MuJoCo state; the inverse of :func:`to_mujoco`.
+
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        qpos: ``(nq,)`` MuJoCo's configuration.
+        qvel: ``(nv,)`` or ``None``.
+        qacc: ``(nv,)`` or ``None`` (needs ``qvel``).
+        qfrc: ``(nv,)`` or ``None``.
+
+    Returns:
+        ``(q, v, a, tau)``, each ``None`` where its input is.
 
     Example:
         >>> import jax.numpy as jnp

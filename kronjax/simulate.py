@@ -603,9 +603,14 @@ def feedforward(model: Model, reference: Reference, *, method: str = "rnea") -> 
     Truc's validation of the model (sec. 5).
 
     Args:
+        model: the :class:`~kronjax.chain.Model`.
+        reference: ``t -> (q_r, qd_r, qdd_r)``.
         method: inverse-dynamics method (:func:`kronjax.inverse_dynamics`): ``"rnea"`` (fast,
             trees), ``"kron"`` (the papers' ``M qdd + C* (qd ⊗ qd) + g``), ``"lagrangian"``,
             ``"auto"``.
+
+    Returns:
+        A :class:`FeedForward` controller (``tau(t, q, qd)``) for :func:`rollout`.
 
     Example:
         The inverse dynamics along the reference, whatever the state:
@@ -636,6 +641,15 @@ def computed_torque(model: Model, reference: Reference, kp: ArrayLike, kd: Array
     ``model``, the error ``e = q_r - q`` obeys
     ``edd + Kd ed + Kp e = 0``. ``kp``, ``kd``: scalars or ``(n,)`` diagonal gains (pytree
     leaves: differentiable). ``model`` is the controller's model, which may differ from the plant.
+
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        reference: ``t -> (q_r, qd_r, qdd_r)``.
+        kp, kd: scalars or ``(n,)`` diagonal gains.
+        method: as in :func:`feedforward`.
+
+    Returns:
+        A :class:`ComputedTorque` controller for :func:`rollout`.
 
     Example:
         With ``Kp = 100``, ``Kd = 20`` the error is critically damped: from ``e(0) = e0``,
@@ -674,6 +688,9 @@ def pd(
         gravity_compensation: a model whose gravity vector ``g(q)`` is added (PD with gravity
             compensation; ``None`` for a plain PD law).
 
+    Returns:
+        A :class:`PD` controller for :func:`rollout`.
+
     Example:
         A set point; with gravity compensation the law holds the arm at rest there:
 
@@ -700,6 +717,13 @@ def pd(
 def open_loop(ts: Float[ArrayLike, " K"], taus: Float[ArrayLike, "K n"]) -> OpenLoop:
     """Torques given at times ``ts`` (``(K,)``, strictly increasing), linearly interpolated in
     time and held constant outside ``[ts[0], ts[-1]]``. The state is not used.
+
+    Args:
+        ts: ``(K,)`` strictly increasing times.
+        taus: ``(K, n)`` the torques at ``ts``.
+
+    Returns:
+        An :class:`OpenLoop` controller for :func:`rollout`.
 
     Example:
         >>> import kronjax as kj

@@ -73,6 +73,9 @@ def from_dh(
     Body ``i`` is the D-H frame ``i + 1`` of the table (0-based index, the paper's body ``i + 1``).
     The values may be JAX tracers, so ``jax.grad`` reaches the D-H parameters (calibration).
 
+    Returns:
+        The :class:`Model` (a :class:`Tree` of 1-DoF joints).
+
     Example:
         A planar arm of two 1 m links (``a = 1``): at ``q = 0`` its frames lie at ``x = 1`` and
         ``x = 2``; the D-H frame of body ``i`` is at the far end of link ``i``.
@@ -252,6 +255,14 @@ def from_joints(joints: Sequence[Joint], inertials=None, *, gravity=None) -> Mod
     Body ``i`` is moved by ``joints[i]``; its frame is the joint frame after the joint motion
     (``Post`` is the identity), which is how URDF and Pinocchio place bodies.
 
+    Args:
+        joints: one :class:`Joint` per body, parents before children.
+        inertials: one :class:`Inertial` per body, or ``None`` (a kinematics-only model).
+        gravity: ``(3,)`` gravitational acceleration in the base frame; ``None``: ``[0, 0, -9.81]``.
+
+    Returns:
+        The :class:`Model` (a :class:`Tree`).
+
     Example:
         The same planar arm as in :func:`from_dh`'s example, with URDF-style frames at the joints:
         body 1's frame is at the elbow ``(1, 0, 0)``.
@@ -352,6 +363,9 @@ def from_function(
             coordinate (a scalar or ``(n,)``; :class:`Model`); zero by default.
         check: evaluate ``poses_fn`` at ``q = 0`` and at a few random ``q`` (outside ``jit``) and
             raise if a rotation is not orthonormal with determinant +1, or shapes are wrong.
+
+    Returns:
+        The :class:`Model` (its kinematics a :class:`PosesFunction`).
 
     Example:
         A frame 1 m out on a crank turning about ``z``; the Jacobians are taken by autodiff:

@@ -89,6 +89,15 @@ def holonomic(phi_fn: Callable, n_dof: int | Model, *, description: str = "holon
     its tangent space, ``m x nv``). ``Phi_q`` and ``gamma`` come from automatic differentiation
     of ``phi_fn``.
 
+    Args:
+        phi_fn: ``q (nq,) -> (m,)``: ``Phi(q)``, traceable by JAX.
+        n_dof: the number of (Euclidean) coordinates, or the model whose configuration ``q`` is
+            (required with free, spherical or planar joints).
+        description: what the constraint is, for messages.
+
+    Returns:
+        A :class:`Constraint` of ``m`` rows.
+
     Example:
         The unit circle, ``Phi = x^2 + y^2 - 1``: ``Phi_q = 2 q^T`` and ``gamma = -Phi_qq (qd ⊗ qd)
         = -2 |qd|^2`` (Huang eq. 1):
@@ -121,6 +130,15 @@ def pfaffian(
     ``a_fn``: ``q (nq,) -> (m, n)``; ``b_fn``: ``q -> (m,)``; ``n_dof`` as in :func:`holonomic`
     (``n = nv``). Pfaffian rows are not projected at position level (there is no ``Phi``) and are
     not supported by ``method="huang"``.
+
+    Args:
+        a_fn: ``q (nq,) -> (m, n)``: ``A(q)``.
+        n_dof: as in :func:`holonomic` (``n = nv``).
+        b_fn: ``q -> (m,)``: ``b(q)``; ``None``: zero.
+        description: what the constraint is, for messages.
+
+    Returns:
+        A :class:`Constraint` of ``m`` rows (velocity level only).
 
     Example:
         A wheel of radius 0.5 rolling without slipping, ``q = (x, theta)``: ``x' - 0.5 theta' = 0``:

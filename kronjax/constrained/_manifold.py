@@ -31,6 +31,19 @@ def check_state(
     rank-deficient there (naming the rank: redundant constraints or a singular configuration).
     Eager: not for use under ``jit``.
 
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        constraints: a :class:`Constraint`, a :class:`Constraints` or a sequence of them.
+        q: ``(nq,)`` configuration.
+        qd: ``(nv,)`` velocity, or ``None`` (positions only).
+        tol: the largest violation accepted (positions, and velocities).
+        rtol: singular values of the constraint Jacobian below ``rtol`` times the largest count as
+            zero; ``None``: ``eps^0.75`` of the dtype.
+        check_rank: also refuse a rank-deficient constraint Jacobian.
+
+    Returns:
+        ``None``; raises ``ValueError`` as above.
+
     Example:
         >>> import kronjax as kj
         >>> import jax.numpy as jnp
@@ -102,6 +115,15 @@ def project(
     corrections in the velocity coordinates, ``q - Phi_q^+ Phi`` for 1-DoF joints; the
     pseudo-inverse keeps them defined at singular configurations). Velocities: the correction
     smallest in kinetic energy, ``qd -= M^-1 A^T (A M^-1 A^T)^+ (A qd - b)``. Pure and jit-able.
+
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        constraints: a :class:`Constraint`, a :class:`Constraints` or a sequence of them.
+        q: ``(nq,)`` configuration.
+        qd: ``(nv,)`` velocity, or ``None`` (positions only).
+        iterations: the number of Gauss-Newton steps on the positions.
+        rtol: singular values of the constraint Jacobian below ``rtol`` times the largest count as
+            zero; ``None``: ``eps^0.75`` of the dtype.
 
     Returns:
         ``(q, qd)`` (``qd`` is ``None`` when not given).

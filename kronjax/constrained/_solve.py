@@ -196,6 +196,18 @@ def huang_system(
     for a step ``dt`` (see the module docstring); :func:`solve` with ``method="huang"`` solves it.
     Useful to inspect ``det Phi_Q`` or its conditioning at a singular configuration.
 
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        constraints: a :class:`Constraint`, a :class:`Constraints` or a sequence of them.
+        q: ``(nq,)`` configuration.
+        qd: ``(nv,)`` velocity.
+        tau: ``(nv,)`` joint forces.
+        dt: ``()`` the step.
+        wrenches: external loads (:func:`kronjax.generalized_forces`); ``None`` for none.
+
+    Returns:
+        A :class:`HuangSystem`: ``Phi_Q`` and ``Psi``.
+
     Example:
         Solving ``Phi_Q Q = -Psi`` gives the reactions of :func:`solve` with ``method="huang"``
         (the four-bar at rest under gravity, a step of 1 ms):

@@ -152,6 +152,9 @@ def base_parameters_from_regressor(
             inertias and a link's parameters onto its parent's, as in Gautier and Khalil's rules
             (e.g. ``link1.Iyy - 0.0361 link2.m + link2.Iyy ...`` for the elbow arm).
 
+    Returns:
+        The :class:`BaseParameters`.
+
     Example:
         The double pendulum's regressor over 40 random states: 6 of its 20 columns are
         independent (:class:`BaseParameters`), as :func:`base_parameters` finds.
@@ -255,10 +258,16 @@ def base_parameters(
     base regressor over its samples.
 
     Args:
+        model: the :class:`~kronjax.chain.Model`.
         seed: seed of the NumPy random generator of the states.
         samples: number of random states (default ``2 p / n + 20``).
         friction: include the ``2 n`` friction parameters.
         armature: include the ``n`` rotor inertias.
+        method: the inverse-dynamics method of the regressor (:func:`regressor`).
+        rtol: as in :func:`base_parameters_from_regressor`.
+
+    Returns:
+        The :class:`BaseParameters`.
 
     Example:
         The double pendulum (a planar arm): 6 base parameters of 20, the first link's combined

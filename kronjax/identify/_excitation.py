@@ -185,6 +185,16 @@ def fit_to_limits(
     ``(period / samples)^2 / 8`` times the next derivative's peak). Scaling the harmonics by ``s``
     scales the motion about the offset, the velocity and the acceleration by ``s``. Jit-able.
 
+    Args:
+        model: the :class:`~kronjax.chain.Model`. (its ``limits``).
+        trajectory: the :class:`FourierTrajectory` to fit.
+        acceleration: ``(n,)`` or scalar acceleration limits; ``None``: none.
+        margin: the fraction of each joint's range kept free at both ends.
+        samples: the number of instants checked over one period.
+
+    Returns:
+        The fitted :class:`FourierTrajectory`.
+
     Raises:
         ValueError: naming the joint, when a joint's position range has zero width
             (``lower >= upper``) or its velocity limit is 0 (checked when the limits are concrete,
@@ -249,6 +259,17 @@ def condition_number(
     trajectory at ``times`` (Gautier and Khalil 1992; Swevers et al. 1997): the criterion an
     excitation trajectory minimises. Jit-able and differentiable in the trajectory.
 
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        trajectory: the :class:`FourierTrajectory`.
+        times: ``(T,)`` the instants sampled.
+        base: the :class:`BaseParameters` of the model (with the same ``friction`` and ``armature``).
+        friction: with the friction columns.
+        armature: with the rotor-inertia columns.
+
+    Returns:
+        ``()``: ``s_max / s_min``.
+
     Example:
         A pendulum (3 base parameters: ``m c_x``, ``m c_y``, ``Izz``) on a random excitation of
         3 harmonics of 0.5 Hz, sampled 25 times over its period:
@@ -295,6 +316,19 @@ def optimize_excitation(
     ``acceleration`` limits over a period), so that every iterate -- the start included -- is
     feasible. The best iterate is returned. ``times`` are the instants at which the regressor is
     sampled (the condition number's rows).
+
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        trajectory: the starting :class:`FourierTrajectory`.
+        times: ``(T,)`` the instants sampled.
+        base: the :class:`BaseParameters` of the model.
+        friction: with the friction columns.
+        armature: with the rotor-inertia columns.
+        acceleration: ``(n,)`` or scalar acceleration limits; ``None``: none.
+        margin: as in :func:`fit_to_limits`.
+        steps: the number of optimisation steps.
+        learning_rate: Adam's step size (when ``optimizer`` is ``None``).
+        optimizer: an optax transformation; ``None``: ``optax.adam(learning_rate)``.
 
     Returns:
         ``(trajectory, history)``: the optimised trajectory and the condition number of each

@@ -49,6 +49,9 @@ def least_squares(
     ``jnp.linalg.cond`` of the regressor first. Remedies: the base regressor
     (:meth:`BaseParameters.regressor`), a better excitation (:func:`optimize_excitation`).
 
+    Returns:
+        ``(r,)``: the estimate ``beta``.
+
     Example:
         The double pendulum's torques at 40 random states (``Y pi``, the inverse dynamics) give
         back its base parameters:
@@ -112,8 +115,14 @@ def weighted_least_squares(
     Precision and the warning for an ill-conditioned regressor as :func:`least_squares` (the
     warning once, from the unweighted fit).
 
-    Returns ``(beta, sigma)``: the estimate ``(r,)`` and the joints' error standard deviations
-    ``(n,)``.
+    Args:
+        y: the regressor stacked over samples, ``(N, n, r)``.
+        tau: the measured torques, ``(N, n)``.
+        iterations: the number of re-weightings.
+
+    Returns:
+        ``(beta, sigma)``: the estimate ``(r,)`` and the joints' error standard deviations
+        ``(n,)``.
 
     Example:
         The double pendulum's torques at 40 random states with noise of standard deviation 0.01

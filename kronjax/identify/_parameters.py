@@ -60,6 +60,12 @@ def standard_parameters(model: Model) -> Float[Array, " p"]:
     inertia about the body-frame origin by Steiner's theorem ``I_O = I_G + m (c^T c E - c c^T)``
     (the model stores ``I_G`` about the centre of mass).
 
+    Args:
+        model: the :class:`~kronjax.chain.Model`. (its inertials are needed)
+
+    Returns:
+        ``(10 nb,)``: ``pi``.
+
     Example:
         The double pendulum's first link (``m = 14.59`` kg, centre of mass ``Lc = 0.61`` m along
         ``x``, a slender rod with ``Izz = 1.36`` kg m^2 about it): ``m c_x = m Lc = 8.8999`` and,
@@ -127,6 +133,7 @@ def with_standard_parameters(model: Model, pi: Float[ArrayLike, " p"], *, check:
     on kinematics-only models too.
 
     Args:
+        model: the :class:`~kronjax.chain.Model`.
         pi: ``(10 nb,)`` in :data:`BODY_PARAMETERS` order per body (friction and armature columns
             excluded).
         check: when ``pi`` is concrete (not traced), raise unless every body is physically
@@ -134,6 +141,9 @@ def with_standard_parameters(model: Model, pi: Float[ArrayLike, " p"], *, check:
             ``check=False`` lets a non-physical estimate (e.g. from least squares) be turned into a
             model, for torque prediction; masses must still be non-zero (``c = h / m``), except for
             massless frames (all 10 parameters 0).
+
+    Returns:
+        The :class:`~kronjax.chain.Model` with the inertials of ``pi``.
 
     Example:
         Every parameter doubled is every body twice as heavy, its centre of mass kept; the mass
@@ -185,6 +195,14 @@ def parameter_names(model: Model, friction: bool = False, armature: bool = False
     with ``friction=True`` ``"<joint>.fv"`` (viscous) and ``"<joint>.fc"`` (Coulomb) per joint
     coordinate, then with ``armature=True`` ``"<joint>.ia"`` (rotor inertia).
 
+    Args:
+        model: the :class:`~kronjax.chain.Model`.
+        friction: with the friction columns' names.
+        armature: with the rotor-inertia columns' names.
+
+    Returns:
+        ``p`` names, in the regressor's column order.
+
     Example:
         >>> import kronjax as kj
         >>> model = kj.models.double_pendulum()
@@ -217,6 +235,12 @@ def pseudo_inertia(pi: Float[ArrayLike, " p"] | Sequence[float]) -> Float[Array,
     positive semi-definite, and ``J`` is positive definite for any body that is not degenerate
     (Wensing, Kim and Slotine 2017). This implies ``m > 0``, ``I_G`` positive definite and
     the triangle inequalities of its principal moments.
+
+    Args:
+        pi: ``(10 nb,)`` standard parameters (:func:`standard_parameters`' order).
+
+    Returns:
+        ``(nb, 4, 4)``: one ``J`` per body.
 
     Example:
         The double pendulum's links are slender rods (``J`` semi-definite); a body with principal

@@ -65,6 +65,7 @@ def regressor(
     ``fc = model.friction`` and ``ia = model.armature``.
 
     Args:
+        model: the :class:`~kronjax.chain.Model`.
         q, qd, qdd: ``(nq,)``, ``(nv,)``, ``(nv,)`` for one state (``n = nq = nv`` unless the model
             has free, spherical or planar joints), or with the same leading batch dimensions: the
             batch is mapped with ``jax.vmap`` and ``Y`` is ``(..., nv, p)``. With ``friction=True``
@@ -77,6 +78,11 @@ def regressor(
     Compiled with ``equinox.filter_jit`` (as ``diffrax.diffeqsolve`` is): the first call for a
     model structure and batch shape compiles, later ones reuse it; inside a user's ``jit`` it is
     inlined. (The input checks above run in Python first.)
+
+    Returns:
+        ``Y``, ``(nv, p)`` per state (``(..., nv, p)`` for a batch), with ``tau = Y pi`` for the
+        standard parameters ``pi`` of :func:`standard_parameters` (then the friction and armature
+        columns).
 
     Example:
         ``Y pi`` is the inverse dynamics (the double pendulum has no rotors):

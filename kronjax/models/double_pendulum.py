@@ -31,6 +31,16 @@ def double_pendulum(
     ``M = [[2 Izz + m (L^2 + 2 Lc^2 + 2 L Lc cos q2), Izz + m (Lc^2 + L Lc cos q2)], [., Izz + m Lc^2]]``,
     ``g = [g0 m ((L + Lc) cos q1 + Lc cos(q1 + q2)), g0 m Lc cos(q1 + q2)]``.
 
+    Args:
+        m: each link's mass (kg).
+        L: each link's length (m).
+        Lc: the distance from a link's proximal joint to its centre of mass (m).
+        Izz: each link's moment of inertia about its centre of mass (kg m^2).
+        g0: the gravitational acceleration's magnitude, along ``-y``.
+
+    Returns:
+        The :class:`~kronjax.chain.Model`.
+
     Example:
         ``M`` and ``g`` against the closed forms above, with the default parameters:
 

@@ -59,6 +59,9 @@ def panda(*, gravity=(0.0, 0.0, -9.81)) -> Model:
         gravity: gravitational acceleration in the base frame (default ``[0, 0, -9.81]``, rtb's
             too: the base z axis points up).
 
+    Returns:
+        The :class:`~kronjax.chain.Model`.
+
     Example:
         At ``q = 0`` the flange points down at ``x = a3 + a4 + a6 = 0.088``, ``z = d1 + d3 + d5 -
         0.107 = 0.926`` (the table above):

@@ -96,6 +96,9 @@ def puma560(*, gravity=(0.0, 0.0, -9.81), motors: bool = True) -> Model:
             the base z axis points up).
         motors: include the motors' reflected inertias ``Jm G^2`` as ``armature`` (default).
 
+    Returns:
+        The :class:`~kronjax.chain.Model`.
+
     Example:
         The motors add their ``Jm G^2`` (the table above) to the diagonal of ``M``:
 

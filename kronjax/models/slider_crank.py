@@ -95,6 +95,10 @@ def slider_crank(
         gravity: the gravitational acceleration in the base frame (default ``-y``).
         crank_angle: the crank angle of ``q0`` (rad).
 
+    Returns:
+        A :class:`~kronjax.constrained.Mechanism`: the model, its loop closure and an assembled
+        configuration.
+
     Raises:
         ValueError: non-positive or non-finite lengths, masses or inertias, a non-finite offset
             or crank angle, or ``rod <= crank + |offset|``.

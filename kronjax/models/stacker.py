@@ -47,6 +47,14 @@ def stacker(
     scalars, traced ones included: derivatives in them (``jax.grad`` in ``a3``, say) reach the
     model's leaves.
 
+    Args:
+        m1, m2, m3, d2, a3, l3, yG2, I2x, I2y, I2z, I3x, I3y, I3z: the paper's symbols (Tables 1-2);
+            the defaults are its values.
+        gravity: ``(3,)`` gravitational acceleration in the base frame (the paper's ``+y``).
+
+    Returns:
+        The :class:`~kronjax.chain.Model`.
+
     Example:
         >>> import jax.numpy as jnp
         >>> import numpy as np

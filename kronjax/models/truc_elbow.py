@@ -47,6 +47,14 @@ def truc_elbow(
     Centroids in the body frames (eq. 60): ``r_C1 = [0, l0 - r0, 0]``, ``r_C2 = [r1 - l1, 0, 0]``,
     ``r_C3 = [r2 - l2, 0, 0]`` (with (71): ``[0, 0.154, 0]``, ``[-0.102, 0, 0]``, ``[-0.090, 0, 0]``).
 
+    Args:
+        l0, r0, l1, r1, l2, r2, m1, m2, m3, I1xx, I1yy, I1zz, I2xx, I2yy, I2zz, I3xx, I3yy, I3zz: the
+            paper's symbols (above); the defaults are its values (eq. 71).
+        g: the gravitational acceleration's magnitude.
+
+    Returns:
+        The :class:`~kronjax.chain.Model`.
+
     Example:
         The centroids of eq. (60), and ``M[2, 2] = m3 r2^2 + I3zz`` (link 3 turning about joint 3,
         its centroid ``r2`` from the axis) at any ``q``:

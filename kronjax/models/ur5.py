@@ -84,6 +84,9 @@ def ur5(*, gravity=(0.0, 0.0, -9.81)) -> Model:
         gravity: gravitational acceleration in the base frame (default ``[0, 0, -9.81]``: the base
             z axis, joint 1's axis, points up).
 
+    Returns:
+        The :class:`~kronjax.chain.Model`.
+
     Example:
         At ``q = 0`` the arm lies stretched out along ``-x``: the last frame is at ``(a2 + a3, -(d4
         + d6), d1 - d5)`` (the table above):

@@ -161,6 +161,12 @@ def print_progress(progress: Progress) -> None:
     """A progress display for :func:`optimize` (``callback=print_progress``): one line per report
     with the best guess's cost and violation.
 
+    Args:
+        progress: the :class:`Progress` a solve reports.
+
+    Returns:
+        ``None``; prints one line.
+
     Example:
         What it prints for two reports on two guesses (the best: the lowest cost among the
         feasible ones); ``trajopt.optimize(..., callback=trajopt.print_progress)`` prints one line

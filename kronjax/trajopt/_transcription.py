@@ -517,6 +517,9 @@ def transcribe(
             (``boundary.duration`` is then its initial guess): with the cost :class:`Duration`, the
             minimum-time problem.
 
+    Returns:
+        The :class:`Problem`, for :func:`optimize` or a solver of your own.
+
     Example:
         A rotor (``tau = 0.1 qdd``) from rest at 0 to rest at 1 rad in 1 s, ``m = 9`` control
         points of degree 5 (4 knot spans); the torque effort of the minimum-jerk motion (the

@@ -69,6 +69,13 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
     ``<dynamics>`` (one value per joint). URDF has no rotor inertia: a model's nonzero
     ``armature`` is left out, with a ``UserWarning``.
 
+    Args:
+        model: the :class:`~kronjax.chain.Model`. (a :class:`~kronjax.chain.Tree`).
+        name: the ``<robot>``'s name.
+
+    Returns:
+        The URDF text.
+
     Example:
         The double pendulum written out and read back (gravity passed again): same dynamics.
 
