@@ -91,6 +91,9 @@ def check_finite(x: PyTree, name: str = "input") -> PyTree:
         name: how the error message calls it; a leaf inside a pytree is named by its path after
             it, e.g. ``model.inertials.mass``.
 
+    Returns:
+        ``x`` itself, once checked (so that the check stays in the traced program).
+
     Raises:
         equinox.EquinoxRuntimeError: at run time, when a leaf is not finite, with the message
             ``"<name><path> has a non-finite entry (NaN or inf)"`` (``"a NaN entry"`` for joint

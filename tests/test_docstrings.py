@@ -68,6 +68,23 @@ def test_every_public_function_and_class_has_an_example():
     assert not missing, f"{len(missing)} public names without a >>> example: {missing}"
 
 
+def test_every_public_function_documents_its_arguments_and_what_it_returns():
+    """An ``Args:`` section naming every parameter (``a, b:`` names several) and a ``Returns:``
+    section, Google style, as mkdocstrings renders them."""
+    missing = {}
+    for name, obj in PUBLIC.items():
+        function = inspect.unwrap(obj)
+        if not inspect.isfunction(function):
+            continue
+        doc = inspect.getdoc(function) or ""
+        args = doc.split("Args:", 1)[1] if "Args:" in doc else ""
+        named = {n.strip().lstrip("*") for line in args.splitlines() if ":" in line for n in line.split(":", 1)[0].split(",")}
+        lacking = [p for p in inspect.signature(function).parameters if p not in named]
+        if lacking or "Returns:" not in doc:
+            missing[name] = lacking + ([] if "Returns:" in doc else ["Returns:"])
+    assert not missing, f"{len(missing)} public functions lack argument or return documentation: {missing}"
+
+
 def _examples(obj):
     obj = inspect.unwrap(obj) if not inspect.isclass(obj) else obj
     return [t for t in doctest.DocTestFinder(recurse=False).find(obj, name=obj.__qualname__) if t.examples]

@@ -65,6 +65,8 @@ def from_dh(
             row ``i`` holds ``a_{i-1}, alpha_{i-1}`` (as in Robotics Toolbox).
         inertials: per body an :class:`Inertial` (or dict), an :class:`Inertials`, or ``None``.
         gravity: gravitational acceleration in the base frame (default ``[0, 0, -9.81]``).
+        body_names: the bodies' names; ``None``: ``link1``, ``link2``, ...
+        joint_names: the joints' names; ``None``: ``joint1``, ``joint2``, ...
         limits: a :class:`JointLimits`, or a dict with any of ``lower``, ``upper``, ``velocity``,
             ``effort`` (scalars or ``(n,)``); unlimited by default.
         armature, damping, friction: rotor inertia, viscous damping and Coulomb friction per joint
@@ -359,6 +361,12 @@ def from_function(
         poses_fn: ``q (n,) -> (rotations (nb, 3, 3), origins (nb, 3))`` in the base frame, or
             ``q -> transforms (nb, 4, 4)``. It must be traceable by JAX (``jnp`` operations).
         n: number of joint coordinates.
+        inertials: per body an :class:`Inertial` (or dict), an :class:`Inertials`, or ``None``.
+        gravity: gravitational acceleration in the base frame (default ``[0, 0, -9.81]``).
+        body_names: the bodies' names; ``None``: ``link1``, ``link2``, ...
+        joint_names: the joints' names; ``None``: ``joint1``, ``joint2``, ...
+        limits: a :class:`JointLimits`, or a dict with any of ``lower``, ``upper``, ``velocity``,
+            ``effort`` (scalars or ``(n,)``); unlimited by default.
         armature, damping, friction: rotor inertia, viscous damping and Coulomb friction per
             coordinate (a scalar or ``(n,)``; :class:`Model`); zero by default.
         check: evaluate ``poses_fn`` at ``q = 0`` and at a few random ``q`` (outside ``jit``) and

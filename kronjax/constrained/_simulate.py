@@ -84,10 +84,22 @@ def simulate(
     qd)`` from ``(0, qd)`` with ``q(delta)`` the chart, its quaternions unit by construction).
 
     Args:
+        model: the :class:`~kronjax.chain.Model`.
+        constraints: a :class:`Constraint`, :class:`Constraints` or a sequence of them.
+        q0: ``(nq,)`` the initial configuration (on the constraints).
+        qd0: ``(nv,)`` the initial velocity.
         torque: ``torque(t, q, qd) -> tau`` (``(n,)``), e.g. a controller from
             :mod:`kronjax.simulate`; ``None`` for no actuation.
+        dt: the fixed step.
+        steps: the number of steps.
+        method: as in :func:`solve` (``"lagrange"``, ``"nullspace"``, ``"huang"``).
+        solver: the diffrax Runge-Kutta solver of each step; ``None``: ``diffrax.Tsit5()``.
+        projection: project the state back onto the constraints after every step (:func:`project`).
+        baumgarte: ``(alpha, beta)`` stabilisation gains, as in :func:`solve`.
+        wrenches: external loads, as in :func:`kronjax.inverse_dynamics`.
         tol: the initial state must satisfy the constraints to ``tol``
             (:func:`check_state` raises otherwise; :func:`project` it first).
+        rtol: as in :func:`solve`.
 
     Returns:
         A :class:`ConstrainedRollout`, with the drift at every step.

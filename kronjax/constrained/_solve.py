@@ -296,6 +296,9 @@ def solve(
     Args:
         model: the (tree) model.
         constraints: a :class:`Constraint`, :class:`Constraints` or a sequence of them.
+        q: ``(nq,)`` configuration.
+        qd: ``(nv,)`` velocity.
+        tau: ``(nv,)`` joint forces.
         method: ``"lagrange"`` (the KKT system, Huang eq. 1), ``"nullspace"`` (Kane's equations,
             Parsa eqs. 8-11, 39-46) or ``"huang"`` (Huang eqs. 2-4, appendix A); see the module
             docstring.

@@ -303,6 +303,7 @@ def translational_jacobian(
         body: the body's index or name (:attr:`~kronjax.chain.Model.body_names`).
         point: ``None`` (the frame origin), ``"com"`` (the body's centre of mass) or a 3-vector in
             the body frame (``p_b^(b)``).
+        frame: ``"base"`` (default) or ``"body"`` (above).
 
     Returns:
         ``(3, nv)``: ``J_T``.

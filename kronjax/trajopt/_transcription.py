@@ -497,6 +497,9 @@ def transcribe(
     """The :class:`Problem` of moving ``model`` within ``boundary`` at least ``cost``.
 
     Args:
+        model: the :class:`~kronjax.chain.Model`.
+        boundary: the :class:`BoundaryConditions`.
+        cost: the cost (e.g. ``TorqueEffort()``).
         num_control_points: ``m``, control points per joint (the free ones are ``m`` minus the
             number of fixed boundary values, e.g. ``m - 6`` for rest-to-rest with fixed ends).
         degree: spline degree ``p`` (``3 <= p``; default 5, continuous jerk).
