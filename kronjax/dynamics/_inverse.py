@@ -112,15 +112,14 @@ def inverse_dynamics(
 
             * ``"analytic"`` (default): by the analytical derivatives of
               :func:`inverse_dynamics_derivatives`, registered as a JAX rule. Fastest for
-              Jacobians (``jax.jacfwd``, ``jax.jacrev``): the Panda's ``7 x 21`` in about a third
-              of the time of ``"autodiff"`` (``jit(vmap(...))``, 10^4 states, CPU).
+              Jacobians (``jax.jacfwd``, ``jax.jacrev``).
             * ``"autodiff"``: JAX differentiates the recursion itself. Faster for the gradient of
-              a scalar (one vector-Jacobian product: 0.6x the time on the Panda) and for second
-              derivatives (forward-over-reverse Hessians: 0.4x), which is what the
-              interior-point method of :mod:`kronjax.trajopt` computes. Its programs hold a copy
-              of the recursion per unbranched run of bodies: on a serial chain they compile about
-              as fast as the rule's, on a branched tree several times slower (a Hessian of a
-              4-body tree with a branch: 18 s against 4 s). With free or spherical joints the
+              a scalar (one vector-Jacobian product) and for second derivatives
+              (forward-over-reverse Hessians), which is what the interior-point method of
+              :mod:`kronjax.trajopt` computes. Its programs hold a copy of the recursion per
+              unbranched run of bodies: on a serial chain they compile about as fast as the
+              rule's, on a branched tree several times slower (measured on the benchmarks'
+              measurements page, ``docs/benchmarks/measurements.md``). With free or spherical joints the
               derivatives are along ``q``'s coordinates as written, where the rule's are taken
               along the joints' tangent space: the two differ for a change of ``q`` that leaves
               the unit sphere of a quaternion.

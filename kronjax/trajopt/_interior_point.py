@@ -109,8 +109,8 @@ class InteriorPoint(eqx.Module):
         hessian: ``"gauss-newton"`` (default): the inverse dynamics linearised at the samples,
             their own curvature by partitioned quasi-Newton updates; or ``"exact"``: exact
             Hessians of the Lagrangian by forward-over-reverse autodiff through the inverse
-            dynamics (fewer iterations on some problems, each about 3x the time, and twice the
-            compile time). Both converge to the same optimum.
+            dynamics (fewer iterations on some problems, each costlier, and a longer compile:
+            the trajectory-optimisation guide measures both). Both converge to the same optimum.
 
     Example:
         Settings other than the defaults, for ``trajopt.optimize(model, boundary, cost,
