@@ -93,7 +93,9 @@ def _examples(obj):
 @pytest.mark.parametrize(
     "module",
     [
-        pytest.param(module, marks=pytest.mark.slow) if module in ("kronjax.identify._excitation", "kronjax.simulate") else module
+        pytest.param(module, marks=pytest.mark.slow)
+        if module in ("kronjax.identify._excitation", "kronjax.simulate._rollout", "kronjax.simulate._controllers")
+        else module
         for module in sorted({name.rpartition(".")[0] for name in PUBLIC})
     ],
 )
