@@ -92,7 +92,8 @@ def check_finite(x: PyTree, name: str = "input") -> PyTree:
             it, e.g. ``model.inertials.mass``.
 
     Returns:
-        ``x`` itself, once checked (so that the check stays in the traced program).
+        A copy of ``x`` whose floating leaves carry the check: use the result, so that the check
+        stays in the traced program.
 
     Raises:
         equinox.EquinoxRuntimeError: at run time, when a leaf is not finite, with the message

@@ -479,7 +479,7 @@ def to_mujoco(
     result, ``qfrc_bias``), ``tau`` in kronjax's: both do the same work on the same motion.
 
     Args:
-        model: the :class:`~kronjax.chain.Model`. (built by :func:`load_mjcf`, or any with the same joints).
+        model: the :class:`~kronjax.chain.Model` (built by :func:`load_mjcf`, or any with the same joints).
         q: ``(nq,)`` configuration.
         v: ``(nv,)`` velocity, or ``None``.
         a: ``(nv,)`` acceleration, or ``None`` (needs ``v``).

@@ -77,11 +77,19 @@ def test_every_public_function_documents_its_arguments_and_what_it_returns():
         if not inspect.isfunction(function):
             continue
         doc = inspect.getdoc(function) or ""
-        args = doc.split("Args:", 1)[1] if "Args:" in doc else ""
-        named = {n.strip().lstrip("*") for line in args.splitlines() if ":" in line for n in line.split(":", 1)[0].split(",")}
+        # the Args: block: its entries at one indentation, up to the next section (an unindented line)
+        block = doc.split("\nArgs:\n", 1)[1] if "\nArgs:\n" in doc else ""
+        entries = []
+        for line in block.splitlines():
+            if line and not line.startswith(" "):
+                break
+            if line.startswith("    ") and not line.startswith("     ") and ":" in line:
+                entries.append(line.split(":", 1)[0])
+        named = {n.strip().lstrip("*") for entry in entries for n in entry.split(",")}
         lacking = [p for p in inspect.signature(function).parameters if p not in named]
-        if lacking or "Returns:" not in doc:
-            missing[name] = lacking + ([] if "Returns:" in doc else ["Returns:"])
+        returns = "\nReturns:\n" in doc
+        if lacking or not returns:
+            missing[name] = lacking + ([] if returns else ["Returns:"])
     assert not missing, f"{len(missing)} public functions lack argument or return documentation: {missing}"
 
 

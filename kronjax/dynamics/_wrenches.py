@@ -149,7 +149,7 @@ def generalized_forces(
     power equals the wrenches' power: ``f . qd = sum force . v_point + moment . omega``.
 
     Args:
-        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed for a wrench at ``"com"``).
         q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
             quaternions, Pinocchio's order).
         wrenches: a :class:`Wrench`, a sequence of them (several may act on the same body), or

@@ -186,7 +186,7 @@ def fit_to_limits(
     scales the motion about the offset, the velocity and the acceleration by ``s``. Jit-able.
 
     Args:
-        model: the :class:`~kronjax.chain.Model`. (its ``limits``).
+        model: the :class:`~kronjax.chain.Model` (its ``limits``).
         trajectory: the :class:`FourierTrajectory` to fit.
         acceleration: ``(n,)`` or scalar acceleration limits; ``None``: none.
         margin: the fraction of each joint's range kept free at both ends.

@@ -61,7 +61,7 @@ def standard_parameters(model: Model) -> Float[Array, " p"]:
     (the model stores ``I_G`` about the centre of mass).
 
     Args:
-        model: the :class:`~kronjax.chain.Model`. (its inertials are needed)
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
 
     Returns:
         ``(10 nb,)``: ``pi``.

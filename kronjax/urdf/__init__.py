@@ -21,8 +21,9 @@ naming the element; never another exception for a malformed text or file
 wrong (CAD inertias indefinite by rounding, a ``<mimic>`` on a fixed joint, massless links) is
 read as Pinocchio reads it, repaired or warned about: ``docs/details/robots.md`` has the table.
 
-Modules: ``_load`` (:func:`load_urdf`, :class:`URDFError`, :class:`URDFWarning`), ``_write``
-(:func:`to_urdf`).
+Modules: ``_elements`` (the file's elements, the inertia repair, :class:`URDFError`,
+:class:`URDFWarning`), ``_mass_check`` (the load-time check of ``M``), ``_load``
+(:func:`load_urdf`), ``_write`` (:func:`to_urdf`).
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
     ``armature`` is left out, with a ``UserWarning``.
 
     Args:
-        model: the :class:`~kronjax.chain.Model`. (a :class:`~kronjax.chain.Tree`).
+        model: a :class:`~kronjax.chain.Model` whose kinematics is a :class:`~kronjax.chain.Tree`.
         name: the ``<robot>``'s name.
 
     Returns:
