@@ -26,12 +26,12 @@ def demo(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="kronjax demo", description=demo.__doc__)
     parser.add_argument("--q", type=float, nargs=3, default=[0.35, -0.8, 0.6], metavar=("Q1", "Q2", "Q3"))
-    parser.add_argument("--qd", type=float, nargs=3, default=[0.7, 0.5, -1.1], metavar=("QD1", "QD2", "QD3"))
-    parser.add_argument("--qdd", type=float, nargs=3, default=[-0.4, 0.9, 0.25], metavar=("QDD1", "QDD2", "QDD3"))
+    parser.add_argument("--v", type=float, nargs=3, default=[0.7, 0.5, -1.1], metavar=("QD1", "QD2", "QD3"))
+    parser.add_argument("--vd", type=float, nargs=3, default=[-0.4, 0.9, 0.25], metavar=("QDD1", "QDD2", "QDD3"))
     args = parser.parse_args(argv)
 
     model = kj.models.stacker()
-    q, qd, qdd = (jnp.asarray(x) for x in (args.q, args.qd, args.qdd))
+    q, v, vd = (jnp.asarray(x) for x in (args.q, args.v, args.vd))
     tip = "boom"  # the paper's frame 3, body index 2
 
     jt = kj.translational_jacobian(model, q, tip)
@@ -40,18 +40,18 @@ def demo(argv: list[str] | None = None) -> int:
     hr = kj.rotational_hessian(model, q, tip)
 
     print("kronjax demo: the stacker of Tuan et al. 2019 (P-R-R, Table 1), frame 3 = boom tip")
-    print(f"  q = {np.asarray(q)}   qd = {np.asarray(qd)}   qdd = {np.asarray(qdd)}\n")
+    print(f"  q = {np.asarray(q)}   v = {np.asarray(v)}   vd = {np.asarray(vd)}\n")
     print(_matrix("J_T3 (3 x 3, eq. 102)", jt))
     print(_matrix("H_T3 (3 x 9, eq. 103; column j*3+k = dJ[:, j]/dq_k)", ht))
     print(_matrix("J_R3 (3 x 3, eq. 104)", jr))
     print(_matrix("H_R3 (3 x 9, eq. 105)", hr))
 
-    a = jt @ qdd + ht @ jnp.kron(qd, qd)
-    alpha = jr @ qdd + hr @ jnp.kron(qd, qd)
+    a = jt @ vd + ht @ jnp.kron(v, v)
+    alpha = jr @ vd + hr @ jnp.kron(v, v)
 
     def velocities(t):
-        qt = q + qd * t + 0.5 * qdd * t**2
-        qdt = qd + qdd * t
+        qt = q + v * t + 0.5 * vd * t**2
+        qdt = v + vd * t
         return (
             kj.translational_jacobian(model, qt, tip) @ qdt,
             kj.rotational_jacobian(model, qt, tip) @ qdt,
@@ -63,9 +63,9 @@ def demo(argv: list[str] | None = None) -> int:
     alpha_fd = (w_plus - w_minus) / (2 * h)
 
     print("\nAccelerations of frame 3 in the base frame:")
-    print(f"  a     = J_T qdd + H_T (qd kron qd) = {np.asarray(a)}   (eq. 52)")
+    print(f"  a     = J_T vd + H_T (v kron v) = {np.asarray(a)}   (eq. 52)")
     print(f"  a     by central difference of v   = {np.asarray(a_fd)}   (h = {h:g})")
-    print(f"  alpha = J_R qdd + H_R (qd kron qd) = {np.asarray(alpha)}   (eq. 62)")
+    print(f"  alpha = J_R vd + H_R (v kron v) = {np.asarray(alpha)}   (eq. 62)")
     print(f"  alpha by central difference of w   = {np.asarray(alpha_fd)}")
     err = max(float(jnp.max(jnp.abs(a - a_fd))), float(jnp.max(jnp.abs(alpha - alpha_fd))))
     print(f"  max difference: {err:.2e} (finite-difference truncation and round-off)")
@@ -91,8 +91,8 @@ def _trajopt_demo() -> None:
     model = eqx.tree_at(lambda m: m.limits, kj.models.truc_elbow(), limits)
     q_goal, duration = jnp.array([2.0, 1.5, 1.0]), 0.5
     print("\nTrajectory optimisation: the elbow arm of Truc et al. 2019 from q = 0 to q = [2, 1.5, 1] rad in 0.5 s")
-    print("(the first half of eq. 73), minimising int |tau|^2 dt within |tau| <= [8, 8, 3] N m, |qd| <= 8 rad/s;")
-    print("quintic B-spline, 10 control points, q and qd fixed at both ends; augmented Lagrangian with L-BFGS")
+    print("(the first half of eq. 73), minimising int |tau|^2 dt within |tau| <= [8, 8, 3] N m, |v| <= 8 rad/s;")
+    print("quintic B-spline, 10 control points, q and v fixed at both ends; augmented Lagrangian with L-BFGS")
     print("(optax); violation = the largest excess over a limit, relative to the limit:")
     boundary = trajopt.BoundaryConditions(jnp.zeros(3), q_goal, duration, qdd_start=None, qdd_end=None)
     result = trajopt.optimize(model, boundary, trajopt.TorqueEffort(), num_control_points=10, callback=trajopt.print_progress)

@@ -8,7 +8,7 @@ The policy:
   NaN or infinite, or a joint limit is NaN (an infinite limit means "unlimited"). The records
   :class:`~kronjax.Inertial` and :class:`~kronjax.Joint` are checked by the builder they are given
   to. Values that are JAX tracers (a builder called under ``jit`` or ``grad``) cannot be checked.
-* **Computations propagate.** A NaN or inf in ``q``, ``qd``, ``qdd``, ``tau``, a wrench, or a
+* **Computations propagate.** A NaN or inf in ``q``, ``v``, ``vd``, ``tau``, a wrench, or a
   model parameter (a leaf of a :class:`~kronjax.Model` edited with ``eqx.tree_at`` or produced by
   an optimiser) makes every output entry that depends on it NaN or inf. It is never turned into a
   finite wrong number: no clipping, no ``nan_to_num``, and the ``jnp.where`` masks inside the
@@ -24,8 +24,8 @@ The policy:
   leaf of a pytree, also under ``jit``, ``vmap`` and ``grad``, with a message naming the argument;
   wrap the inputs with it::
 
-      qdd = kj.forward_dynamics(kj.check_finite(model, "model"), kj.check_finite(q, "q"),
-                                kj.check_finite(qd, "qd"), kj.check_finite(tau, "tau"))
+      vd = kj.forward_dynamics(kj.check_finite(model, "model"), kj.check_finite(q, "q"),
+                                kj.check_finite(v, "v"), kj.check_finite(tau, "tau"))
 
   or check the output only (cheaper: one check), knowing that a NaN there came from an input.
 """

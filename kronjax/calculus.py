@@ -261,7 +261,7 @@ def block_skew(a: Float[ArrayLike, "3 m"]) -> Float[Array, "3 3*m"]:
 
     so that ``skew(A a) = block_skew(A) (E_3 ⊗ a)`` (17; the extracted text lost the tilde over
     ``A a``) and ``skew(a) A = -block_skew(A) (a ⊗ E_m)`` (18).
-    For a Jacobian ``J_R`` (3 x n), ``block_skew(J_R) (v ⊗ qd) = (J_R qd) x v``.
+    For a Jacobian ``J_R`` (3 x n), ``block_skew(J_R) (u ⊗ v) = (J_R v) x u``.
 
     Args:
         a: ``(3, m)``: the matrix ``A``.
@@ -299,8 +299,8 @@ def block_skew(a: Float[ArrayLike, "3 m"]) -> Float[Array, "3 3*m"]:
 def symmetrize(h: Float[ArrayLike, "*batch r nn"]) -> Float[Array, "*batch r nn"]:
     """Symmetric part of a Khang-layout Hessian: columns ``(j, k)`` and ``(k, j)`` averaged.
 
-    Only this part is determined by a quadratic form ``H (qd ⊗ qd)`` (Tuan, remark after eq. 52):
-    two Hessians that give the same accelerations for every ``qd`` have equal symmetric parts.
+    Only this part is determined by a quadratic form ``H (v ⊗ v)`` (Tuan, remark after eq. 52):
+    two Hessians that give the same accelerations for every ``v`` have equal symmetric parts.
 
     Args:
         h: ``(..., r, n^2)``: one or a batch of Hessians in Khang's layout.
@@ -314,8 +314,8 @@ def symmetrize(h: Float[ArrayLike, "*batch r nn"]) -> Float[Array, "*batch r nn"
         >>> H = jnp.array([[0.0, 1.0, 0.0, 0.0]])  # n = 2: columns (0, 0), (0, 1), (1, 0), (1, 1)
         >>> kj.symmetrize(H).tolist()
         [[0.0, 0.5, 0.5, 0.0]]
-        >>> qd = jnp.array([2.0, 3.0])
-        >>> bool(jnp.allclose(H @ kj.kron(qd, qd), kj.symmetrize(H) @ kj.kron(qd, qd)))
+        >>> v = jnp.array([2.0, 3.0])
+        >>> bool(jnp.allclose(H @ kj.kron(v, v), kj.symmetrize(H) @ kj.kron(v, v)))
         True
     """
     h = jnp.asarray(h)

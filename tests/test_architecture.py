@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "kronjax"
 
 # Lowest first. A unit is a top-level module or package of kronjax.
 LAYERS = (
-    ("calculus",),
+    ("calculus", "_deprecation"),
     ("_rotations", "_lie"),
     ("chain",),
     ("configuration", "_finite", "passive", "batching", "_spatial"),
@@ -163,4 +163,4 @@ def test_algorithms_live_in_the_package_that_exposes_them(unit):
     }[unit]
     assert expected <= {path.name for path in (PACKAGE / unit).glob("*.py")}
     top_level = {path.stem for path in PACKAGE.glob("_*.py")} - {"__init__", "__main__"}
-    assert top_level <= {"_finite", "_lie", "_rotations"}, f"private top-level modules: {sorted(top_level)}"
+    assert top_level <= {"_deprecation", "_finite", "_lie", "_rotations"}, f"private top-level modules: {sorted(top_level)}"

@@ -85,8 +85,8 @@ def test_wrong_q_length(q, match):
         kj.translational_jacobian(kj.models.stacker(), q, 0)
 
 
-def test_wrong_qd_length_names_qd():
-    with pytest.raises(ValueError, match="qd must have shape"):
+def test_wrong_v_length_names_v():
+    with pytest.raises(ValueError, match="v must have shape"):
         kj.linear_velocity(kj.models.stacker(), jnp.zeros(3), jnp.zeros(4), 0)
 
 

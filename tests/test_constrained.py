@@ -369,8 +369,8 @@ def solutions(states):
         def huang(dt):
             hu = kc.solve(model, cons, q, qd, tau, "huang", dt=dt)
             lb = kc.solve(model, cons, q, qd, tau, "lagrange", baumgarte=(1.0 / dt, np.sqrt(2.0) / dt))
-            step = q + qd * dt + 0.5 * dt**2 * hu.qdd
-            eom = kj.inverse_dynamics(model, q, qd, hu.qdd) - tau - hu.generalized_force
+            step = q + qd * dt + 0.5 * dt**2 * hu.vd
+            eom = kj.inverse_dynamics(model, q, qd, hu.vd) - tau - hu.generalized_force
             return hu, lb, jnp.max(jnp.abs(cons.residual(step))), jnp.max(jnp.abs(eom))
 
         hu, lb, step_residual, huang_eom = jax.vmap(huang)(jnp.asarray(HUANG_DTS))
@@ -381,7 +381,7 @@ def solutions(states):
             gamma=cons.bias(q, qd),
             mass=kj.mass_matrix(model, q),
             bias=kj.inverse_dynamics(model, q, qd, jnp.zeros_like(qd)),
-            eom=kj.inverse_dynamics(model, q, qd, lag.qdd) - tau - cons.jacobian(q).T @ lag.forces,
+            eom=kj.inverse_dynamics(model, q, qd, lag.vd) - tau - cons.jacobian(q).T @ lag.forces,
             huang=hu,
             baumgarte=lb,
             step_residual=step_residual,
@@ -399,12 +399,12 @@ def test_lagrange_nullspace_gauss(states, solutions):
     a_batch, out, (q, _, tau) = solutions
     lag, ns, nsi = out["lag"], out["ns"], out["nsi"]
     errors = dict(
-        qdd_ns=relerr(ns.qdd, lag.qdd),
-        qdd_indep=relerr(nsi.qdd, lag.qdd),
+        qdd_ns=relerr(ns.vd, lag.vd),
+        qdd_indep=relerr(nsi.vd, lag.vd),
         lambda_ns=relerr(ns.forces, lag.forces),
         lambda_indep=relerr(nsi.forces, lag.forces),
         eom=float(jnp.max(jnp.abs(out["eom"])) / jnp.max(jnp.abs(tau))),  # M qdd + C qd + g - tau - A^T lambda
-        constraint=relerr(np.einsum("bij,bj->bi", a_batch, lag.qdd), out["gamma"]),  # A qdd = gamma
+        constraint=relerr(np.einsum("bij,bj->bi", a_batch, lag.vd), out["gamma"]),  # A qdd = gamma
         gen_force=relerr(lag.generalized_force, np.einsum("bij,bi->bj", a_batch, lag.forces)),
         gauss=0.0,
     )
@@ -418,7 +418,7 @@ def test_lagrange_nullspace_gauss(states, solutions):
         basis = np.linalg.svd(a)[2][a.shape[0] :].T
         y = np.linalg.solve(basis.T @ mass @ basis, -basis.T @ mass @ (x_p - free))
         x = x_p + basis @ y
-        errors["gauss"] = max(errors["gauss"], relerr(lag.qdd[k], x))
+        errors["gauss"] = max(errors["gauss"], relerr(lag.vd[k], x))
         # and it is a minimum: any admissible change raises the Gauss function
         for dy in np.random.default_rng(k).normal(size=(5, basis.shape[1])) * 1e-3:
             z = x + basis @ dy
@@ -440,8 +440,8 @@ def test_huang_tends_to_lagrange(states, solutions):
     report = []
     for k in range(2 * n_states):
         moving = k < n_states
-        scale = float(jnp.linalg.norm(plain.qdd[k]))
-        err = np.asarray(jnp.linalg.norm(hu.qdd[k] - lb.qdd[k], axis=1)) / scale
+        scale = float(jnp.linalg.norm(plain.vd[k]))
+        err = np.asarray(jnp.linalg.norm(hu.vd[k] - lb.vd[k], axis=1)) / scale
         force_err = np.asarray(jnp.linalg.norm(hu.generalized_force[k] - lb.generalized_force[k], axis=1)) / float(
             jnp.linalg.norm(plain.generalized_force[k])
         )
@@ -631,16 +631,16 @@ def test_double_pendulum_dynamics_and_reactions():
 
     out = pendulum_states((0.0, -g0, 0.0), qs, qds, taus)
     lag, ns, hu = (out[f"closures/{m}"] for m in ("lagrange", "nullspace", "huang"))
-    qdd_joint = np.stack([lag.qdd[:, 2], lag.qdd[:, 5] - lag.qdd[:, 2]], axis=1)
+    qdd_joint = np.stack([lag.vd[:, 2], lag.vd[:, 5] - lag.vd[:, 2]], axis=1)
     expected = np.array([c["qdd"] for c in configs])
     err = float(np.max(np.abs(qdd_joint - expected)))
     assert err < 1e-10 * max(1.0, float(np.max(np.abs(expected)))), err
-    assert relerr(ns.qdd, lag.qdd) < 1e-10 and relerr(ns.forces, lag.forces) < 1e-10
+    assert relerr(ns.vd, lag.vd) < 1e-10 and relerr(ns.forces, lag.forces) < 1e-10
     hanging = next(i for i, c in enumerate(configs) if c["name"] == "hanging_equilibrium")
     statics = np.array([0.0, 2 * MASS * g0, 0.0, -MASS * g0])
     assert relerr(lag.forces[hanging], statics) < 1e-12, lag.forces[hanging]
     assert relerr(hu.forces[hanging], statics) < 1e-11, hu.forces[hanging]
-    assert float(np.max(np.abs(lag.qdd[hanging]))) < 1e-12
+    assert float(np.max(np.abs(lag.vd[hanging]))) < 1e-12
     print(f"\ndouble pendulum: joint-space qdd error {err:.1e}")
 
 
@@ -703,7 +703,7 @@ def test_knife_edge(slip):
     lam = mass * gamma + np.sin(phi) * tau[:, 0] - np.cos(phi) * tau[:, 1]
     qdd = np.stack([(tau[:, 0] - np.sin(phi) * lam) / mass, (tau[:, 1] + np.cos(phi) * lam) / mass, tau[:, 2] / jzz], 1)
     for sol in (lag, ns):
-        assert relerr(sol.qdd, qdd) < 1e-12 and relerr(sol.forces[:, 0], lam) < 1e-12
+        assert relerr(sol.vd, qdd) < 1e-12 and relerr(sol.forces[:, 0], lam) < 1e-12
     assert not kc.Constraints((knife_edge(slip),)).is_holonomic
 
 
@@ -719,7 +719,7 @@ def test_holonomic_in_pfaffian_form():
     results = {(c, m): out[f"{c}/{m}"] for c, m in itertools.product(PIN_VARIANTS, ("lagrange", "nullspace"))}
     ref = results["holonomic", "lagrange"]
     for key, sol in results.items():
-        assert relerr(sol.qdd, ref.qdd) < 1e-10 and relerr(sol.forces, ref.forces) < 1e-10, key
+        assert relerr(sol.vd, ref.vd) < 1e-10 and relerr(sol.forces, ref.forces) < 1e-10, key
 
 
 # --------------------------------------------------------------------------------------------
@@ -810,7 +810,7 @@ def test_bad_input(spatial, four_bar):
         kc.huang_system(model, knife, q0, qd0, qd0, 1e-3)
     with pytest.raises(ValueError, match=r"q must have shape \(7,\)"):
         kc.solve(model, cons, jnp.zeros(6), qd0, qd0)
-    with pytest.raises(ValueError, match=r"qd must have shape \(7,\)"):
+    with pytest.raises(ValueError, match=r"v must have shape \(7,\)"):
         kc.solve(model, cons, q0, jnp.zeros((7, 1)), qd0)
     with pytest.raises(ValueError, match="independent must name 4 distinct"):
         kc.solve(model, cons, q0, qd0, qd0, "nullspace", independent=(0, 1, 1, 2))
@@ -830,7 +830,7 @@ def test_redundant_constraints_and_inconsistent_states(spatial, four_bar):
     with pytest.raises(ValueError, match="3 constraint equations have rank 2"):
         kc.check_state(model, ball, q)
     with pytest.raises(Exception, match="rank 2 < 3 equations"):
-        jax.block_until_ready(jax.jit(lambda q: kc.solve(model, ball, q, q * 0, q * 0).qdd)(q))
+        jax.block_until_ready(jax.jit(lambda q: kc.solve(model, ball, q, q * 0, q * 0).vd)(q))
     # a revolute joint on a planar loop: 5 equations on 3 coordinates
     hinge = kc.loop_closure(model, "coupler", (1.0, 0, 0), "rocker", (0.8, 0, 0), "revolute", (0, 0, 1))
     with pytest.raises(ValueError, match="5 constraint equations on 3 coordinates"):
@@ -846,7 +846,7 @@ def test_redundant_constraints_and_inconsistent_states(spatial, four_bar):
         kc.simulate(model, pin, q + 0.1, jnp.zeros(3), dt=1e-3, steps=2)
     a = kc.Constraints((pin,)).jacobian(q)
     bad_qd = jnp.asarray(np.linalg.svd(np.asarray(a))[2][0])  # in the row space: not admissible
-    with pytest.raises(ValueError, match="qd violates the velocity constraints.*project"):
+    with pytest.raises(ValueError, match="v violates the velocity constraints.*project"):
         kc.simulate(model, pin, q, bad_qd, dt=1e-3, steps=2)
     with pytest.raises(ValueError, match="unknown method"):
         kc.simulate(model, pin, q, jnp.zeros(3), dt=1e-3, steps=2, method="verlet")
@@ -882,8 +882,8 @@ def test_float32(four_bar, four_bar_batch):
     pin32 = kc.loop_closure(model32, "coupler", (1.0, 0, 0), "rocker", (0.8, 0, 0), "planar_point")
     run32 = jax.vmap(lambda q, qd, tau: kc.solve(model32, pin32, q, qd, tau))
     got = run_once(run32, *(x.astype(jnp.float32) for x in (q, qd, tau)))
-    assert got.qdd.dtype == jnp.float32 and got.forces.dtype == jnp.float32
-    err_qdd, err_lam = relerr(got.qdd, ref.qdd), relerr(got.forces, ref.forces)
+    assert got.vd.dtype == jnp.float32 and got.forces.dtype == jnp.float32
+    err_qdd, err_lam = relerr(got.vd, ref.vd), relerr(got.forces, ref.forces)
     print(f"\nfloat32 vs float64: qdd {err_qdd:.1e}, lambda {err_lam:.1e}")
     assert err_qdd < 1e-4 and err_lam < 1e-4
 
@@ -895,5 +895,5 @@ def test_jit_vmap_no_retrace(four_bar_batch):
     single = jax.jit(eqx.debug.assert_max_traces(all_methods, max_traces=1))
     for k in range(5):  # new values each call, one trace
         for one, many in zip(single(q[k], qd[k], tau[k]), batch):
-            assert relerr(many.qdd[k], one.qdd) < 1e-10 and relerr(many.forces[k], one.forces) < 1e-10
+            assert relerr(many.vd[k], one.vd) < 1e-10 and relerr(many.forces[k], one.forces) < 1e-10
             assert int(many.rank[k]) == int(one.rank) == 2

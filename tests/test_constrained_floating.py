@@ -68,9 +68,9 @@ def loop():
         q = q.at[:3].add(ground - org[2] - rot[2] @ POINT)
         qd = qd.at[:3].add(-rot[0].T @ cons.velocity_residual(q, qd))
         sol = kc.solve(model, cons, q, qd, tau)
-        eom = kj.inverse_dynamics(model, q, qd, sol.qdd) - tau - sol.generalized_force
+        eom = kj.inverse_dynamics(model, q, qd, sol.vd) - tau - sol.generalized_force
         drift = jnp.maximum(jnp.max(jnp.abs(cons.residual(q))), jnp.max(jnp.abs(cons.velocity_residual(q, qd))))
-        return q, qd, sol.qdd, sol.forces, eom, drift
+        return q, qd, sol.vd, sol.forces, eom, drift
 
     taus = jnp.asarray(rng.normal(size=(N_STATES, model.nv)) * 3.0)
     deltas, qds = (jnp.asarray(rng.normal(size=(N_STATES, model.nv)) * x) for x in (0.2, 1.0))
@@ -112,7 +112,7 @@ def test_bad_inputs_name_nq_and_nv(loop):
         kc.Constraints((euclidean, on_model))
     with pytest.raises(ValueError, match=r"q must have shape \(12,\)"):
         kc.solve(model, cons, q[:10], qd, qd)
-    with pytest.raises(ValueError, match=r"qd must have shape \(10,\)"):
+    with pytest.raises(ValueError, match=r"v must have shape \(10,\)"):
         kc.solve(model, cons, q, q, qd)
     with pytest.raises(ValueError, match=r"q0 must have shape \(12,\)"):
         kc.Mechanism(model, cons, jnp.zeros(10))
@@ -196,9 +196,9 @@ def test_formulations_agree(loop):
     def formulations(q, qd, tau):
         kane = kc.solve(model, cons, q, qd, tau, "nullspace")
         partition = kc.solve(model, cons, q, qd, tau, "nullspace", independent=(3, 4, 5, 6, 7, 8, 9))
-        huang = jax.vmap(lambda dt: kc.solve(model, cons, q, qd, tau, "huang", dt=dt).qdd)(jnp.array([1e-3, 5e-4]))
+        huang = jax.vmap(lambda dt: kc.solve(model, cons, q, qd, tau, "huang", dt=dt).vd)(jnp.array([1e-3, 5e-4]))
         hess_error = cons.hessian(q) @ jnp.kron(qd, qd) + cons.bias(q, qd)
-        return kane.qdd, kane.forces, partition.qdd, partition.forces, huang, hess_error
+        return kane.vd, kane.forces, partition.vd, partition.forces, huang, hess_error
 
     kane_qdd, kane_forces, part_qdd, part_forces, huang, hess_error = formulations(loop["q"], loop["qd"], loop["tau"])
     assert cons.hessian(loop["q"][0]).shape == (3, model.nv**2)
@@ -302,8 +302,8 @@ def test_free_and_euler_platforms_agree_at_matching_states(stewart):
             se = kc.solve(euler.model, euler.constraints, q, qd, tau, method)
             sf = kc.solve(free.model, free.constraints, qf, vf, tau, method)
             # the platform's body-frame acceleration: d/dt of free_state's v along the Euler motion
-            platform = jax.jvp(lambda q, v: free_state(euler, q, v)[1], (q, qd), (qd, se.qdd))[1]
-            gaps += [sf.qdd[6:] - platform[6:], sf.qdd[:6] - se.qdd[:6], sf.forces - se.forces]
+            platform = jax.jvp(lambda q, v: free_state(euler, q, v)[1], (q, qd), (qd, se.vd))[1]
+            gaps += [sf.vd[6:] - platform[6:], sf.vd[:6] - se.vd[:6], sf.forces - se.forces]
         return [jnp.max(jnp.abs(g)) for g in gaps], jnp.max(jnp.abs(q[9:]))
 
     for turn in ((0.4, -0.3, 0.35), (-0.5, 0.25, -0.3)):  # yaw, pitch, roll of the guesses

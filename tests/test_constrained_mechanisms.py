@@ -330,7 +330,7 @@ def test_four_bar_lagrange_conserves_energy(crank_rocker, crank_rocker_lagrange)
     """Free, frictionless motion (tau = 0, gravity only) over 5 s: the crank turns several times."""
     mech, _, _, _ = crank_rocker
     out = crank_rocker_lagrange
-    e, kinetic = energy(mech.model, out.q, out.qd, kinetic=True)
+    e, kinetic = energy(mech.model, out.q, out.v, kinetic=True)
     drift = np.max(np.abs(e - e[0])) / max(abs(e[0]), np.max(kinetic))
     assert drift < 1e-6, drift
     assert float(np.max(np.asarray(out.residual))) < 1e-8
@@ -362,7 +362,7 @@ def test_four_bar_nullspace_matches_reduced_reference(crank_rocker):
     out = compiled_simulate("nullspace", DT, steps)(mech, q0, qd0)
     err = np.max(np.abs(np.asarray(out.q[:, 0]) - ref[: steps + 1]))
     assert err < 1e-8, err
-    e = energy(mech.model, out.q, out.qd)
+    e = energy(mech.model, out.q, out.v)
     assert np.max(np.abs(e - e[0])) / abs(e[0]) < 1e-8
     assert float(np.max(np.asarray(out.residual))) < 1e-8
 
@@ -401,7 +401,7 @@ def test_slider_crank_lagrange_matches_reduced_reference():
     q = np.asarray(out.q)
     assert np.max(np.abs(np.angle(np.exp(1j * (q[:, 0] + q[:, 1] - phi))))) < 5e-8
     assert np.max(np.abs(q[:, 2] - s)) < 5e-9
-    en = energy(mech.model, out.q, out.qd)
+    en = energy(mech.model, out.q, out.v)
     assert np.max(np.abs(en - en[0])) / abs(en[0]) < 1e-6
     assert float(np.max(np.asarray(out.residual))) < 1e-8
     assert abs(float(q[-1, 0] - q[0, 0])) > 4 * math.pi
@@ -426,15 +426,15 @@ def test_change_point_singular_configuration(change_point):
     tau = jnp.zeros(3)
     for method in ("lagrange", "nullspace"):
         with pytest.raises(Exception, match="rank 1 < 2"):
-            jax.block_until_ready(solve(mech.model, mech.constraints, q, qd, tau, method).qdd)
+            jax.block_until_ready(solve(mech.model, mech.constraints, q, qd, tau, method).vd)
     sol = solve(mech.model, mech.constraints, q, qd, tau, "huang", dt=1e-3)
-    assert np.all(np.isfinite(np.asarray(sol.qdd))) and int(sol.rank) == 1
+    assert np.all(np.isfinite(np.asarray(sol.vd))) and int(sol.rank) == 1
     # Compared with the crank acceleration on the parallelogram branch (first principles): close, but not to O(dt). With Z = Phi_q(q) the reactions can only act
     # through the one remaining row of Phi_q, while the limit of the true constraint force as
     # t -> 0 lies outside that row space (lambda ~ 1/t along the vanishing singular direction);
     # the least-squares step is off by ~1% (measured) at this one configuration.
     ref_acc = parallelogram_acceleration(0.0)
-    assert abs(float(sol.qdd[0]) - ref_acc) < 0.02 * abs(ref_acc)
+    assert abs(float(sol.vd[0]) - ref_acc) < 0.02 * abs(ref_acc)
 
 
 @pytest.mark.parametrize(

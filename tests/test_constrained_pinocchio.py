@@ -94,7 +94,7 @@ def solve_batch(model, cons, guesses, qd_guesses, taus):
         return dict(
             q=q,
             qd=qd,
-            qdd=sol.qdd,
+            qdd=sol.vd,
             lam=sol.forces,
             gen=sol.generalized_force,
             rot_a=rot[A_BODY],

@@ -418,7 +418,7 @@ def test_bad_input_gets_a_clear_error(mixed):
     with pytest.raises(ValueError, match=r"the \(cos, sin\) pair of planar joint 'j5'"):
         kj.mass_matrix(model, q.at[15].set(2.0))
     assert relative_error(kj.normalize(model, unnormalised), q) < 1e-15
-    with pytest.raises(ValueError, match=r"qd must have shape \(15,\)"):
+    with pytest.raises(ValueError, match=r"v must have shape \(15,\)"):
         kj.inverse_dynamics(model, q, jnp.zeros(18), jnp.zeros(15))
     with pytest.raises(ValueError, match="a spherical joint takes no position limits"):
         kj.from_joints([kj.Joint("spherical", upper=1.0)], [kj.Inertial(1.0, inertia=(1.0, 1.0, 1.0))])

@@ -90,7 +90,7 @@ def test_rotor_spins_down_as_in_closed_form():
     spin = jit_once(
         lambda model, passive: kj.simulate.rollout(
             model, jnp.zeros(1), jnp.asarray([w0]), None, ts, rtol=1e-11, atol=1e-11, passive=passive
-        ).qd[:, 0],
+        ).v[:, 0],
         static_argnums=1,
     )
     total = inertia + armature

@@ -58,7 +58,7 @@ def test_truc_feedforward_validation(elbow):
     for tol in (1e-10, 1e-13):
         out = sim.rollout(elbow, jnp.zeros(3), jnp.zeros(3), torque, ts, solver=diffrax.Dopri8(), rtol=tol, atol=tol)
         error_q = float(jnp.max(jnp.abs(out.q - reference[0])))
-        error_qd = float(jnp.max(jnp.abs(out.qd - reference[1])))
+        error_qd = float(jnp.max(jnp.abs(out.v - reference[1])))
         print(
             f"\nTruc (72)-(73), Dopri8 rtol = atol = {tol:g}: max |q - q_r| = {error_q:.2e} rad, "
             f"max |qd - qd_r| = {error_qd:.2e} rad/s, {int(out.num_steps)} steps"
@@ -81,7 +81,7 @@ def test_free_panda_conserves_energy():
     )
 
     def drift(out):
-        e = energies(out.q, out.qd)
+        e = energies(out.q, out.v)
         total = e[:, 0] + e[:, 1]
         return float(jnp.max(jnp.abs(total - total[0])) / jnp.max(e[:, 0]))
 
@@ -152,7 +152,7 @@ def _gains_loss(elbow, **rollout):
         plant = eqx.tree_at(lambda m: m.inertials.mass, elbow, elbow.inertials.mass.at[2].set(mass))
         law = sim.pd(kp, 3.0, target)
         out = sim.rollout(plant, q0, qd0, law, ts, solver=diffrax.Dopri8(), rtol=1e-10, atol=1e-10, **rollout)
-        return jnp.sum(out.q[-1] ** 2) + 0.1 * jnp.sum(out.qd[-1] ** 2)
+        return jnp.sum(out.q[-1] ** 2) + 0.1 * jnp.sum(out.v[-1] ** 2)
 
     return loss, (jnp.array([0.2, -0.4, 0.6]), elbow.inertials.mass[2], jnp.array([20.0, 30.0, 10.0]))
 
@@ -228,13 +228,13 @@ def test_bad_inputs_raise_clear_errors(elbow):
         sim.rollout(elbow, zero, zero, None, jnp.array([0.0]))
     with pytest.raises(ValueError, match=r"q0 must have shape \(3,\)"):
         sim.rollout(elbow, jnp.zeros(2), zero, None, ts)
-    with pytest.raises(ValueError, match=r"qd0 must have shape \(3,\)"):
+    with pytest.raises(ValueError, match=r"v0 must have shape \(3,\)"):
         sim.rollout(elbow, zero, jnp.zeros((3, 1)), None, ts)
     with pytest.raises(ValueError, match=r"shape \(3,\).*got shape \(2,\)"):
         sim.rollout(elbow, zero, zero, lambda t, q, qd: jnp.zeros(2), ts)
     with pytest.raises(ValueError, match="got a tuple"):
         sim.rollout(elbow, zero, zero, lambda t, q, qd: (q, qd), ts)
-    with pytest.raises(TypeError, match=r"torque\(t, q, qd\)"):
+    with pytest.raises(TypeError, match=r"torque\(t, q, v\)"):
         sim.rollout(elbow, zero, zero, lambda t, q: q, ts)
     with pytest.raises(TypeError, match="callable"):
         sim.rollout(elbow, zero, zero, jnp.zeros(3), ts)

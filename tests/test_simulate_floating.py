@@ -59,9 +59,9 @@ def test_free_floating_robot_conserves_momentum_energy_and_unit_quaternions(name
     out = sim.rollout(model, q0, v0, None, ts, solver=diffrax.Dopri8(), rtol=1e-12, atol=1e-12)
     jax.block_until_ready(out)
     elapsed = time.perf_counter() - start
-    assert bool(out.success) and out.q.shape == (51, model.nq) and out.qd.shape == (51, model.nv)
+    assert bool(out.success) and out.q.shape == (51, model.nq) and out.v.shape == (51, model.nv)
 
-    linear, angular, energy = (np.asarray(x) for x in momentum_and_energy(model)(out.q, out.qd))
+    linear, angular, energy = (np.asarray(x) for x in momentum_and_energy(model)(out.q, out.v))
     rel = lambda x: np.max(np.abs(x - x[0])) / np.max(np.abs(x[0]))
     norms = np.stack([np.linalg.norm(np.asarray(out.q[:, s]), axis=1) for s in quaternion_slices(model)])
     print(
@@ -82,7 +82,7 @@ def _loss_of_initial_velocity(model, q0, ts, **kwargs):
 
     def loss(v0):
         out = sim.rollout(model, q0, v0, None, ts, **kwargs)
-        return jnp.sum(weights * jnp.sin(out.q[-1])) + 0.1 * jnp.sum(out.qd[-1] ** 2)
+        return jnp.sum(weights * jnp.sin(out.q[-1])) + 0.1 * jnp.sum(out.v[-1] ** 2)
 
     return loss
 
@@ -116,7 +116,7 @@ def test_bad_input_gets_a_clear_error():
     bad[3:7] *= 1.01
     with pytest.raises(ValueError, match="quaternion of free joint 'j0'.*normalize"):
         sim.rollout(model, bad, v0, None, ts)
-    with pytest.raises(ValueError, match=r"qd0 must have shape \(15,\)"):
+    with pytest.raises(ValueError, match=r"v0 must have shape \(15,\)"):
         sim.rollout(model, q0, np.zeros(model.nq), None, ts)
     with pytest.raises(ValueError, match=r"shape \(15,\)"):
         sim.rollout(model, q0, v0, lambda t, q, v: jnp.zeros_like(q), ts)

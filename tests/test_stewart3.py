@@ -222,8 +222,8 @@ def _tau(n):
 def accelerations(default):
     model, cons = default.model, default.constraints
     tau = _tau(model.n_dof)
-    lagrange = jax.jit(lambda q, qd: solve(model, cons, q, qd, tau, "lagrange").qdd)
-    huang = jax.jit(lambda q, qd, dt: solve(model, cons, q, qd, tau, "huang", dt=dt).qdd)
+    lagrange = jax.jit(lambda q, qd: solve(model, cons, q, qd, tau, "lagrange").vd)
+    huang = jax.jit(lambda q, qd, dt: solve(model, cons, q, qd, tau, "huang", dt=dt).vd)
     return lagrange, huang
 
 

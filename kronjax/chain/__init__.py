@@ -16,7 +16,7 @@ Two kinds of kinematics are supported:
   with constant placements ``Pre_i`` and ``Post_i``. The Denavit-Hartenberg builders fill
   ``Pre``/``Post`` so that the body frames are the D-H frames of the paper (Tuan, Table 1).
 
-Configuration and velocity (Pinocchio's conventions): ``q`` has ``nq`` numbers and ``v`` (``qd``)
+Configuration and velocity (Pinocchio's conventions): ``q`` has ``nq`` numbers and ``v`` (``q̇`` for 1-DoF joints)
 ``nv``, per joint in body order: revolute and prismatic 1 and 1; ``"free"`` ``q = [x, y, z, qx, qy,
 qz, qw]`` (the child frame's origin in the joint frame and the unit quaternion of its rotation) and
 ``v = [v, w]`` (linear and angular velocity of the child frame, in the child frame); ``"spherical"``

@@ -18,7 +18,7 @@ class JointLimits(eqx.Module):
     Attributes (each ``(n,)``, one entry per joint coordinate, ``inf`` where unlimited):
         lower, upper: position limits (rad or m), ``lower <= upper``; ``lower == upper`` is a
             joint locked at that position.
-        velocity: speed limits ``|qd| <= velocity`` (``>= 0``; ``0``: the joint must not move).
+        velocity: speed limits ``|v| <= velocity`` (``>= 0``; ``0``: the joint must not move).
         effort: force/torque limits ``|tau| <= effort`` (``>= 0``; ``0``: an unactuated, passive
             joint).
 

@@ -97,7 +97,7 @@ class Model(eqx.Module):
 
     @property
     def nv(self) -> int:
-        """Number of velocity coordinates (length of ``v``/``qd``, ``qdd``, ``tau``)."""
+        """Number of velocity coordinates (length of ``v``, ``vd``, ``tau``)."""
         return self.kinematics.n_dof
 
     @property
@@ -126,7 +126,7 @@ class Model(eqx.Module):
         return slice(start, start + sizes[kind])
 
     def velocity_index(self, joint: str) -> slice:
-        """The slice of ``v`` (and of ``qdd``, ``tau``, the columns of Jacobians and ``M``) that
+        """The slice of ``v`` (and of ``vd``, ``tau``, the columns of Jacobians and ``M``) that
         belongs to the joint named ``joint``."""
         return self._joint_slice(joint, "v_index", JOINT_NV)
 
@@ -183,8 +183,8 @@ class Model(eqx.Module):
                         )
         return q
 
-    def check_v(self, v: ArrayLike, name: str = "qd") -> Float[Array, " nv"]:
-        """A velocity-space vector (``qd``, ``qdd``, ``tau``) as a floating array of shape ``(nv,)``."""
+    def check_v(self, v: ArrayLike, name: str = "v") -> Float[Array, " nv"]:
+        """A velocity-space vector (``v``, ``vd``, ``tau``) as a floating array of shape ``(nv,)``."""
         return self._check_vector(v, name, self.nv, "velocity coordinates")
 
     def _check_vector(self, x: ArrayLike, name: str, size: int, what: str) -> Array:
@@ -281,9 +281,9 @@ def assemble_model(kinematics, inertials, gravity, body_names, joint_names, limi
     )
 
 
-def armature_force(model: Model, qdd: Array) -> Array | float:
-    """``A qdd``: the rotor inertias' joint forces (``0`` for a model without armature)."""
-    return 0.0 if model.armature is None else model.armature.astype(qdd.dtype) * qdd
+def armature_force(model: Model, vd: Array) -> Array | float:
+    """``A vd``: the rotor inertias' joint forces (``0`` for a model without armature)."""
+    return 0.0 if model.armature is None else model.armature.astype(vd.dtype) * vd
 
 
 def with_armature(model: Model, mass: Array) -> Array:

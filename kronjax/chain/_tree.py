@@ -117,7 +117,7 @@ class Tree(eqx.Module):
 
     @property
     def nv(self) -> int:
-        """Number of velocity coordinates (length of ``v``, ``qd``, ``tau``)."""
+        """Number of velocity coordinates (length of ``v``, ``vd``, ``tau``)."""
         return sum(JOINT_NV[kind] for kind in self._own_kinds)
 
     @property

@@ -3,44 +3,44 @@
 A tree :class:`~kronjax.chain.Model` (a closed chain cut open at some joints) is subject to ``m``
 constraint equations written in Pfaffian form (Parsa eqs. 5-6)::
 
-    A(q) qd = b(q)             with, for holonomic rows, A = Phi_q and b = 0 (Phi(q) = 0)
+    A(q) v = b(q)             with, for holonomic rows, A = Phi_q and b = 0 (Phi(q) = 0)
 
-Differentiated once more in time, ``A qdd = gamma`` with (Huang eq. 1, Khang's layout)::
+Differentiated once more in time, ``A vd = gamma`` with (Huang eq. 1, Khang's layout)::
 
-    gamma = -(A qd)_q qd + b_q qd = -Phi_qq (qd ⊗ qd)      (holonomic rows)
+    gamma = -(A v)_q v + b_q v = -Phi_qq (v ⊗ v)      (holonomic rows)
 
 ``Phi_q`` is the Khang Jacobian of the residual and ``Phi_qq`` its Khang derivative, ``m x n^2``
 (:meth:`Constraints.hessian`); ``gamma`` is computed as a second directional derivative
-(``jax.jvp`` of ``jax.jvp``), which equals ``-Phi_qq (qd ⊗ qd)`` without forming ``Phi_qq``.
+(``jax.jvp`` of ``jax.jvp``), which equals ``-Phi_qq (v ⊗ v)`` without forming ``Phi_qq``.
 
 Free, spherical and planar joints (:mod:`kronjax.configuration`): ``q`` has ``nq`` numbers (unit
-quaternions, ``(cos, sin)`` pairs) and ``qd``, ``qdd``, ``tau`` have ``nv = n``. ``Phi`` is a
+quaternions, ``(cos, sin)`` pairs) and ``v``, ``vd``, ``tau`` have ``nv = n``. ``Phi`` is a
 function of ``q``; every derivative "with respect to ``q``" is taken along the tangent space, in
 the exponential chart ``delta -> q ⊕ delta`` (:func:`kronjax.integrate`): ``Phi_q`` is ``m x nv``,
 ``d/d delta Phi(q ⊕ delta)`` at ``delta = 0``, and ``Phi_qq`` the same derivative of ``Phi_q``.
-The drift ``gamma = -d^2/ds^2 Phi(q ⊕ s qd)`` at ``s = 0`` is exactly ``-(d/dt Phi_q) qd``: the
-curve ``s -> q ⊕ s qd`` is a one-parameter subgroup, so ``d/ds Phi(q ⊕ s qd) = Phi_q(q ⊕ s qd) qd``
-for every ``s`` and the Lie-bracket term of the chart drops out of ``d/dt (Phi_q qd) = Phi_q qdd
-+ (d/dt Phi_q) qd``. Huang's expansion below is the Taylor series of ``delta -> Phi(q ⊕ delta)``;
+The drift ``gamma = -d^2/ds^2 Phi(q ⊕ s v)`` at ``s = 0`` is exactly ``-(d/dt Phi_q) v``: the
+curve ``s -> q ⊕ s v`` is a one-parameter subgroup, so ``d/ds Phi(q ⊕ s v) = Phi_q(q ⊕ s v) v``
+for every ``s`` and the Lie-bracket term of the chart drops out of ``d/dt (Phi_q v) = Phi_q vd
++ (d/dt Phi_q) v``. Huang's expansion below is the Taylor series of ``delta -> Phi(q ⊕ delta)``;
 positions are corrected and stepped with ``q ⊕ delta``.
 
 Three solvers return the accelerations and the constraint forces (:func:`solve`):
 
 * ``"lagrange"``: Lagrange multipliers, the KKT system
-  ``[[M, A^T], [A, 0]] [qdd; -lambda] = [tau - C qd - g; gamma]`` (Huang eq. 1), solved through its
+  ``[[M, A^T], [A, 0]] [vd; -lambda] = [tau - C v - g; gamma]`` (Huang eq. 1), solved through its
   Schur complement ``A M^-1 A^T`` (a Cholesky factor of ``M`` and an SVD), optionally with
   Baumgarte stabilisation. The generalized constraint force is ``A^T lambda``.
 * ``"nullspace"``: Kane's equations by projection onto the admissible motions (Parsa eqs. 8-11,
-  39-46): ``qd = B u`` with ``A B = 0``, ``B^T (M qdd + C qd + g - tau) = 0``. ``B`` is an
+  39-46): ``v = B u`` with ``A B = 0``, ``B^T (M vd + C v + g - tau) = 0``. ``B`` is an
   orthonormal null-space basis from the SVD of ``A``, or the coordinate-partitioning basis of a
   user's choice of independent coordinates (``independent=``).
 * ``"huang"``: Huang et al.'s formulation over a time step ``dt`` (eqs. 2-4, appendix A): the
   reactions ``Q`` are found from the second-order Taylor expansion of the constraints over the
-  step, ``Phi(q ⊕ dq(Q)) = 0`` with ``dq = qd dt + M^-1 (tau - C qd - g + Z^T Q) dt^2 / 2``,
+  step, ``Phi(q ⊕ dq(Q)) = 0`` with ``dq = v dt + M^-1 (tau - C v - g + Z^T Q) dt^2 / 2``,
   linearised in ``Q`` (the ``Q^2`` terms are ``O(dt^4)``, A8-A10)::
 
       Phi_Q Q = -Psi,   Phi_Q = (Phi_q + Phi_qq (E ⊗ kappa)) M^-1 Z^T dt^2 / 2,
-      Psi = Phi(q) + Phi_q kappa + 1/2 Phi_qq (kappa ⊗ kappa),  kappa = qd dt + M^-1 f dt^2 / 2
+      Psi = Phi(q) + Phi_q kappa + 1/2 Phi_qq (kappa ⊗ kappa),  kappa = v dt + M^-1 f dt^2 / 2
 
   ``Z = Phi_q(q)``: the reactions are the forces conjugate to the constraint rows (for
   :func:`loop_closure` rows of positions, the reaction force in the base frame), so
@@ -57,7 +57,7 @@ NaNs instead. Near such a configuration the solvers keep their digits until that
 figures are in :func:`solve`): ``rtol`` is where no reliable digit would be left.
 
 :func:`simulate` integrates with a fixed step (a diffrax Runge-Kutta step, or Huang's Taylor
-step), optionally projecting ``q`` and ``qd`` back onto the constraints after each step
+step), optionally projecting ``q`` and ``v`` back onto the constraints after each step
 (:func:`project`), and reports the constraint drift.
 
 Modules: ``_constraints`` (:class:`Constraint`, :class:`Constraints`, :class:`Mechanism`),

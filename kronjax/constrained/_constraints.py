@@ -22,7 +22,7 @@ class Constraint(eqx.Module):
     velocity coordinates; ``nq = n`` unless it has free, spherical or planar joints).
 
     Holonomic: ``residual(q) = Phi(q)``, and ``A = Phi_q``, ``b = 0``. Pfaffian (velocity level):
-    ``A(q) qd = b(q)``. Build one with :func:`holonomic`, :func:`pfaffian` or
+    ``A(q) v = b(q)``. Build one with :func:`holonomic`, :func:`pfaffian` or
     :func:`loop_closure`.
 
     Attributes:
@@ -99,18 +99,18 @@ def holonomic(phi_fn: Callable, n_dof: int | Model, *, description: str = "holon
         A :class:`Constraint` of ``m`` rows.
 
     Example:
-        The unit circle, ``Phi = x^2 + y^2 - 1``: ``Phi_q = 2 q^T`` and ``gamma = -Phi_qq (qd ⊗ qd)
-        = -2 |qd|^2`` (Huang eq. 1):
+        The unit circle, ``Phi = x^2 + y^2 - 1``: ``Phi_q = 2 q^T`` and ``gamma = -Phi_qq (v ⊗ v)
+        = -2 |v|^2`` (Huang eq. 1):
 
         >>> import kronjax as kj
         >>> import jax.numpy as jnp
         >>> import numpy as np
         >>> circle = kj.constrained.holonomic(lambda q: jnp.array([q[0] ** 2 + q[1] ** 2 - 1.0]), 2, description="circle")
         >>> cons = kj.constrained.Constraints((circle,))
-        >>> q, qd = jnp.array([0.6, 0.8]), jnp.array([-0.8, 0.6])  # on the circle, moving along it
+        >>> q, v = jnp.array([0.6, 0.8]), jnp.array([-0.8, 0.6])  # on the circle, moving along it
         >>> bool(np.allclose(cons.jacobian(q), [[1.2, 1.6]]))
         True
-        >>> bool(np.allclose(cons.velocity_residual(q, qd), 0.0)), bool(np.allclose(cons.bias(q, qd), -2.0))
+        >>> bool(np.allclose(cons.velocity_residual(q, v), 0.0)), bool(np.allclose(cons.bias(q, v), -2.0))
         (True, True)
     """
     if not callable(phi_fn):
@@ -125,7 +125,7 @@ def holonomic(phi_fn: Callable, n_dof: int | Model, *, description: str = "holon
 def pfaffian(
     a_fn: Callable, n_dof: int | Model, b_fn: Callable | None = None, *, description: str = "Pfaffian constraint"
 ) -> Constraint:
-    """A velocity constraint ``A(q) qd = b(q)`` (Parsa eq. 6); ``b_fn=None`` means ``b = 0``.
+    """A velocity constraint ``A(q) v = b(q)`` (Parsa eq. 6); ``b_fn=None`` means ``b = 0``.
 
     ``a_fn``: ``q (nq,) -> (m, n)``; ``b_fn``: ``q -> (m,)``; ``n_dof`` as in :func:`holonomic`
     (``n = nv``). Pfaffian rows are not projected at position level (there is no ``Phi``) and are
@@ -254,36 +254,36 @@ class Constraints(eqx.Module):
 
     def hessian(self, q: Float[Array, " nq"]) -> Float[Array, "m nn"]:
         """``dA/dq`` in Khang's layout, ``m x n^2`` (``Phi_qq`` for holonomic rows), entry
-        ``(i, j n + k) = d/d delta_k A[i, j](q ⊕ delta)``: ``gamma = -Phi_qq (qd ⊗ qd)`` for
+        ``(i, j n + k) = d/d delta_k A[i, j](q ⊕ delta)``: ``gamma = -Phi_qq (v ⊗ v)`` for
         holonomic rows. (With multi-DoF joints it is not symmetric in ``(j, k)``: its
-        antisymmetric part is the chart's Lie bracket, which ``qd ⊗ qd`` does not see.)"""
+        antisymmetric part is the chart's Lie bracket, which ``v ⊗ v`` does not see.)"""
         return self._derivative(q, self.jacobian)
 
-    def velocity_residual(self, q: Float[Array, " nq"], qd: Float[Array, " nv"]) -> Float[Array, " m"]:
-        """``A(q) qd - b(q)``."""
+    def velocity_residual(self, q: Float[Array, " nq"], v: Float[Array, " nv"]) -> Float[Array, " m"]:
+        """``A(q) v - b(q)``."""
         rows = []
         for c in self.parts:
             if c.is_holonomic:
                 g, origin = self._chart(q, c.phi)
-                rows.append(jax.jvp(g, (origin,), (qd.astype(origin.dtype),))[1])
+                rows.append(jax.jvp(g, (origin,), (v.astype(origin.dtype),))[1])
             else:
-                rows.append(c.a(q) @ qd - (0.0 if c.b is None else c.b(q)))
+                rows.append(c.a(q) @ v - (0.0 if c.b is None else c.b(q)))
         return jnp.concatenate(rows)
 
-    def bias(self, q: Float[Array, " nq"], qd: Float[Array, " nv"]) -> Float[Array, " m"]:
-        """``gamma`` of ``A qdd = gamma``: ``-(A qd - b)_q qd`` (Huang eq. 1), i.e.
-        ``-d^2/ds^2 Phi(q ⊕ s qd)`` at ``s = 0`` for holonomic rows (module doc) and
-        ``-d/ds (A qd - b)(q ⊕ s qd)`` for Pfaffian ones."""
-        return -jnp.concatenate([self._rate(q, qd, c) for c in self.parts])
+    def bias(self, q: Float[Array, " nq"], v: Float[Array, " nv"]) -> Float[Array, " m"]:
+        """``gamma`` of ``A vd = gamma``: ``-(A v - b)_q v`` (Huang eq. 1), i.e.
+        ``-d^2/ds^2 Phi(q ⊕ s v)`` at ``s = 0`` for holonomic rows (module doc) and
+        ``-d/ds (A v - b)(q ⊕ s v)`` for Pfaffian ones."""
+        return -jnp.concatenate([self._rate(q, v, c) for c in self.parts])
 
-    def _rate(self, q: Array, qd: Array, c: Constraint) -> Array:
-        """``d/ds (A qd - b)(q ⊕ s qd)`` at ``s = 0`` for the rows of ``c``."""
+    def _rate(self, q: Array, v: Array, c: Constraint) -> Array:
+        """``d/ds (A v - b)(q ⊕ s v)`` at ``s = 0`` for the rows of ``c``."""
         if c.is_holonomic:
             g, origin = self._chart(q, c.phi)
-            v = qd.astype(origin.dtype)
-            return jax.jvp(lambda x: jax.jvp(g, (x,), (v,))[1], (origin,), (v,))[1]
-        g, origin = self._chart(q, lambda x: c.a(x) @ qd - (0.0 if c.b is None else c.b(x)))
-        return jax.jvp(g, (origin,), (qd.astype(origin.dtype),))[1]
+            tangent = v.astype(origin.dtype)
+            return jax.jvp(lambda x: jax.jvp(g, (x,), (tangent,))[1], (origin,), (tangent,))[1]
+        g, origin = self._chart(q, lambda x: c.a(x) @ v - (0.0 if c.b is None else c.b(x)))
+        return jax.jvp(g, (origin,), (v.astype(origin.dtype),))[1]
 
 
 def _layout(model: Model) -> tuple:

@@ -1,5 +1,5 @@
 """States on the constraint manifold: :func:`check_state` and :func:`project` (Gauss-Newton onto
-``Phi(q) = 0`` and ``A qd = b``)."""
+``Phi(q) = 0`` and ``A v = b``)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import jax.scipy.linalg as jsl
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
+from .._deprecation import renamed_keywords
 from ..chain import Model
 from ..configuration import unchecked_integrate
 from ..dynamics import mass_matrix
@@ -16,17 +17,18 @@ from ._constraints import Constraints, stack_constraints
 from ._solve import default_rtol, pinv_solve, validated_state
 
 
+@renamed_keywords(qd="v")
 def check_state(
     model: Model,
     constraints,
     q: Float[ArrayLike, " nq"],
-    qd: Float[ArrayLike, " nv"] | None = None,
+    v: Float[ArrayLike, " nv"] | None = None,
     *,
     tol: float = 1e-8,
     rtol: float | None = None,
     check_rank: bool = True,
 ) -> None:
-    """Raise a clear ``ValueError`` if ``(q, qd)`` violates the constraints by more than ``tol``
+    """Raise a clear ``ValueError`` if ``(q, v)`` violates the constraints by more than ``tol``
     (suggesting :func:`project`), or, with ``check_rank``, if the constraint Jacobian is
     rank-deficient there (naming the rank: redundant constraints or a singular configuration).
     Eager: not for use under ``jit``.
@@ -35,7 +37,7 @@ def check_state(
         model: the :class:`~kronjax.chain.Model`.
         constraints: a :class:`Constraint`, a :class:`Constraints` or a sequence of them.
         q: ``(nq,)`` configuration.
-        qd: ``(nv,)`` velocity, or ``None`` (positions only).
+        v: ``(nv,)`` velocity, or ``None`` (positions only).
         tol: the largest violation accepted (positions, and velocities).
         rtol: singular values of the constraint Jacobian below ``rtol`` times the largest count as
             zero; ``None``: ``eps^0.75`` of the dtype.
@@ -71,62 +73,63 @@ def check_state(
     if phi > tol:
         raise ValueError(
             f"q violates the constraints by {phi:.3g} (> tol = {tol:g}); move it onto them first with "
-            "kronjax.constrained.project(model, constraints, q, qd)"
+            "kronjax.constrained.project(model, constraints, q, v)"
         )
-    if qd is not None:
-        qd = model.check_v(qd, "qd")
-        v = float(np.max(np.abs(np.asarray(cons.velocity_residual(q, qd)))))
-        if v > tol:
+    if v is not None:
+        v = model.check_v(v, "v")
+        violation = float(np.max(np.abs(np.asarray(cons.velocity_residual(q, v)))))
+        if violation > tol:
             raise ValueError(
-                f"qd violates the velocity constraints by {v:.3g} (> tol = {tol:g}); make it admissible "
-                "with kronjax.constrained.project(model, constraints, q, qd)"
+                f"v violates the velocity constraints by {violation:.3g} (> tol = {tol:g}); make it admissible "
+                "with kronjax.constrained.project(model, constraints, q, v)"
             )
 
 
-def unchecked_project(model, cons: Constraints, q, qd, iterations: int, rtol):
+def unchecked_project(model, cons: Constraints, q, v, iterations: int, rtol):
     def newton(_, x):
         u, s, vt = jnp.linalg.svd(cons.jacobian(x), full_matrices=False)
         return unchecked_integrate(model, x, -pinv_solve(u, s, vt, cons.residual(x), rtol))
 
     q = jax.lax.fori_loop(0, iterations, newton, q)
-    if qd is None:
+    if v is None:
         return q, None
     # The velocity correction that is smallest in kinetic energy: M-orthogonal to the admissible motions.
     factor = jsl.cho_factor(mass_matrix(model, q), lower=True)
     y = jsl.solve_triangular(factor[0], cons.jacobian(q).T, lower=True)
     u, s, vt = jnp.linalg.svd(y.T, full_matrices=False)
-    mu = pinv_solve(u, s**2, u.T, cons.velocity_residual(q, qd), rtol**2)
-    qd = qd - jsl.cho_solve(factor, cons.jacobian(q).T @ mu)
-    return q, qd
+    mu = pinv_solve(u, s**2, u.T, cons.velocity_residual(q, v), rtol**2)
+    v = v - jsl.cho_solve(factor, cons.jacobian(q).T @ mu)
+    return q, v
 
 
+@renamed_keywords(qd="v")
 def project(
     model: Model,
     constraints,
     q: Float[ArrayLike, " nq"],
-    qd: Float[ArrayLike, " nv"] | None = None,
+    v: Float[ArrayLike, " nv"] | None = None,
     *,
     iterations: int = 8,
     rtol: float | None = None,
 ) -> tuple[Float[Array, " nq"], Float[Array, " nv"] | None]:
-    """Move ``q`` onto ``Phi(q) = 0`` and ``qd`` onto ``A qd = b``.
+    """Move ``q`` onto ``Phi(q) = 0`` and ``v`` onto ``A v = b``.
 
     Positions: ``iterations`` Gauss-Newton steps ``q <- q ⊕ (-Phi_q^+ Phi)`` (minimum-norm
     corrections in the velocity coordinates, ``q - Phi_q^+ Phi`` for 1-DoF joints; the
     pseudo-inverse keeps them defined at singular configurations). Velocities: the correction
-    smallest in kinetic energy, ``qd -= M^-1 A^T (A M^-1 A^T)^+ (A qd - b)``. Pure and jit-able.
+    smallest in kinetic energy, ``v -= M^-1 A^T (A M^-1 A^T)^+ (A v - b)``. Pure and jit-able.
 
     Args:
         model: the :class:`~kronjax.chain.Model`.
         constraints: a :class:`Constraint`, a :class:`Constraints` or a sequence of them.
         q: ``(nq,)`` configuration.
-        qd: ``(nv,)`` velocity, or ``None`` (positions only).
+        v: ``(nv,)`` velocity, or ``None`` (positions only).
         iterations: the number of Gauss-Newton steps on the positions.
         rtol: singular values of the constraint Jacobian below ``rtol`` times the largest count as
             zero; ``None``: ``eps^0.75`` of the dtype.
 
     Returns:
-        ``(q, qd)`` (``qd`` is ``None`` when not given).
+        ``(q, v)`` (``v`` is ``None`` when not given).
 
     Example:
         A disassembled four-bar, moving at a velocity the loop does not allow, put back on the
@@ -135,14 +138,14 @@ def project(
         >>> import kronjax as kj
         >>> import jax.numpy as jnp
         >>> mech = kj.models.four_bar()
-        >>> q, qd = kj.constrained.project(mech.model, mech.constraints, mech.q0 + 0.01, jnp.ones(3))
+        >>> q, v = kj.constrained.project(mech.model, mech.constraints, mech.q0 + 0.01, jnp.ones(3))
         >>> bool(jnp.max(jnp.abs(mech.constraints.residual(q))) < 1e-12)
         True
-        >>> bool(jnp.max(jnp.abs(mech.constraints.velocity_residual(q, qd))) < 1e-12)
+        >>> bool(jnp.max(jnp.abs(mech.constraints.velocity_residual(q, v))) < 1e-12)
         True
     """
     cons = stack_constraints(constraints)
     q = validated_state(model, cons, ("q", q))[0]
-    qd = None if qd is None else model.check_v(qd, "qd")
+    v = None if v is None else model.check_v(v, "v")
     rtol = default_rtol(q.dtype) if rtol is None else rtol
-    return unchecked_project(model, cons, q, qd, int(iterations), rtol)
+    return unchecked_project(model, cons, q, v, int(iterations), rtol)

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 from jaxtyping import Array, ArrayLike, Float, Int
 
+from .._deprecation import renamed_attribute, renamed_keywords
 from ..calculus import khang_jacobian
 from ..chain import Model
 from ..dynamics import Wrench, inverse_dynamics, mass_matrix
@@ -25,13 +26,13 @@ class Solution(NamedTuple):
     """The result of :func:`solve`.
 
     Attributes:
-        qdd: ``(n,)`` joint accelerations (``n = nv``, the velocity coordinates).
+        vd: ``(n,)`` joint accelerations (``n = nv``, the velocity coordinates).
         forces: ``(m,)`` constraint forces: the Lagrange multipliers ``lambda`` (``"lagrange"``,
             ``"nullspace"``) or Huang's reactions ``Q`` (``"huang"``). For a
             :func:`loop_closure` the rows of positions carry the force on body a in the base
             frame (body b receives the opposite).
         generalized_force: ``(n,)`` the constraint forces in joint space: ``A^T lambda`` or
-            ``Z^T Q``; ``M qdd + C qd + g = tau + generalized_force``.
+            ``Z^T Q``; ``M vd + C v + g = tau + generalized_force``.
         rank: the numerical rank of the system that was solved (``A`` for ``"lagrange"`` and
             ``"nullspace"``, ``Phi_Q`` for ``"huang"``).
 
@@ -43,16 +44,18 @@ class Solution(NamedTuple):
         >>> import jax.numpy as jnp
         >>> mech = kj.models.four_bar()
         >>> sol = kj.constrained.solve(mech.model, mech.constraints, mech.q0, jnp.zeros(3), jnp.zeros(3))
-        >>> sol.qdd.shape, sol.forces.shape, sol.generalized_force.shape, int(sol.rank)
+        >>> sol.vd.shape, sol.forces.shape, sol.generalized_force.shape, int(sol.rank)
         ((3,), (2,), (3,), 2)
         >>> bool(jnp.allclose(mech.constraints.jacobian(mech.q0).T @ sol.forces, sol.generalized_force))
         True
     """
 
-    qdd: Float[Array, " nv"]
+    vd: Float[Array, " nv"]
     forces: Float[Array, " m"]
     generalized_force: Float[Array, " nv"]
     rank: Int[Array, ""]
+
+    qdd = renamed_attribute("qdd", "vd", "Solution")
 
 
 def default_rtol(dtype) -> float:
@@ -82,19 +85,19 @@ def pinv_solve(u, s, vt, rhs, rtol):
     return vt.T @ (inv * (u.T @ rhs))
 
 
-def _forces(model, q, qd, tau, wrenches):
-    """``M``, its Cholesky factor and the free generalized force ``f = tau - C qd - g + f_ext``."""
+def _forces(model, q, v, tau, wrenches):
+    """``M``, its Cholesky factor and the free generalized force ``f = tau - C v - g + f_ext``."""
     m_q = mass_matrix(model, q)
-    bias = inverse_dynamics(model, q, qd, jnp.zeros_like(qd), wrenches=wrenches)
+    bias = inverse_dynamics(model, q, v, jnp.zeros_like(v), wrenches=wrenches)
     factor = jsl.cho_factor(m_q, lower=True)
     return m_q, factor, tau - bias
 
 
-def _baumgarte(cons: Constraints, q, qd, gamma, baumgarte):
+def _baumgarte(cons: Constraints, q, v, gamma, baumgarte):
     if baumgarte is None:
         return gamma
     alpha, beta = baumgarte
-    return gamma - 2.0 * alpha * cons.velocity_residual(q, qd) - beta**2 * cons.residual(q)
+    return gamma - 2.0 * alpha * cons.velocity_residual(q, v) - beta**2 * cons.residual(q)
 
 
 def _lagrange(cons, q, factor, f, gamma, rtol):
@@ -132,10 +135,10 @@ def _nullspace(cons, q, m_q, f, gamma, rtol, independent):
         ainv_t = lambda r: jsl.lu_solve(lu, r[jnp.asarray(dep)], trans=1)
     reduced = basis.T @ m_q @ basis  # Kane's generalized mass (Parsa 43-46)
     ud = jnp.linalg.solve(reduced, basis.T @ (f - m_q @ particular))
-    qdd = particular + basis @ ud
-    lam = ainv_t(m_q @ qdd - f)
+    vd = particular + basis @ ud
+    lam = ainv_t(m_q @ vd - f)
     lam = _raise_if_deficient(lam, rank, m, "nullspace")
-    return Solution(qdd, lam, a.T @ lam, rank)
+    return Solution(vd, lam, a.T @ lam, rank)
 
 
 class HuangSystem(NamedTuple):
@@ -147,7 +150,7 @@ class HuangSystem(NamedTuple):
         psi: ``(m,)`` ``Psi = Phi(q) + Phi_q kappa + 1/2 Phi_qq (kappa ⊗ kappa)``, the
             constraint residual at ``t + dt`` without reactions.
         z: ``(m, n)`` ``Z``: the generalized force of the reactions is ``Z^T Q``.
-        free_qdd: ``(n,)`` ``M^-1 f``, the acceleration without reactions.
+        free_vd: ``(n,)`` ``M^-1 f``, the acceleration without reactions.
 
     Example:
         The four-bar at rest under gravity, a step of 1 ms (:func:`huang_system`):
@@ -156,7 +159,7 @@ class HuangSystem(NamedTuple):
         >>> import jax.numpy as jnp
         >>> mech = kj.models.four_bar()
         >>> system = kj.constrained.huang_system(mech.model, mech.constraints, mech.q0, jnp.zeros(3), jnp.zeros(3), 1e-3)
-        >>> system.phi_q.shape, system.psi.shape, system.z.shape, system.free_qdd.shape
+        >>> system.phi_q.shape, system.psi.shape, system.z.shape, system.free_vd.shape
         ((2, 2), (2,), (2, 3), (3,))
         >>> bool(jnp.allclose(system.z, mech.constraints.jacobian(mech.q0)))  # Z = Phi_q
         True
@@ -165,12 +168,14 @@ class HuangSystem(NamedTuple):
     phi_q: Float[Array, "m m"]
     psi: Float[Array, " m"]
     z: Float[Array, "m n"]
-    free_qdd: Float[Array, " nv"]
+    free_vd: Float[Array, " nv"]
+
+    free_qdd = renamed_attribute("free_qdd", "free_vd", "HuangSystem")
 
 
-def _huang_system(cons, q, qd, factor, f, dt) -> HuangSystem:
+def _huang_system(cons, q, v, factor, f, dt) -> HuangSystem:
     a0 = jsl.cho_solve(factor, f)
-    kappa = qd * dt + 0.5 * dt**2 * a0
+    kappa = v * dt + 0.5 * dt**2 * a0
     # the Taylor expansion of g(delta) = Phi(q ⊕ delta) about delta = 0 (the step is q ⊕ dq)
     g, origin = cons._chart(q, cons.residual)
     kappa = kappa.astype(origin.dtype)
@@ -182,17 +187,18 @@ def _huang_system(cons, q, qd, factor, f, dt) -> HuangSystem:
     return HuangSystem(phi_q, cons.residual(q) + first_value + 0.5 * second, z, a0)
 
 
+@renamed_keywords(qd="v")
 def huang_system(
     model: Model,
     constraints,
     q: Float[ArrayLike, " nq"],
-    qd: Float[ArrayLike, " nv"],
+    v: Float[ArrayLike, " nv"],
     tau: Float[ArrayLike, " nv"],
     dt: Float[ArrayLike, ""],
     *,
     wrenches: Wrench | Sequence[Wrench] | None = None,
 ) -> HuangSystem:
-    """The matrix ``Phi_Q`` and right-hand side ``Psi`` of Huang's formulation at ``(q, qd)``
+    """The matrix ``Phi_Q`` and right-hand side ``Psi`` of Huang's formulation at ``(q, v)``
     for a step ``dt`` (see the module docstring); :func:`solve` with ``method="huang"`` solves it.
     Useful to inspect ``det Phi_Q`` or its conditioning at a singular configuration.
 
@@ -200,7 +206,7 @@ def huang_system(
         model: the :class:`~kronjax.chain.Model`.
         constraints: a :class:`Constraint`, a :class:`Constraints` or a sequence of them.
         q: ``(nq,)`` configuration.
-        qd: ``(nv,)`` velocity.
+        v: ``(nv,)`` velocity.
         tau: ``(nv,)`` joint forces.
         dt: ``()`` the step.
         wrenches: external loads (:func:`kronjax.generalized_forces`); ``None`` for none.
@@ -222,9 +228,9 @@ def huang_system(
         True
     """
     cons = _huang_constraints(constraints, dt)
-    q, qd, tau = validated_state(model, cons, ("q", q), qd=qd, tau=tau)
-    _, factor, f = _forces(model, q, qd, tau, wrenches)
-    return _huang_system(cons, q, qd, factor, f, dt)
+    q, v, tau = validated_state(model, cons, ("q", q), v=v, tau=tau)
+    _, factor, f = _forces(model, q, v, tau, wrenches)
+    return _huang_system(cons, q, v, factor, f, dt)
 
 
 def _huang_constraints(constraints, dt) -> Constraints:
@@ -241,12 +247,12 @@ def _huang_constraints(constraints, dt) -> Constraints:
     return cons
 
 
-def _huang(cons, q, qd, factor, f, dt, rtol):
-    system = _huang_system(cons, q, qd, factor, f, dt)
+def _huang(cons, q, v, factor, f, dt, rtol):
+    system = _huang_system(cons, q, v, factor, f, dt)
     u, s, vt = jnp.linalg.svd(system.phi_q)
     reactions = pinv_solve(u, s, vt, -system.psi, rtol)
     gen = system.z.T @ reactions
-    return Solution(system.free_qdd + jsl.cho_solve(factor, gen), reactions, gen, _rank(s, rtol))
+    return Solution(system.free_vd + jsl.cho_solve(factor, gen), reactions, gen, _rank(s, rtol))
 
 
 def _check_independent(independent, n: int, m: int):
@@ -265,7 +271,7 @@ def _check_independent(independent, n: int, m: int):
 
 def validated_state(model: Model, cons: Constraints, q: tuple[str, ArrayLike], **velocities):
     """Checks of the model and constraints; ``q = (name, value)`` checked as a configuration
-    ``(nq,)``, the ``velocities`` (``qd``, ``tau``) as ``(nv,)``; returns them in that order."""
+    ``(nq,)``, the ``velocities`` (``v``, ``tau``) as ``(nv,)``; returns them in that order."""
     if not isinstance(model, Model):
         raise TypeError(f"model must be a kronjax Model, got {type(model).__name__}")
     check_space(model, cons)
@@ -277,11 +283,12 @@ def validated_state(model: Model, cons: Constraints, q: tuple[str, ArrayLike], *
     return [model.check_q(q[1], q[0])] + [model.check_v(x, name) for name, x in velocities.items()]
 
 
+@renamed_keywords(qd="v")
 def solve(
     model: Model,
     constraints,
     q: Float[ArrayLike, " nq"],
-    qd: Float[ArrayLike, " nv"],
+    v: Float[ArrayLike, " nv"],
     tau: Float[ArrayLike, " nv"],
     method: str = "lagrange",
     *,
@@ -291,24 +298,24 @@ def solve(
     wrenches: Wrench | Sequence[Wrench] | None = None,
     rtol: float | None = None,
 ) -> Solution:
-    """Accelerations and constraint forces of a constrained system at ``(q, qd)`` under ``tau``.
+    """Accelerations and constraint forces of a constrained system at ``(q, v)`` under ``tau``.
 
     Args:
         model: the (tree) model.
         constraints: a :class:`Constraint`, :class:`Constraints` or a sequence of them.
         q: ``(nq,)`` configuration.
-        qd: ``(nv,)`` velocity.
+        v: ``(nv,)`` velocity.
         tau: ``(nv,)`` joint forces.
         method: ``"lagrange"`` (the KKT system, Huang eq. 1), ``"nullspace"`` (Kane's equations,
             Parsa eqs. 8-11, 39-46) or ``"huang"`` (Huang eqs. 2-4, appendix A); see the module
             docstring.
-        dt: the step of Huang's formulation (required for ``"huang"``). Its ``qdd`` is the
+        dt: the step of Huang's formulation (required for ``"huang"``). Its ``vd`` is the
             constant acceleration over ``[t, t + dt]`` that satisfies the constraints at
             ``t + dt`` to second order, correcting the position and velocity errors at ``t``
-            too; it differs from the instantaneous ``qdd`` by ``O(dt)`` (on a consistent state
+            too; it differs from the instantaneous ``vd`` by ``O(dt)`` (on a consistent state
             it equals Lagrange's with Baumgarte gains ``alpha = 1/dt``,
             ``beta = sqrt(2)/dt`` up to ``O(dt)``).
-        baumgarte: ``(alpha, beta)``: stabilisation ``A qdd = gamma - 2 alpha (A qd - b) -
+        baumgarte: ``(alpha, beta)``: stabilisation ``A vd = gamma - 2 alpha (A v - b) -
             beta^2 Phi`` (``"lagrange"``, ``"nullspace"``).
         independent: for ``"nullspace"``, indices of ``n - m`` independent velocity coordinates
             (coordinate partitioning, ``B = [E; -A_d^-1 A_i]``); default: an orthonormal
@@ -318,16 +325,16 @@ def solve(
             ``eps ** 0.75``: ``1.8e-12`` in float64, ``6.4e-6`` in float32).
 
     Returns:
-        A :class:`Solution` with ``qdd``, the constraint forces, ``A^T lambda`` (or ``Z^T Q``)
+        A :class:`Solution` with ``vd``, the constraint forces, ``A^T lambda`` (or ``Z^T Q``)
         and the rank.
 
     Precision near a singular configuration (``kappa = cond(Phi_q)``, ``eps`` the machine
     epsilon), measured against the exact solution of the same float64 KKT system (Pinocchio's
     ``M`` and bias; ``tests/test_conditioning.py``) on a parallelogram four-bar approaching its
     flattened configuration (``kappa`` 4.3e8 to 4.3e11, ``cond`` of the KKT matrix 4e15 to 4e21):
-    ``"lagrange"`` keeps ``qdd`` and ``lambda`` to rounding level (1e-15 to 4e-14: the Schur
+    ``"lagrange"`` keeps ``vd`` and ``lambda`` to rounding level (1e-15 to 4e-14: the Schur
     complement is factorised through the SVD of ``L^-1 A^T``, never formed); ``"nullspace"`` keeps
-    ``qdd`` (1e-15) and loses up to ``kappa eps`` in ``lambda`` (2.6e-8 at 4.3e8, 3.6e-5 at
+    ``vd`` (1e-15) and loses up to ``kappa eps`` in ``lambda`` (2.6e-8 at 4.3e8, 3.6e-5 at
     4.3e11); ``"huang"`` solves ``Phi_Q`` to 2e-13 at ``cond(Phi_Q)`` 1.7e11. Beyond
     ``1 / rtol`` (``kappa > 5.5e11`` in float64, ``1.6e5`` in float32) there are no reliable
     digits left: ``"lagrange"`` and ``"nullspace"`` raise (naming the rank), ``"huang"`` returns
@@ -342,26 +349,26 @@ def solve(
 
     Example:
         The four-bar (:func:`kronjax.models.four_bar`) moving at an admissible velocity (a unit
-        vector of the null space of ``A``) under gravity: ``A qdd = gamma``, the equations of
+        vector of the null space of ``A``) under gravity: ``A vd = gamma``, the equations of
         motion hold with the constraint force, and the null-space method agrees:
 
         >>> import kronjax as kj
         >>> import jax.numpy as jnp
         >>> mech = kj.models.four_bar()
         >>> model, cons, q = mech.model, mech.constraints, mech.q0
-        >>> qd, tau = jnp.linalg.svd(cons.jacobian(q))[2][-1], jnp.zeros(3)  # A qd = 0
-        >>> sol = kj.constrained.solve(model, cons, q, qd, tau)
-        >>> bool(jnp.allclose(cons.jacobian(q) @ sol.qdd, cons.bias(q, qd)))
+        >>> v, tau = jnp.linalg.svd(cons.jacobian(q))[2][-1], jnp.zeros(3)  # A v = 0
+        >>> sol = kj.constrained.solve(model, cons, q, v, tau)
+        >>> bool(jnp.allclose(cons.jacobian(q) @ sol.vd, cons.bias(q, v)))
         True
-        >>> bool(jnp.allclose(kj.inverse_dynamics(model, q, qd, sol.qdd), tau + sol.generalized_force))
+        >>> bool(jnp.allclose(kj.inverse_dynamics(model, q, v, sol.vd), tau + sol.generalized_force))
         True
-        >>> bool(jnp.allclose(kj.constrained.solve(model, cons, q, qd, tau, method="nullspace").qdd, sol.qdd))
+        >>> bool(jnp.allclose(kj.constrained.solve(model, cons, q, v, tau, method="nullspace").vd, sol.vd))
         True
     """
     cons = stack_constraints(constraints)
     if method not in SOLVE_METHODS:
         raise ValueError(f"unknown method {method!r}; expected one of {SOLVE_METHODS}")
-    q, qd, tau = validated_state(model, cons, ("q", q), qd=qd, tau=tau)
+    q, v, tau = validated_state(model, cons, ("q", q), v=v, tau=tau)
     rtol = default_rtol(q.dtype) if rtol is None else rtol
     # all option checks before any computation (eagerly, a failing call costs nothing)
     if method == "huang":
@@ -373,10 +380,10 @@ def solve(
             raise ValueError("independent applies to method='nullspace'")
     else:
         independent = _check_independent(independent, model.n_dof, cons.n_equations)
-    m_q, factor, f = _forces(model, q, qd, tau, wrenches)
+    m_q, factor, f = _forces(model, q, v, tau, wrenches)
     if method == "huang":
-        return _huang(cons, q, qd, factor, f, dt, rtol)
-    gamma = _baumgarte(cons, q, qd, cons.bias(q, qd), baumgarte)
+        return _huang(cons, q, v, factor, f, dt, rtol)
+    gamma = _baumgarte(cons, q, v, cons.bias(q, v), baumgarte)
     if method == "lagrange":
         return _lagrange(cons, q, factor, f, gamma, rtol)
     return _nullspace(cons, q, m_q, f, gamma, rtol, independent)

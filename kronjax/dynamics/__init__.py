@@ -3,8 +3,8 @@ eqs. 16-55) and Parsa (sec. 3, eqs. 12-38).
 
 The equations of motion are (Tuan 100, Truc 29/44, Parsa 38)::
 
-    M(q) qdd + C*(q) (qd ⊗ qd) + g(q) = tau + f_ext
-    M(q) qdd + C(q, qd) qd      + g(q) = tau + f_ext
+    M(q) vd + C*(q) (v ⊗ v) + g(q) = tau + f_ext
+    M(q) vd + C(q, v) v      + g(q) = tau + f_ext
 
 Every function here is pure in ``(model, q, ...)`` for one configuration; batch with ``jax.vmap``.
 All work under ``jax.jit`` / ``jax.vmap`` / ``jax.grad``, in float32 and float64, and are
@@ -19,7 +19,7 @@ Layouts (``n`` = number of joint coordinates):
 
 Two routes to inverse dynamics exist and agree:
 
-* the papers' way, ``method="kron"``: ``M qdd + C* (qd ⊗ qd) + g`` with ``M`` from the bodies'
+* the papers' way, ``method="kron"``: ``M vd + C* (v ⊗ v) + g`` with ``M`` from the bodies'
   Jacobians (95), ``dM/dq`` from their Hessians by Khang's product rule (9), and ``C*`` from (101);
   it forms the ``n x n^2`` tensor ``C*``;
 * the fast ways, which never form an ``n x n^2`` tensor: ``method="rnea"``, a recursive

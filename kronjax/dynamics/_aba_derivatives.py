@@ -1,8 +1,8 @@
 """Analytical derivatives of forward dynamics of a joint tree (private).
 
-Forward dynamics (Carpentier and Mansard sec. V): ``dqdd/d(q, qd) = -M^-1 dtau/d(q, qd)`` at ``(q, qd, qdd)`` and ``dqdd/dtau = M^-1``.
-The forces of :mod:`kronjax.dynamics._rnea_derivatives` are affine in ``qdd``, so the bias
-``b(q, qd)`` is ``tau`` at ``qdd = 0`` and no articulated-body pass is needed: ``M`` comes from the
+Forward dynamics (Carpentier and Mansard sec. V): ``dqdd/d(q, v) = -M^-1 dtau/d(q, v)`` at ``(q, v, vd)`` and ``dqdd/dtau = M^-1``.
+The forces of :mod:`kronjax.dynamics._rnea_derivatives` are affine in ``vd``, so the bias
+``b(q, v)`` is ``tau`` at ``vd = 0`` and no articulated-body pass is needed: ``M`` comes from the
 same composite bodies and is inverted by an unrolled Cholesky factorisation (:func:`spd_inverse`).
 """
 
@@ -20,23 +20,23 @@ from ._rnea_derivatives import acceleration_stage, forces, result_dtype, velocit
 
 @eqx.filter_jit
 def aba_derivatives(
-    model: Model, q: Float[Array, " nq"], qd: Float[Array, " nv"], tau: Float[Array, " nv"]
+    model: Model, q: Float[Array, " nq"], v: Float[Array, " nv"], tau: Float[Array, " nv"]
 ) -> tuple[Float[Array, " nv"], Float[Array, "nv nv"], Float[Array, "nv nv"], Float[Array, "nv nv"], Float[Array, " nv"]]:
-    """``(qdd, dtau/dq, dtau/dqd, M^-1, pivots)`` at ``qdd = M^-1 (tau - b(q, qd))`` (the bias
-    ``b`` is ``tau`` at ``qdd = 0``; the forces are affine in ``qdd``, so no articulated-body pass
+    """``(vd, dtau/dq, dtau/dqd, M^-1, pivots)`` at ``vd = M^-1 (tau - b(q, v))`` (the bias
+    ``b`` is ``tau`` at ``vd = 0``; the forces are affine in ``vd``, so no articulated-body pass
     is needed), with the Cholesky pivots of ``M`` (all positive iff ``M`` is positive definite).
-    ``dqdd/d(q, qd) = -M^-1 dtau/d(q, qd)`` (Carpentier and Mansard sec. V). The rotor inertias
-    (:attr:`~kronjax.chain.Model.armature`) add ``A qdd`` to ``tau`` and ``A`` to ``M``."""
-    dtype = result_dtype(model, q, qd, tau)
+    ``dqdd/d(q, v) = -M^-1 dtau/d(q, v)`` (Carpentier and Mansard sec. V). The rotor inertias
+    (:attr:`~kronjax.chain.Model.armature`) add ``A vd`` to ``tau`` and ``A`` to ``M``."""
+    dtype = result_dtype(model, q, v, tau)
     tree = model.kinematics
-    q, qd, tau = (x.astype(dtype) for x in (q, qd, tau))
-    k = velocity_stage(model, q, full_velocities(tree, qd), dtype)
+    q, v, tau = (x.astype(dtype) for x in (q, v, tau))
+    k = velocity_stage(model, q, full_velocities(tree, v), dtype)
     _, _, bias = forces(model, k, jnp.zeros_like(k["mass"][0]))
     minv, pivots = spd_inverse(with_armature(model, reduce(tree, k["mass"], (0, 1))))
-    qdd = minv @ (tau - reduce(tree, bias, (0,)))
-    a_parent, fc, _ = forces(model, k, full_velocities(tree, qdd))
+    vd = minv @ (tau - reduce(tree, bias, (0,)))
+    a_parent, fc, _ = forces(model, k, full_velocities(tree, vd))
     dq, dqd = (reduce(tree, x, (0, 1)) for x in (acceleration_stage(k, a_parent, fc), k["dtau_dqd"]))
-    return qdd, dq, dqd, minv, pivots
+    return vd, dq, dqd, minv, pivots
 
 
 def spd_inverse(m: Float[Array, "n n"]) -> tuple[Float[Array, "n n"], Float[Array, " n"]]:

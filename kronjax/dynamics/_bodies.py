@@ -49,11 +49,11 @@ def transpose_derivative(da_dx: Array, cols: int) -> Array:
     return da_dx.reshape(r, cols, n).transpose(1, 0, 2).reshape(cols, r * n)
 
 
-def body_velocities(model: Model, q: Array, qd: Array) -> tuple[Array, Array, Array]:
+def body_velocities(model: Model, q: Array, v: Array) -> tuple[Array, Array, Array]:
     """Centres of mass ``(nb, 3)`` and their velocities ``(nb, 3)`` in the base frame, and angular
     velocities in the body frames ``(nb, 3)``, by one forward-mode pass through the poses."""
     chart = along_tangent(model, q, model.poses)
-    return chart_velocities(chart, require_inertials(model).com, tangent_origin(model, q), qd)
+    return chart_velocities(chart, require_inertials(model).com, tangent_origin(model, q), v)
 
 
 def chart_velocities(chart, com: Array, x: Array, xd: Array) -> tuple[Array, Array, Array]:

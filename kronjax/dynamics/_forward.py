@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 from jaxtyping import Array, ArrayLike, Float
 
+from .._deprecation import renamed_keywords
 from ..chain import Model, Tree
 from ..passive import passive_forces
 from . import _aba_derivatives
@@ -19,23 +20,24 @@ from ._terms import unchecked_mass_matrix
 from ._wrenches import Wrench, as_wrenches, unchecked_generalized_forces
 
 
+@renamed_keywords(qd="v")
 def forward_dynamics(
     model: Model,
     q: Float[ArrayLike, " nq"],
-    qd: Float[ArrayLike, " nv"],
+    v: Float[ArrayLike, " nv"],
     tau: Float[ArrayLike, " nv"],
     wrenches: Wrench | Sequence[Wrench] | None = None,
     passive: bool = False,
 ) -> Float[Array, " nv"]:
-    """Joint accelerations ``qdd`` (``(n,)``) from ``M qdd = tau + f_ext - C qd - g`` (Tuan 100);
+    """Joint accelerations ``vd`` (``(n,)``) from ``M vd = tau + f_ext - C v - g`` (Tuan 100);
     with ``passive=True`` the joints' damping and friction are added to ``tau``
     (:func:`kronjax.passive.passive_forces`; off by default, so that this is the inverse of
     :func:`inverse_dynamics`).
 
     :class:`~kronjax.chain.Tree` models use the articulated-body algorithm (Featherstone's ABA,
     ``O(n)``, no ``M`` formed); models with mimic joints and other models solve with :func:`mass_matrix` by a Cholesky
-    factorisation (``jax.scipy.linalg.cho_factor`` / ``cho_solve``), the bias ``C qd + g`` being
-    :func:`inverse_dynamics` with ``qdd = 0`` (no ``n x n^2`` tensor either way). External
+    factorisation (``jax.scipy.linalg.cho_factor`` / ``cho_solve``), the bias ``C v + g`` being
+    :func:`inverse_dynamics` with ``vd = 0`` (no ``n x n^2`` tensor either way). External
     wrenches enter as ``f_ext = generalized_forces(model, q, wrenches)``.
 
     Mass matrices that are not positive definite (a joint that moves no mass or inertia, or
@@ -47,7 +49,7 @@ def forward_dynamics(
     environment variable selects other behaviours (``"nan"`` returns NaNs, ``"breakpoint"`` stops
     in a debugger).
 
-    Precision near singular ``M``: the relative error of ``qdd`` is at most about
+    Precision near singular ``M``: the relative error of ``vd`` is at most about
     ``kappa eps`` (``eps`` the machine epsilon: 2.2e-16 in float64, 1.2e-7 in float32), where
     ``kappa`` is the condition number of ``M`` *up to a diagonal scaling* (the componentwise
     ``|| |M^-1| |M| ||``), not ``cond(M)`` itself. Measured against the exact solution of
@@ -67,14 +69,14 @@ def forward_dynamics(
         model: the :class:`~kronjax.chain.Model` (its inertials are needed).
         q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
             quaternions, Pinocchio's order).
-        qd: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
+        v: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
         tau: ``(nv,)`` joint forces and torques.
         wrenches: external loads (see :func:`generalized_forces`); ``None`` for none.
-        passive: add the joints' damping and friction, ``passive_forces(model, q, qd)``, to
+        passive: add the joints' damping and friction, ``passive_forces(model, q, v)``, to
             ``tau`` (:mod:`kronjax.passive`; off by default).
 
     Returns:
-        ``(nv,)``: ``qdd``.
+        ``(nv,)``: ``vd``.
 
     Example:
         The inverse of :func:`inverse_dynamics`; the gravity torque holds the arm at rest:
@@ -82,57 +84,58 @@ def forward_dynamics(
         >>> import kronjax as kj
         >>> import jax.numpy as jnp
         >>> model = kj.models.double_pendulum()
-        >>> q, qd, qdd = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0]), jnp.array([0.5, 0.2])
-        >>> tau = kj.inverse_dynamics(model, q, qd, qdd)
-        >>> bool(jnp.allclose(kj.forward_dynamics(model, q, qd, tau), qdd))
+        >>> q, v, vd = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0]), jnp.array([0.5, 0.2])
+        >>> tau = kj.inverse_dynamics(model, q, v, vd)
+        >>> bool(jnp.allclose(kj.forward_dynamics(model, q, v, tau), vd))
         True
         >>> rest = kj.forward_dynamics(model, q, jnp.zeros(2), kj.gravity(model, q))
         >>> bool(jnp.allclose(rest, 0.0, atol=1e-9))
         True
     """
-    q, qd, tau = check_inputs(model, q=q, qd=qd, tau=tau)
+    q, v, tau = check_inputs(model, q=q, v=v, tau=tau)
     require_inertials(model)
     wrenches = as_wrenches(wrenches)
     if wrenches:
         tau = tau + unchecked_generalized_forces(model, q, wrenches)
     if passive:
-        tau = tau + passive_forces(model, q, qd)
+        tau = tau + passive_forces(model, q, v)
     if isinstance(model.kinematics, Tree) and not model.kinematics.has_mimic:
-        return tree_aba(model, q, qd, tau)
-    bias = inverse_dynamics(model, q, qd, jnp.zeros_like(qd))
+        return tree_aba(model, q, v, tau)
+    bias = inverse_dynamics(model, q, v, jnp.zeros_like(v))
     mass = unchecked_mass_matrix(model, q)
     factor = jsl.cho_factor(mass, lower=True)
-    qdd = jsl.cho_solve(factor, tau - bias)
+    vd = jsl.cho_solve(factor, tau - bias)
     pivots = jnp.where(jnp.all(jnp.isfinite(factor[0])), jnp.diagonal(factor[0]), jnp.nan)
-    return positive_definite(qdd, pivots, mass)
+    return positive_definite(vd, pivots, mass)
 
 
+@renamed_keywords(qd="v")
 def forward_dynamics_derivatives(
     model: Model,
     q: Float[ArrayLike, " nq"],
-    qd: Float[ArrayLike, " nv"],
+    v: Float[ArrayLike, " nv"],
     tau: Float[ArrayLike, " nv"],
 ) -> tuple[Float[Array, "nv nv"], Float[Array, "nv nv"], Float[Array, "nv nv"]]:
-    """Partial derivatives of forward dynamics ``qdd(q, qd, tau)`` (:func:`forward_dynamics`):
+    """Partial derivatives of forward dynamics ``vd(q, v, tau)`` (:func:`forward_dynamics`):
     ``(dqdd_dq, dqdd_dqd, dqdd_dtau)``, each ``n x n`` with entry ``[i, j] = d qdd_i / d x_j``
     (row: output acceleration, column: input coordinate); ``dqdd_dtau`` is ``M(q)^-1``.
 
     :class:`~kronjax.chain.Tree` models as Carpentier and Mansard, "Analytical derivatives of rigid
-    body dynamics algorithms", RSS 2018 (sec. V): ``M qdd + b(q, qd) = tau`` differentiated,
-    ``dqdd/d(q, qd) = -M^-1 dtau/d(q, qd)`` with the analytical derivatives of inverse dynamics
-    (:func:`inverse_dynamics_derivatives`) at ``qdd = M^-1 (tau - b)``; ``M^-1`` from a Cholesky
+    body dynamics algorithms", RSS 2018 (sec. V): ``M vd + b(q, v) = tau`` differentiated,
+    ``dqdd/d(q, v) = -M^-1 dtau/d(q, v)`` with the analytical derivatives of inverse dynamics
+    (:func:`inverse_dynamics_derivatives`) at ``vd = M^-1 (tau - b)``; ``M^-1`` from a Cholesky
     factorisation of ``M`` (no articulated-body pass). The same rule is registered with JAX for
-    :func:`forward_dynamics` (whose value under differentiation is then this ``qdd``, equal to the
+    :func:`forward_dynamics` (whose value under differentiation is then this ``vd``, equal to the
     articulated-body one to round-off). Other models: ``jax.jacfwd`` of :func:`forward_dynamics`. A
     matrix that is not positive definite raises as in :func:`forward_dynamics`; a NaN or inf in
-    ``q``, ``qd``, ``tau`` or the model's parameters gives NaN/inf entries instead
+    ``q``, ``v``, ``tau`` or the model's parameters gives NaN/inf entries instead
     (:mod:`kronjax._finite`).
 
     Args:
         model: the :class:`~kronjax.chain.Model` (its inertials are needed).
         q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
             quaternions, Pinocchio's order).
-        qd: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
+        v: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
         tau: ``(nv,)`` joint forces and torques.
 
     Returns:
@@ -145,19 +148,19 @@ def forward_dynamics_derivatives(
         >>> import kronjax as kj
         >>> import jax.numpy as jnp
         >>> model = kj.models.double_pendulum()
-        >>> q, qd, tau = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0]), jnp.array([50.0, 20.0])
-        >>> dq, dqd, dtau = kj.forward_dynamics_derivatives(model, q, qd, tau)
+        >>> q, v, tau = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0]), jnp.array([50.0, 20.0])
+        >>> dq, dqd, dtau = kj.forward_dynamics_derivatives(model, q, v, tau)
         >>> M = kj.mass_matrix(model, q)
         >>> bool(jnp.allclose(dtau @ M, jnp.eye(2)))
         True
-        >>> qdd = kj.forward_dynamics(model, q, qd, tau)
-        >>> bool(jnp.allclose(M @ dq, -kj.inverse_dynamics_derivatives(model, q, qd, qdd)[0]))
+        >>> vd = kj.forward_dynamics(model, q, v, tau)
+        >>> bool(jnp.allclose(M @ dq, -kj.inverse_dynamics_derivatives(model, q, v, vd)[0]))
         True
     """
-    q, qd, tau = check_inputs(model, q=q, qd=qd, tau=tau)
+    q, v, tau = check_inputs(model, q=q, v=v, tau=tau)
     require_inertials(model)
     if not isinstance(model.kinematics, Tree):
-        return jax.jacfwd(forward_dynamics, argnums=(1, 2, 3))(model, q, qd, tau)
-    _, dq, dqd, minv, pivots = _aba_derivatives.aba_derivatives(model, q, qd, tau)
+        return jax.jacfwd(forward_dynamics, argnums=(1, 2, 3))(model, q, v, tau)
+    _, dq, dqd, minv, pivots = _aba_derivatives.aba_derivatives(model, q, v, tau)
     minv = positive_definite(minv, pivots, mass_inputs(model, q))
     return -minv @ dq, -minv @ dqd, minv

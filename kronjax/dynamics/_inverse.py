@@ -1,5 +1,5 @@
 """Inverse dynamics: Newton-Euler for trees, the Lagrangian by ``jax.jvp`` of the energies, or
-Khang's ``M qdd + C* (qd ⊗ qd) + g``. Its derivatives (Carpentier and Mansard, RSS 2018)."""
+Khang's ``M vd + C* (v ⊗ v) + g``. Its derivatives (Carpentier and Mansard, RSS 2018)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
+from .._deprecation import renamed_keywords
 from ..chain import Model, Tree
 from ..chain._model import armature_force
 from ..kinematics._jacobians import along_tangent, tangent_origin
@@ -24,9 +25,9 @@ INVERSE_DYNAMICS_METHODS = ("auto", "rnea", "lagrangian", "kron")
 
 
 @eqx.filter_jit
-def _lagrangian(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
+def _lagrangian(model: Model, q: Array, v: Array, vd: Array) -> Array:
     """Euler-Lagrange (Truc 16): ``d/dt (dL/dqd) - dL/dq`` with ``L = T - P``, by autodiff:
-    ``d/dt (dL/dqd)`` is a forward-mode derivative of the reverse-mode gradient along ``(qd, qdd)``.
+    ``d/dt (dL/dqd)`` is a forward-mode derivative of the reverse-mode gradient along ``(v, vd)``.
 
     With multi-DoF joints ``q`` is not a vector space, so the same equations are written in the
     exponential chart at ``q``, ``xi -> q ⊕ xi`` (:func:`kronjax.integrate`, ``xi`` in velocity
@@ -40,20 +41,20 @@ def _lagrangian(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
     chart = along_tangent(model, q, model.poses)  # xi -> poses(q ⊕ xi), or q -> poses(q)
 
     def lagrangian(x, xd):
-        centres, v, w = chart_velocities(chart, ine.com, x, xd)
-        return kinetic(ine, v, w) + jnp.einsum("b,bp,p->", ine.mass, centres, model.gravity)
+        centres, centre_v, w = chart_velocities(chart, ine.com, x, xd)
+        return kinetic(ine, centre_v, w) + jnp.einsum("b,bp,p->", ine.mass, centres, model.gravity)
 
     x = tangent_origin(model, q)
     dl_dqd = jax.grad(lagrangian, argnums=1)
-    _, ddt = jax.jvp(dl_dqd, (x, qd), (qd, qdd))
-    # the rotors' A qdd by definition (MuJoCo's, Pinocchio's), not through the energy: with
+    _, ddt = jax.jvp(dl_dqd, (x, v), (v, vd))
+    # the rotors' A vd by definition (MuJoCo's, Pinocchio's), not through the energy: with
     # multi-DoF joints an inertia A in the chart would add gyroscopic terms that armature has not
-    return ddt - jax.grad(lagrangian, argnums=0)(x, qd) + armature_force(model, qdd)
+    return ddt - jax.grad(lagrangian, argnums=0)(x, v) + armature_force(model, vd)
 
 
-def _kron_id(model: Model, q: Array, qd: Array, qdd: Array) -> Array:
+def _kron_id(model: Model, q: Array, v: Array, vd: Array) -> Array:
     c_star = unchecked_coriolis_star(model, q)
-    return unchecked_mass_matrix(model, q) @ qdd + c_star @ jnp.kron(qd, qd) + gravity(model, q)
+    return unchecked_mass_matrix(model, q) @ vd + c_star @ jnp.kron(v, v) + gravity(model, q)
 
 
 def resolve_method(model: Model, method: str) -> str:
@@ -69,19 +70,20 @@ def resolve_method(model: Model, method: str) -> str:
     return method
 
 
+@renamed_keywords(qd="v", qdd="vd")
 def inverse_dynamics(
     model: Model,
     q: Float[ArrayLike, " nq"],
-    qd: Float[ArrayLike, " nv"],
-    qdd: Float[ArrayLike, " nv"],
+    v: Float[ArrayLike, " nv"],
+    vd: Float[ArrayLike, " nv"],
     method: str = "auto",
     wrenches: Wrench | Sequence[Wrench] | None = None,
     passive: bool = False,
     derivatives: str = "analytic",
 ) -> Float[Array, " nv"]:
-    """Joint forces/torques ``tau`` that produce ``qdd`` at ``(q, qd)`` (``(n,)``)::
+    """Joint forces/torques ``tau`` that produce ``vd`` at ``(q, v)`` (``(n,)``)::
 
-        tau = M qdd + C*(q) (qd ⊗ qd) + g(q) - f_ext      (Tuan 100, Truc 44, Parsa 38)
+        tau = M vd + C*(q) (v ⊗ v) + g(q) - f_ext      (Tuan 100, Truc 44, Parsa 38)
 
     with ``f_ext = generalized_forces(model, q, wrenches)``.
 
@@ -89,8 +91,8 @@ def inverse_dynamics(
         model: the :class:`~kronjax.chain.Model` (its inertials are needed).
         q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
             quaternions, Pinocchio's order).
-        qd: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
-        qdd: ``(nv,)`` joint accelerations.
+        v: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
+        vd: ``(nv,)`` joint accelerations.
         method:
 
             * ``"auto"`` (default): ``"rnea"`` for :class:`~kronjax.chain.Tree` models,
@@ -101,12 +103,12 @@ def inverse_dynamics(
               forward-over-reverse autodiff (``jax.jvp`` of ``jax.grad``); any model, including
               :func:`~kronjax.chain.from_function` ones. With free, spherical or planar joints
               they are taken in the exponential chart ``xi -> q ⊕ xi`` at ``q`` (the
-              Euler-Poincare equations), where ``xi' = qd`` and ``xi'' = qdd`` at ``xi = 0``.
-            * ``"kron"``: the papers' way, ``M qdd + C* (qd ⊗ qd) + g`` with :func:`mass_matrix`,
+              Euler-Poincare equations), where ``xi' = v`` and ``xi'' = vd`` at ``xi = 0``.
+            * ``"kron"``: the papers' way, ``M vd + C* (v ⊗ v) + g`` with :func:`mass_matrix`,
               :func:`coriolis_star` (``n x n^2``) and :func:`gravity`.
         wrenches: external loads (see :func:`generalized_forces`); ``None`` for none.
         passive: also overcome the joints' damping and friction: ``tau - passive_forces(model,
-            q, qd)`` (:mod:`kronjax.passive`; off by default).
+            q, v)`` (:mod:`kronjax.passive`; off by default).
         derivatives: how JAX differentiates ``"rnea"`` with respect to the state (the other
             methods have no rules of their own: JAX differentiates them).
 
@@ -128,18 +130,18 @@ def inverse_dynamics(
         ``(nv,)``: ``tau``.
 
     Example:
-        The three methods agree with ``M qdd + C* (qd ⊗ qd) + g``, and at rest ``tau = g``:
+        The three methods agree with ``M vd + C* (v ⊗ v) + g``, and at rest ``tau = g``:
 
         >>> import kronjax as kj
         >>> import jax.numpy as jnp
         >>> model = kj.models.double_pendulum()
-        >>> q, qd, qdd = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0]), jnp.array([0.5, 0.2])
-        >>> tau = kj.inverse_dynamics(model, q, qd, qdd)  # "auto": "rnea" for this tree
+        >>> q, v, vd = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0]), jnp.array([0.5, 0.2])
+        >>> tau = kj.inverse_dynamics(model, q, v, vd)  # "auto": "rnea" for this tree
         >>> tau.shape
         (2,)
-        >>> bool(jnp.allclose(tau, kj.inverse_dynamics(model, q, qd, qdd, method="lagrangian")))
+        >>> bool(jnp.allclose(tau, kj.inverse_dynamics(model, q, v, vd, method="lagrangian")))
         True
-        >>> bool(jnp.allclose(tau, kj.inverse_dynamics(model, q, qd, qdd, method="kron")))
+        >>> bool(jnp.allclose(tau, kj.inverse_dynamics(model, q, v, vd, method="kron")))
         True
         >>> bool(jnp.allclose(kj.inverse_dynamics(model, q, jnp.zeros(2), jnp.zeros(2)), kj.gravity(model, q)))
         True
@@ -147,25 +149,26 @@ def inverse_dynamics(
     method = resolve_method(model, method)
     if derivatives not in ("analytic", "autodiff"):
         raise ValueError(f"derivatives must be 'analytic' or 'autodiff', got {derivatives!r}")
-    q, qd, qdd = check_inputs(model, q=q, qd=qd, qdd=qdd)
+    q, v, vd = check_inputs(model, q=q, v=v, vd=vd)
     require_inertials(model)
     rnea = tree_rnea if derivatives == "analytic" else _rnea.rnea
-    tau = {"rnea": rnea, "lagrangian": _lagrangian, "kron": _kron_id}[method](model, q, qd, qdd)
+    tau = {"rnea": rnea, "lagrangian": _lagrangian, "kron": _kron_id}[method](model, q, v, vd)
     wrenches = as_wrenches(wrenches)
     if wrenches:
         tau = tau - unchecked_generalized_forces(model, q, wrenches)
     if passive:
-        tau = tau - passive_forces(model, q, qd)
+        tau = tau - passive_forces(model, q, v)
     return tau
 
 
+@renamed_keywords(qd="v", qdd="vd")
 def inverse_dynamics_derivatives(
     model: Model,
     q: Float[ArrayLike, " nq"],
-    qd: Float[ArrayLike, " nv"],
-    qdd: Float[ArrayLike, " nv"],
+    v: Float[ArrayLike, " nv"],
+    vd: Float[ArrayLike, " nv"],
 ) -> tuple[Float[Array, "nv nv"], Float[Array, "nv nv"], Float[Array, "nv nv"]]:
-    """Partial derivatives of inverse dynamics ``tau(q, qd, qdd)`` (:func:`inverse_dynamics`):
+    """Partial derivatives of inverse dynamics ``tau(q, v, vd)`` (:func:`inverse_dynamics`):
     ``(dtau_dq, dtau_dqd, dtau_dqdd)``, each ``n x n`` with entry ``[i, j] = d tau_i / d x_j``
     (row: output joint force, column: input coordinate); ``dtau_dqdd`` is ``M(q)``.
 
@@ -180,8 +183,8 @@ def inverse_dynamics_derivatives(
         model: the :class:`~kronjax.chain.Model` (its inertials are needed).
         q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
             quaternions, Pinocchio's order).
-        qd: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
-        qdd: ``(nv,)`` joint accelerations.
+        v: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
+        vd: ``(nv,)`` joint accelerations.
 
     Returns:
         ``(dtau_dq, dtau_dqd, dtau_dqdd)``, each ``(nv, nv)``, ``[i, j] = d tau_i / d x_j``
@@ -193,17 +196,17 @@ def inverse_dynamics_derivatives(
         >>> import kronjax as kj
         >>> import jax, jax.numpy as jnp
         >>> model = kj.models.double_pendulum()
-        >>> q, qd, qdd = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0]), jnp.array([0.5, 0.2])
-        >>> dq, dqd, dqdd = kj.inverse_dynamics_derivatives(model, q, qd, qdd)
+        >>> q, v, vd = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0]), jnp.array([0.5, 0.2])
+        >>> dq, dqd, dqdd = kj.inverse_dynamics_derivatives(model, q, v, vd)
         >>> dq.shape
         (2, 2)
         >>> bool(jnp.allclose(dqdd, kj.mass_matrix(model, q)))
         True
-        >>> bool(jnp.allclose(dq, jax.jacfwd(kj.inverse_dynamics, argnums=1)(model, q, qd, qdd)))
+        >>> bool(jnp.allclose(dq, jax.jacfwd(kj.inverse_dynamics, argnums=1)(model, q, v, vd)))
         True
     """
-    q, qd, qdd = check_inputs(model, q=q, qd=qd, qdd=qdd)
+    q, v, vd = check_inputs(model, q=q, v=v, vd=vd)
     require_inertials(model)
     if not isinstance(model.kinematics, Tree):
-        return jax.jacfwd(inverse_dynamics, argnums=(1, 2, 3))(model, q, qd, qdd)
-    return _rnea_derivatives.rnea_derivatives(model, q, qd, qdd)[1:]
+        return jax.jacfwd(inverse_dynamics, argnums=(1, 2, 3))(model, q, v, vd)
+    return _rnea_derivatives.rnea_derivatives(model, q, v, vd)[1:]

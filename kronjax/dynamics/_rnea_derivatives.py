@@ -128,14 +128,14 @@ def velocity_stage(model: Model, q: Array, qd: Array, dtype) -> dict:
     )
 
 
-def forces(model: Model, k: dict, qdd: Array):
+def forces(model: Model, k: dict, vd: Array):
     """Accelerations of the parents and composite forces ``F_j`` at ``qdd``, and ``tau``."""
     below, _, strict, _, _ = k["masks"]
-    g = model.gravity.astype(qdd.dtype)
-    zero = jnp.zeros((), qdd.dtype)
+    g = model.gravity.astype(vd.dtype)
+    zero = jnp.zeros((), vd.dtype)
     base = ((zero, zero, zero), (-g[0], -g[1], -g[2]))
     s = k["s"]
-    zeta = add(scale(s, qdd), k["velocity_product"])
+    zeta = add(scale(s, vd), k["velocity_product"])
     a_parent = add(base, _masked(strict.T, zeta))
     a_body = add(base, _masked(below.T, zeta))
     f = add(rigid_inertia_times(k["inertia"], a_body), cross_force(k["v_body"], k["p"]))
@@ -158,14 +158,14 @@ def result_dtype(model: Model, *x: Array):
 
 @eqx.filter_jit
 def rnea_derivatives(
-    model: Model, q: Float[Array, " nq"], qd: Float[Array, " nv"], qdd: Float[Array, " nv"]
+    model: Model, q: Float[Array, " nq"], v: Float[Array, " nv"], vd: Float[Array, " nv"]
 ) -> tuple[Float[Array, " nv"], Float[Array, "nv nv"], Float[Array, "nv nv"], Float[Array, "nv nv"]]:
     """``(tau, dtau/dq, dtau/dqd, M)`` of a :class:`~kronjax.chain.Tree` model at one state; each
     matrix has row = joint force ``k``, column = coordinate ``j`` (module doc)."""
-    dtype = result_dtype(model, q, qd, qdd)
+    dtype = result_dtype(model, q, v, vd)
     tree = model.kinematics
-    q, qd, qdd = (x.astype(dtype) for x in (q, qd, qdd))
-    k = velocity_stage(model, q, full_velocities(tree, qd), dtype)
-    a_parent, fc, tau = forces(model, k, full_velocities(tree, qdd))
+    q, v, vd = (x.astype(dtype) for x in (q, v, vd))
+    k = velocity_stage(model, q, full_velocities(tree, v), dtype)
+    a_parent, fc, tau = forces(model, k, full_velocities(tree, vd))
     dq, dqd, mass = (reduce(tree, x, (0, 1)) for x in (acceleration_stage(k, a_parent, fc), k["dtau_dqd"], k["mass"]))
-    return reduce(tree, tau, (0,)) + armature_force(model, qdd), dq, dqd, with_armature(model, mass)
+    return reduce(tree, tau, (0,)) + armature_force(model, vd), dq, dqd, with_armature(model, mass)

@@ -1,4 +1,4 @@
-"""The terms of the equations of motion ``M qdd + C* (qd ⊗ qd) + g = tau`` (Tuan 95-101): the mass
+"""The terms of the equations of motion ``M vd + C* (v ⊗ v) + g = tau`` (Tuan 95-101): the mass
 matrix, its derivative, ``C*``, the three Coriolis matrices, gravity and the energies."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
+from .._deprecation import renamed_keywords
 from .._spatial.expansion import lie_derivative_terms
 from ..calculus import product_rule, skew
 from ..chain import Model, Tree
@@ -184,9 +185,9 @@ def coriolis_star(model: Model, q: Float[ArrayLike, " nq"], method: str = "auto"
         C*(q) = dM/dq - 1/2 (d vec(M) / dq)^T,
 
     entry ``(i, j n + k) = dM[i, j]/dq_k - 1/2 dM[k, j]/dq_i``, so that the Coriolis and centrifugal
-    forces are ``C*(q) (qd ⊗ qd)`` (Tuan 100). ``d vec(M)/dq`` is ``n^2 x n``, row ``j n + i`` being
+    forces are ``C*(q) (v ⊗ v)`` (Tuan 100). ``d vec(M)/dq`` is ``n^2 x n``, row ``j n + i`` being
     ``dM[i, j]/dq`` (``vec`` stacks columns). Not symmetrized in ``(j, k)``: only its symmetric
-    part (:func:`kronjax.symmetrize`) is fixed by ``C* (qd ⊗ qd)``.
+    part (:func:`kronjax.symmetrize`) is fixed by ``C* (v ⊗ v)``.
 
     ``method`` chooses how ``dM/dq`` is computed (:func:`mass_matrix_derivative`): ``"composite"``
     in ``O(n^3)`` (Tree models; the default), ``"jacobians"`` by the papers' product rule.
@@ -198,47 +199,48 @@ def coriolis_star(model: Model, q: Float[ArrayLike, " nq"], method: str = "auto"
         method: as in :func:`mass_matrix`.
 
     Returns:
-        ``(nv, nv^2)``: ``C*(q)`` in Khang's layout, so that ``C*(q) (qd ⊗ qd)`` is the
+        ``(nv, nv^2)``: ``C*(q)`` in Khang's layout, so that ``C*(q) (v ⊗ v)`` is the
         velocity-product force of inverse dynamics.
 
     Example:
-        The equations of motion (Tuan 100): ``M qdd + C* (qd ⊗ qd) + g`` is
+        The equations of motion (Tuan 100): ``M vd + C* (v ⊗ v) + g`` is
         :func:`inverse_dynamics`:
 
         >>> import kronjax as kj
         >>> import jax.numpy as jnp
         >>> model = kj.models.double_pendulum()
-        >>> q, qd, qdd = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0]), jnp.array([0.5, 0.2])
+        >>> q, v, vd = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0]), jnp.array([0.5, 0.2])
         >>> C_star = kj.coriolis_star(model, q)
         >>> C_star.shape
         (2, 4)
-        >>> tau = kj.mass_matrix(model, q) @ qdd + C_star @ jnp.kron(qd, qd) + kj.gravity(model, q)
-        >>> bool(jnp.allclose(tau, kj.inverse_dynamics(model, q, qd, qdd)))
+        >>> tau = kj.mass_matrix(model, q) @ vd + C_star @ jnp.kron(v, v) + kj.gravity(model, q)
+        >>> bool(jnp.allclose(tau, kj.inverse_dynamics(model, q, v, vd)))
         True
     """
     return unchecked_coriolis_star(model, model.check_q(q), method)
 
 
+@renamed_keywords(qd="v")
 def coriolis_matrix(
-    model: Model, q: Float[ArrayLike, " nq"], qd: Float[ArrayLike, " nv"], form: str = "truc"
+    model: Model, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv"], form: str = "truc"
 ) -> Float[Array, "nv nv"]:
-    """Coriolis/centrifugal matrix ``C(q, qd)`` (``n x n``); every form gives the same
-    ``C qd = C*(q) (qd ⊗ qd)``.
+    """Coriolis/centrifugal matrix ``C(q, v)`` (``n x n``); every form gives the same
+    ``C v = C*(q) (v ⊗ v)``.
 
     Args:
         model: the :class:`~kronjax.chain.Model` (its inertials are needed).
         q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
             quaternions, Pinocchio's order).
-        qd: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
+        v: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
         form: which factorisation:
 
             * ``"truc"`` (default), Truc eq. (52), the Christoffel-symbol matrix::
 
-                  C = 1/2 [dM/dq (E_n ⊗ qd) + dM/dq (qd ⊗ E_n) - (dM/dq (qd ⊗ E_n))^T]
+                  C = 1/2 [dM/dq (E_n ⊗ v) + dM/dq (v ⊗ E_n) - (dM/dq (v ⊗ E_n))^T]
 
               ``Mdot - 2C`` is skew-symmetric (Truc 55). Pinocchio's ``computeCoriolisMatrix``
               gives the same matrix.
-            * ``"tuan"``, Tuan eq. (97): ``C = dM/dq (E_n ⊗ qd) - 1/2 (dM/dq (qd ⊗ E_n))^T``.
+            * ``"tuan"``, Tuan eq. (97): ``C = dM/dq (E_n ⊗ v) - 1/2 (dM/dq (v ⊗ E_n))^T``.
               ``Mdot - 2C`` is in general *not* skew-symmetric.
             * ``"kane"``, Parsa eq. (36), from the bodies' Jacobians and their time derivatives,
               never forming ``dM/dq``::
@@ -246,46 +248,46 @@ def coriolis_matrix(
                   C = sum_i m_i J_TGi^T Jdot_TGi
                           + J_Ri^T (I_Gi Jdot_Ri + [w_i x] I_Gi J_Ri + I_Gi [w_i x] J_Ri)
 
-              with ``J_R``, ``I_G``, ``w = J_R qd`` in the body frame and ``J_TG`` in the base
+              with ``J_R``, ``I_G``, ``w = J_R v`` in the body frame and ``J_TG`` in the base
               frame (Parsa's ``J_i = [J_w; J_v]``, ``W_i = diag([w_i x], 0)``). ``Mdot - 2C`` is
-              skew-symmetric; the last term is zero on ``qd`` (Parsa 37) and makes it so.
-              ``Jdot = dJ/dt`` comes from a forward-mode derivative of ``J`` along ``qd``.
+              skew-symmetric; the last term is zero on ``v`` (Parsa 37) and makes it so.
+              ``Jdot = dJ/dt`` comes from a forward-mode derivative of ``J`` along ``v``.
 
-    ``Mdot = dM/dq (E_n ⊗ qd)`` (Tuan 8, Truc 40).
+    ``Mdot = dM/dq (E_n ⊗ v)`` (Tuan 8, Truc 40).
 
     Returns:
-        ``(nv, nv)``: ``C(q, qd)``, with ``C qd = C* (qd ⊗ qd)`` for every form.
+        ``(nv, nv)``: ``C(q, v)``, with ``C v = C* (v ⊗ v)`` for every form.
 
     Example:
-        Every form gives ``C qd = C* (qd ⊗ qd)``; ``Mdot - 2C`` is skew-symmetric for ``"truc"``
-        and ``"kane"`` (``Mdot`` here a forward-mode derivative of :func:`mass_matrix` along ``qd``):
+        Every form gives ``C v = C* (v ⊗ v)``; ``Mdot - 2C`` is skew-symmetric for ``"truc"``
+        and ``"kane"`` (``Mdot`` here a forward-mode derivative of :func:`mass_matrix` along ``v``):
 
         >>> import kronjax as kj
         >>> import jax, jax.numpy as jnp
         >>> model = kj.models.double_pendulum()
-        >>> q, qd = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0])
-        >>> Mdot = jax.jvp(lambda q: kj.mass_matrix(model, q), (q,), (qd,))[1]
-        >>> c_qd = kj.coriolis_star(model, q) @ jnp.kron(qd, qd)
+        >>> q, v = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0])
+        >>> Mdot = jax.jvp(lambda q: kj.mass_matrix(model, q), (q,), (v,))[1]
+        >>> c_qd = kj.coriolis_star(model, q) @ jnp.kron(v, v)
         >>> for form in ("truc", "tuan", "kane"):
-        ...     C = kj.coriolis_matrix(model, q, qd, form=form)
-        ...     print(form, bool(jnp.allclose(C @ qd, c_qd)), bool(jnp.allclose(Mdot - 2 * C, -(Mdot - 2 * C).T)))
+        ...     C = kj.coriolis_matrix(model, q, v, form=form)
+        ...     print(form, bool(jnp.allclose(C @ v, c_qd)), bool(jnp.allclose(Mdot - 2 * C, -(Mdot - 2 * C).T)))
         truc True True
         tuan True False
         kane True True
     """
     if form not in CORIOLIS_FORMS:
         raise ValueError(f"unknown Coriolis form {form!r}; expected one of {CORIOLIS_FORMS}")
-    q, qd = check_inputs(model, q=q, qd=qd)
-    return _coriolis_matrix(model, q, qd, form)
+    q, v = check_inputs(model, q=q, v=v)
+    return _coriolis_matrix(model, q, v, form)
 
 
 @eqx.filter_jit
-def _coriolis_matrix(model: Model, q: Array, qd: Array, form: str) -> Array:
+def _coriolis_matrix(model: Model, q: Array, v: Array, form: str) -> Array:
     n = model.nv
     if form == "kane":
         ine = require_inertials(model)
-        (jt, jr), (jtd, jrd) = tangent_jvp(model, q, lambda q: com_jacobians(model, q), qd)
-        w = jnp.einsum("bpi,i->bp", jr, qd)
+        (jt, jr), (jtd, jrd) = tangent_jvp(model, q, lambda q: com_jacobians(model, q), v)
+        w = jnp.einsum("bpi,i->bp", jr, v)
         wx = skew(w)  # (nb, 3, 3)
         inertia = ine.inertia
         inner = (
@@ -298,16 +300,16 @@ def _coriolis_matrix(model: Model, q: Array, qd: Array, form: str) -> Array:
     correction = 0
     if model.has_multi_dof:  # in the chart of sub-joints (_chart_terms), then back
         dm, a, m = _chart_terms(model, q, dm)
-        correction = m @ jnp.einsum("plk,k->pl", a, qd.astype(a.dtype))
+        correction = m @ jnp.einsum("plk,k->pl", a, v.astype(a.dtype))
     dm = dm.reshape(n, n, n)  # [i, j, k] = dM[i, j]/dq_k
-    qd = qd.astype(dm.dtype)
-    # the products with E_n ⊗ qd and qd ⊗ E_n as sums of n slices: under vmap, matrix products
+    v = v.astype(dm.dtype)
+    # the products with E_n ⊗ v and v ⊗ E_n as sums of n slices: under vmap, matrix products
     # with them are batches of tiny matrix products, which XLA:CPU runs slowly
-    u = sum(dm[:, :, k] * qd[k] for k in range(n))  # Mdot = dM/dq (E_n ⊗ qd)
-    v = sum(dm[:, j, :] * qd[j] for j in range(n))  # dM/dq (qd ⊗ E_n)
+    u = sum(dm[:, :, k] * v[k] for k in range(n))  # Mdot = dM/dq (E_n ⊗ v)
+    left = sum(dm[:, j, :] * v[j] for j in range(n))  # dM/dq (v ⊗ E_n)
     if form == "tuan":
-        return u - 0.5 * v.T - correction
-    return 0.5 * (u + v - v.T) - correction
+        return u - 0.5 * left.T - correction
+    return 0.5 * (u + left - left.T) - correction
 
 
 def gravity(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, " nv"]:
@@ -384,33 +386,34 @@ def potential_energy(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, "
     return -jnp.einsum("b,bp,p->", ine.mass, centres, model.gravity)
 
 
-def kinetic_energy(model: Model, q: Float[ArrayLike, " nq"], qd: Float[ArrayLike, " nv"]) -> Float[Array, ""]:
+@renamed_keywords(qd="v")
+def kinetic_energy(model: Model, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv"]) -> Float[Array, ""]:
     """Kinetic energy ``T = sum_i 1/2 m_i v_Gi . v_Gi + 1/2 w_i . I_Gi w_i`` (Truc 22, Parsa 13),
-    with ``w_i`` in the body frame, plus the rotors' ``1/2 qd . diag(armature) qd``; equals ``1/2
-    qd^T M qd`` (Tuan 93). Computed from one forward-mode pass through the poses (no Jacobian
+    with ``w_i`` in the body frame, plus the rotors' ``1/2 v . diag(armature) v``; equals ``1/2
+    v^T M v`` (Tuan 93). Computed from one forward-mode pass through the poses (no Jacobian
     matrices).
 
     Args:
         model: the :class:`~kronjax.chain.Model` (its inertials are needed).
         q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
             quaternions, Pinocchio's order).
-        qd: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
+        v: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
 
     Returns:
-        ``()``: the kinetic energy ``T(q, qd) = 1/2 qd^T M qd`` (Tuan 93), rotors included.
+        ``()``: the kinetic energy ``T(q, v) = 1/2 v^T M v`` (Tuan 93), rotors included.
 
     Example:
-        ``T = 1/2 qd^T M qd`` (Tuan 93):
+        ``T = 1/2 v^T M v`` (Tuan 93):
 
         >>> import kronjax as kj
         >>> import jax.numpy as jnp
         >>> model = kj.models.double_pendulum()
-        >>> q, qd = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0])
-        >>> T = kj.kinetic_energy(model, q, qd)
-        >>> bool(jnp.isclose(T, 0.5 * qd @ kj.mass_matrix(model, q) @ qd))
+        >>> q, v = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0])
+        >>> T = kj.kinetic_energy(model, q, v)
+        >>> bool(jnp.isclose(T, 0.5 * v @ kj.mass_matrix(model, q) @ v))
         True
     """
-    q, qd = check_inputs(model, q=q, qd=qd)
+    q, v = check_inputs(model, q=q, v=v)
     ine = require_inertials(model)
-    _, v, w = body_velocities(model, q, qd)
-    return kinetic(ine, v, w) + 0.5 * jnp.sum(qd * armature_force(model, qd))
+    _, centre_v, w = body_velocities(model, q, v)
+    return kinetic(ine, centre_v, w) + 0.5 * jnp.sum(v * armature_force(model, v))

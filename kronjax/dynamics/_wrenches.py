@@ -145,8 +145,8 @@ def generalized_forces(
         f = sum_w J_T(point_w)^T force_w + J_R^T moment_w
 
     (base-frame ``J_T`` of the point of application and ``J_R``; a body-frame wrench is rotated to
-    the base first). ``f`` appears on the right-hand side: ``M qdd + C qd + g = tau + f``. Its
-    power equals the wrenches' power: ``f . qd = sum force . v_point + moment . omega``.
+    the base first). ``f`` appears on the right-hand side: ``M vd + C v + g = tau + f``. Its
+    power equals the wrenches' power: ``f . v = sum force . v_point + moment . omega``.
 
     Args:
         model: the :class:`~kronjax.chain.Model` (its inertials are needed for a wrench at ``"com"``).
@@ -157,7 +157,7 @@ def generalized_forces(
 
     Returns:
         ``(nv,)``: ``f_ext``, the generalized forces of the wrenches (Parsa 28, 31), on the
-        right-hand side of ``M qdd + C qd + g = tau + f_ext``.
+        right-hand side of ``M vd + C v + g = tau + f_ext``.
 
     Raises:
         ValueError: a wrench acts on a body the model does not have (the message names it).
@@ -174,9 +174,9 @@ def generalized_forces(
         >>> f = kj.generalized_forces(model, q, tip)
         >>> bool(np.allclose(f, [-10.0 * 1.22 * (np.cos(0.3) + np.cos(1.0)), -10.0 * 1.22 * np.cos(1.0)]))
         True
-        >>> qd, qdd = jnp.array([1.0, -2.0]), jnp.array([0.5, 0.2])
-        >>> tau = kj.inverse_dynamics(model, q, qd, qdd, wrenches=tip)
-        >>> bool(jnp.allclose(tau, kj.inverse_dynamics(model, q, qd, qdd) - f))
+        >>> v, vd = jnp.array([1.0, -2.0]), jnp.array([0.5, 0.2])
+        >>> tau = kj.inverse_dynamics(model, q, v, vd, wrenches=tip)
+        >>> bool(jnp.allclose(tau, kj.inverse_dynamics(model, q, v, vd) - f))
         True
     """
     return unchecked_generalized_forces(model, model.check_q(q), as_wrenches(wrenches))

@@ -3,7 +3,7 @@
 Inverse dynamics is linear in the *standard inertial parameters* of the bodies (Atkeson, An and
 Hollerbach 1986; Khalil and Dombre 2002, ch. 12)::
 
-    tau = Y(q, qd, qdd) pi,        pi = [pi_1, ..., pi_nb],
+    tau = Y(q, v, vd) pi,        pi = [pi_1, ..., pi_nb],
     pi_i = (m, m c_x, m c_y, m c_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz)
 
 per body ``i``, in body-``i`` coordinates, with ``c`` the centre of mass and ``I`` the inertia

@@ -248,7 +248,7 @@ def base_parameters(
 
     The regressor (:func:`regressor`) is stacked over ``samples`` random states -- ``q`` uniform
     in ``[-pi, pi]`` (rad or m; free, spherical and planar joints: uniform rotations and
-    translations, :func:`~kronjax.configuration.random_configuration`), ``qd`` and ``qdd``
+    translations, :func:`~kronjax.configuration.random_configuration`), ``v`` and ``vd``
     standard normal, from ``numpy.random.default_rng(seed)`` -- and reduced by :func:`base_parameters_from_regressor`.
     The result depends on the kinematics and gravity only. The states ignore ``model.limits``:
     the rank of the regressor and the regrouping are generic properties (the same at almost
@@ -284,6 +284,6 @@ def base_parameters(
         raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
     p = parameter_count(model, friction, armature)
     samples = int(2 * p / model.n_dof + 20) if samples is None else int(samples)
-    q, qd, qdd = _random_states(model, int(seed), samples)
-    y = regressor(model, q, qd, qdd, friction=friction, armature=armature, method=method)
+    q, v, vd = _random_states(model, int(seed), samples)
+    y = regressor(model, q, v, vd, friction=friction, armature=armature, method=method)
     return base_parameters_from_regressor(y, rtol=rtol, names=parameter_names(model, friction, armature))

@@ -44,10 +44,10 @@ class FourierTrajectory(eqx.Module):
         >>> import kronjax as kj
         >>> traj = kj.identify.FourierTrajectory(offset=[0.0, 0.5], sine=[[1.0, 0.0], [0.5, 0.2]],
         ...                                      cosine=[[0.0, 0.0], [0.0, 0.3]], frequency=0.5)
-        >>> q, qd, qdd = traj(jnp.linspace(0.0, 4.0, 9))  # every 0.5 s over two periods
+        >>> q, v, vd = traj(jnp.linspace(0.0, 4.0, 9))  # every 0.5 s over two periods
         >>> q.shape, traj.period
         ((9, 2), 2.0)
-        >>> print(np.round(qd[0], 6))
+        >>> print(np.round(v[0], 6))
         [1.  0.7]
         >>> bool(jnp.allclose(q[:4], q[4:8]))  # periodic
         True
@@ -96,15 +96,15 @@ class FourierTrajectory(eqx.Module):
         return 1.0 / self.frequency
 
     def __call__(self, t: Float[ArrayLike, " T"]) -> tuple[Float[Array, "T n"], Float[Array, "T n"], Float[Array, "T n"]]:
-        """``(q, qd, qdd)``, each ``t.shape + (n,)``."""
+        """``(q, v, vd)``, each ``t.shape + (n,)``."""
         t = jnp.asarray(t, self.sine.dtype)
         w = 2.0 * math.pi * self.frequency * jnp.arange(1, self.sine.shape[1] + 1, dtype=self.sine.dtype)
         phase = t[..., None] * w  # (..., L)
         s, c = jnp.sin(phase), jnp.cos(phase)
         q = self.offset + (s / w) @ self.sine.T - (c / w) @ self.cosine.T
-        qd = c @ self.sine.T + s @ self.cosine.T
-        qdd = (-s * w) @ self.sine.T + (c * w) @ self.cosine.T
-        return q, qd, qdd
+        v = c @ self.sine.T + s @ self.cosine.T
+        vd = (-s * w) @ self.sine.T + (c * w) @ self.cosine.T
+        return q, v, vd
 
     @classmethod
     def fit(cls, t: Float[ArrayLike, " T"], q: Float[ArrayLike, "T n"], harmonics: int, frequency: float) -> FourierTrajectory:
@@ -179,7 +179,7 @@ def fit_to_limits(
 
     For each joint the offset is clipped into the position range and the harmonics scaled by the
     largest ``s <= 1`` that keeps ``q`` within ``[lower, upper]`` (shrunk by ``margin`` times the
-    range), ``|qd| <= velocity`` (``model.limits``) and ``|qdd| <= acceleration`` (per joint or
+    range), ``|v| <= velocity`` (``model.limits``) and ``|vd| <= acceleration`` (per joint or
     scalar; ``model.limits`` has no acceleration limits) at ``samples`` instants evenly spread over
     one period (the trajectory is periodic; between them a limit can be exceeded by about
     ``(period / samples)^2 / 8`` times the next derivative's peak). Scaling the harmonics by ``s``
@@ -201,7 +201,7 @@ def fit_to_limits(
             not traced).
 
     Example:
-        A joint limited to ``|q| <= 1`` rad and ``|qd| <= 2`` rad/s, and ``|qdd| <= 5`` rad/s^2,
+        A joint limited to ``|q| <= 1`` rad and ``|v| <= 2`` rad/s, and ``|vd| <= 5`` rad/s^2,
         and a trajectory far too large: scaled down until the tightest limit, here the
         acceleration, is met.
 
@@ -213,10 +213,10 @@ def fit_to_limits(
         ...                        gravity=(0, -9.81, 0))
         >>> wide = kj.identify.FourierTrajectory(offset=[0.0], sine=[[3.0, 1.0]], cosine=[[0.0, 2.0]], frequency=0.5)
         >>> fitted = kj.identify.fit_to_limits(model, wide, acceleration=5.0)
-        >>> q, qd, qdd = fitted(jnp.linspace(0.0, fitted.period, 1000, endpoint=False))  # the instants it checks
-        >>> bool(np.abs(q).max() <= 1.0 and np.abs(qd).max() <= 2.0)
+        >>> q, v, vd = fitted(jnp.linspace(0.0, fitted.period, 1000, endpoint=False))  # the instants it checks
+        >>> bool(np.abs(q).max() <= 1.0 and np.abs(v).max() <= 2.0)
         True
-        >>> print(np.round(float(np.abs(qdd).max()), 6))
+        >>> print(np.round(float(np.abs(vd).max()), 6))
         5.0
     """
     require_one_dof_joints(model, "fit_to_limits")
@@ -231,14 +231,14 @@ def _fit_to_limits(model, trajectory, acceleration, margin, samples: int) -> Fou
     shrink = margin * jnp.where(jnp.isfinite(upper - lower), upper - lower, 0.0)
     lower, upper = lower + shrink, upper - shrink
     offset = jnp.clip(trajectory.offset, lower, upper)
-    q, qd, qdd = eqx.tree_at(lambda tr: tr.offset, trajectory, jnp.zeros_like(offset))(times)
+    q, v, vd = eqx.tree_at(lambda tr: tr.offset, trajectory, jnp.zeros_like(offset))(times)
     tiny = jnp.finfo(q.dtype).tiny
     ratios = jnp.stack(
         [
             (upper - offset) / jnp.maximum(jnp.max(q, axis=0), tiny),
             (offset - lower) / jnp.maximum(jnp.max(-q, axis=0), tiny),
-            velocity / jnp.maximum(jnp.max(jnp.abs(qd), axis=0), tiny),
-            acc / jnp.maximum(jnp.max(jnp.abs(qdd), axis=0), tiny),
+            velocity / jnp.maximum(jnp.max(jnp.abs(v), axis=0), tiny),
+            acc / jnp.maximum(jnp.max(jnp.abs(vd), axis=0), tiny),
         ]
     )
     s = jnp.minimum(1.0, jnp.min(ratios, axis=0))[:, None]
@@ -287,8 +287,8 @@ def condition_number(
         (3, True)
     """
     require_one_dof_joints(model, "condition_number")
-    q, qd, qdd = trajectory(times)
-    w = base.regressor(regressor(model, q, qd, qdd, friction=friction, armature=armature)).reshape(-1, base.rank)
+    q, v, vd = trajectory(times)
+    w = base.regressor(regressor(model, q, v, vd, friction=friction, armature=armature)).reshape(-1, base.rank)
     s = jnp.linalg.svd(w, compute_uv=False)
     return s[0] / s[-1]
 
@@ -340,7 +340,7 @@ def optimize_excitation(
 
     Example:
         A pendulum (3 base parameters: ``m c_x``, ``m c_y``, ``Izz``) limited to ``|q| <= 1``
-        rad and ``|qd| <= 2`` rad/s, from a random start of 3 harmonics of 0.5 Hz, 20 steps:
+        rad and ``|v| <= 2`` rad/s, from a random start of 3 harmonics of 0.5 Hz, 20 steps:
 
         >>> import jax
         >>> import jax.numpy as jnp

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
+from .._deprecation import renamed_keywords
 from ..chain import Model
 from ..dynamics import inverse_dynamics
 from ..dynamics._inverse import resolve_method
@@ -24,26 +25,27 @@ def _state_dtype(model: Model, *xs) -> jnp.dtype:
     return jnp.result_type(*xs, *floats)
 
 
-def _regressor_one(model: Model, q: Array, qd: Array, qdd: Array, friction: bool, armature: bool, method: str) -> Array:
-    dtype = _state_dtype(model, q, qd, qdd)
+def _regressor_one(model: Model, q: Array, v: Array, vd: Array, friction: bool, armature: bool, method: str) -> Array:
+    dtype = _state_dtype(model, q, v, vd)
     pi0 = _unit_parameters(model.n_bodies, dtype)
 
     def tau(pi):
-        return inverse_dynamics(set_inertials(model, pi), q, qd, qdd, method=method)
+        return inverse_dynamics(set_inertials(model, pi), q, v, vd, method=method)
 
     columns = [jax.jacfwd(tau)(pi0)]  # exact: tau is linear in pi
     if friction:
-        columns += [jnp.diag(qd).astype(dtype), jnp.diag(jnp.sign(qd)).astype(dtype)]
+        columns += [jnp.diag(v).astype(dtype), jnp.diag(jnp.sign(v)).astype(dtype)]
     if armature:
-        columns.append(jnp.diag(qdd).astype(dtype))
+        columns.append(jnp.diag(vd).astype(dtype))
     return jnp.concatenate(columns, axis=1)
 
 
+@renamed_keywords(qd="v", qdd="vd")
 def regressor(
     model: Model,
     q: Float[ArrayLike, "*batch nq"],
-    qd: Float[ArrayLike, "*batch nv"],
-    qdd: Float[ArrayLike, "*batch nv"],
+    v: Float[ArrayLike, "*batch nv"],
+    vd: Float[ArrayLike, "*batch nv"],
     *,
     friction: bool = False,
     armature: bool = False,
@@ -54,19 +56,19 @@ def regressor(
 
     Column ``10 i + k`` is the derivative of the joint torques with respect to body ``i``'s
     parameter :data:`BODY_PARAMETERS` ``[k]`` (inertia about the body-frame origin, body axes), so
-    ``Y @ standard_parameters(model) == inverse_dynamics(model, q, qd, qdd)`` less the rotors'
-    ``model.armature * qdd`` (:attr:`~kronjax.chain.Model.armature`). ``Y`` is
+    ``Y @ standard_parameters(model) == inverse_dynamics(model, q, v, vd)`` less the rotors'
+    ``model.armature * vd`` (:attr:`~kronjax.chain.Model.armature`). ``Y`` is
     ``jax.jacfwd`` of :func:`~kronjax.dynamics.inverse_dynamics` with respect to ``pi``, which is
     exact because inverse dynamics is linear in ``pi``; it depends only on the kinematics and
     gravity (the model's own inertials are not used; the model may have none). With
-    ``friction=True`` the next ``2 n`` columns are ``diag(qd)`` (viscous) and ``diag(sign(qd))``
-    (Coulomb), with ``armature=True`` the last ``n`` ``diag(qdd)`` (rotor inertias): ``tau = Y [pi,
-    fv, fc, ia] = inverse_dynamics(model, q, qd, qdd, passive=True)`` for ``fv = model.damping``,
+    ``friction=True`` the next ``2 n`` columns are ``diag(v)`` (viscous) and ``diag(sign(v))``
+    (Coulomb), with ``armature=True`` the last ``n`` ``diag(vd)`` (rotor inertias): ``tau = Y [pi,
+    fv, fc, ia] = inverse_dynamics(model, q, v, vd, passive=True)`` for ``fv = model.damping``,
     ``fc = model.friction`` and ``ia = model.armature``.
 
     Args:
         model: the :class:`~kronjax.chain.Model`.
-        q, qd, qdd: ``(nq,)``, ``(nv,)``, ``(nv,)`` for one state (``n = nq = nv`` unless the model
+        q, v, vd: ``(nq,)``, ``(nv,)``, ``(nv,)`` for one state (``n = nq = nv`` unless the model
             has free, spherical or planar joints), or with the same leading batch dimensions: the
             batch is mapped with ``jax.vmap`` and ``Y`` is ``(..., nv, p)``. With ``friction=True``
             every velocity coordinate gets its two columns, a free-flyer's too.
@@ -91,11 +93,11 @@ def regressor(
         >>> import numpy as np
         >>> import kronjax as kj
         >>> model = kj.models.double_pendulum()
-        >>> q, qd, qdd = jnp.array([0.3, -0.7]), jnp.array([0.5, 1.0]), jnp.array([-1.0, 2.0])
-        >>> Y = kj.identify.regressor(model, q, qd, qdd)
+        >>> q, v, vd = jnp.array([0.3, -0.7]), jnp.array([0.5, 1.0]), jnp.array([-1.0, 2.0])
+        >>> Y = kj.identify.regressor(model, q, v, vd)
         >>> Y.shape  # (n, 10 nb)
         (2, 20)
-        >>> bool(jnp.allclose(Y @ kj.identify.standard_parameters(model), kj.inverse_dynamics(model, q, qd, qdd)))
+        >>> bool(jnp.allclose(Y @ kj.identify.standard_parameters(model), kj.inverse_dynamics(model, q, v, vd)))
         True
         >>> kj.identify.regressor(model, *np.random.default_rng(0).normal(size=(3, 40, 2))).shape  # 40 states at once
         (40, 2, 20)
@@ -104,7 +106,7 @@ def regressor(
         raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
     resolve_method(model, method)
     arrays = []
-    for name, x, size in (("q", q, model.nq), ("qd", qd, model.nv), ("qdd", qdd, model.nv)):
+    for name, x, size in (("q", q, model.nq), ("v", v, model.nv), ("vd", vd, model.nv)):
         x = jnp.asarray(x)
         if not jnp.issubdtype(x.dtype, jnp.floating):
             x = x.astype(jnp.result_type(float))
@@ -112,20 +114,20 @@ def regressor(
             what = f"{model.n_dof}-DOF model" if model.nq == model.nv else f"model with nq = {model.nq}, nv = {model.nv}"
             raise ValueError(f"{name} must have shape (..., {size}) for this {what}, got {x.shape}")
         arrays.append(x)
-    q, qd, qdd = arrays
-    if not q.shape[:-1] == qd.shape[:-1] == qdd.shape[:-1]:
+    q, v, vd = arrays
+    if not q.shape[:-1] == v.shape[:-1] == vd.shape[:-1]:
         raise ValueError(
-            f"q, qd and qdd must have the same shape but for their last axis (nq, nv, nv), got {q.shape}, {qd.shape}, {qdd.shape}"
+            f"q, v and vd must have the same shape but for their last axis (nq, nv, nv), got {q.shape}, {v.shape}, {vd.shape}"
         )
-    return _regressor(model, q, qd, qdd, bool(friction), bool(armature), method)
+    return _regressor(model, q, v, vd, bool(friction), bool(armature), method)
 
 
 @eqx.filter_jit
-def _regressor(model: Model, q: Array, qd: Array, qdd: Array, friction: bool, armature: bool, method: str) -> Array:
+def _regressor(model: Model, q: Array, v: Array, vd: Array, friction: bool, armature: bool, method: str) -> Array:
     batch = q.shape[:-1]
-    one = lambda q, qd, qdd: _regressor_one(model, q, qd, qdd, friction, armature, method)  # noqa: E731
+    one = lambda q, v, vd: _regressor_one(model, q, v, vd, friction, armature, method)  # noqa: E731
     if not batch:
-        return one(q, qd, qdd)
-    flat = [x.reshape(-1, x.shape[-1]) for x in (q, qd, qdd)]
+        return one(q, v, vd)
+    flat = [x.reshape(-1, x.shape[-1]) for x in (q, v, vd)]
     y = jax.vmap(one)(*flat)
     return y.reshape(*batch, *y.shape[1:])

@@ -2,7 +2,7 @@
 
 Every function is pure in ``(model, q, ...)`` for one configuration and works under ``jax.jit``,
 ``jax.vmap`` and ``jax.grad``. Jacobians are ``3 x n``; Hessians are ``3 x n^2`` in Khang's layout
-(entry ``(p, j n + k) = dJ[p, j]/dq_k``), so that accelerations are ``J qdd + H (qd ⊗ qd)``.
+(entry ``(p, j n + k) = dJ[p, j]/dq_k``), so that accelerations are ``J vd + H (v ⊗ v)``.
 
 :func:`jacobians`, :func:`hessians` and :func:`jacobians_dot` give every body's at once
 (``(nb, 3, n)``, ``(nb, 3, n^2)``); the per-body functions index them. For Tree models they are

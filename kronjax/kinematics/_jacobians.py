@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
+from .._deprecation import renamed_keywords
 from ..chain import Model
 from ..chain._model import choose_method
 from ..configuration import unchecked_integrate
@@ -89,12 +90,12 @@ def unchecked_hessians(model: Model, q: Array, points: Array | None, frame: str,
     return _autodiff_hessians(model, q, _zeros_if_none(model, q, points), frame)
 
 
-def unchecked_jacobians_dot(model: Model, q: Array, qd: Array, points: Array | None, frame: str, method: str = "auto"):
+def unchecked_jacobians_dot(model: Model, q: Array, v: Array, points: Array | None, frame: str, method: str = "auto"):
     """:func:`jacobians_dot` without input checks."""
     if _method(model, method) == "analytic":
-        return _tree.jacobians_dot(model.kinematics, q, qd, points, frame, _dtype(model, q, qd))
+        return _tree.jacobians_dot(model.kinematics, q, v, points, frame, _dtype(model, q, v))
     points = _zeros_if_none(model, q, points)
-    return tangent_jvp(model, q, lambda q: _autodiff_jacobians(model, q, points, frame), qd)[1]
+    return tangent_jvp(model, q, lambda q: _autodiff_jacobians(model, q, points, frame), v)[1]
 
 
 def _dtype(model: Model, *arrays):
@@ -132,7 +133,7 @@ def jacobians(
     """Translational and rotational Jacobians of every body, ``(J_T, J_R)``, each ``(nb, 3, n)``.
 
     ``J_T[i]`` is the Jacobian of body ``i``'s frame origin, or of a point fixed on it, and
-    ``J_R[i]`` its rotational Jacobian: ``v = J_T[i] qd``, ``omega = J_R[i] qd``.
+    ``J_R[i]`` its rotational Jacobian: the velocities ``J_T[i] v`` and ``omega = J_R[i] v``.
     ``frame="base"``: ``^0J_T^(0)`` (29), ``J_TG`` (45), ``J_R^(0)`` (37) (Pinocchio's
     LOCAL_WORLD_ALIGNED); ``frame="body"``: ``A_0^(i) J`` (31, 47, 40) (Pinocchio's LOCAL).
 
@@ -179,10 +180,10 @@ def hessians(
     """Translational and rotational Hessians of every body, ``(H_T, H_R)``, each ``(nb, 3, n^2)``.
 
     Khang's layout, jacobian-of-jacobian form: ``H[i][p, j n + k] = dJ[i][p, j]/dq_k`` for the
-    Jacobians of :func:`jacobians`, so that ``a = J qdd + H (qd ⊗ qd)``. ``frame="base"``: (51),
+    Jacobians of :func:`jacobians`, so that ``a = J vd + H (v ⊗ v)``. ``frame="base"``: (51),
     (67) for points, (60); ``"body"``: ``d(J^(i))/dq`` (53, 61); ``"body*"``: ``A_0^(i) H_T^(0)``
-    (58), the body-axes acceleration ``a^(i) = J_T^(i) qdd + H*_T (qd ⊗ qd)`` (59), with ``H_R``
-    as in ``"body"`` (61, for which ``alpha^(i) = J_R^(i) qdd + H_R (qd ⊗ qd)`` holds already).
+    (58), the body-axes acceleration ``a^(i) = J_T^(i) vd + H*_T (v ⊗ v)`` (59), with ``H_R``
+    as in ``"body"`` (61, for which ``alpha^(i) = J_R^(i) vd + H_R (v ⊗ v)`` holds already).
     Translational Hessians are symmetric in ``(j, k)``, rotational ones are not.
 
     Args:
@@ -200,7 +201,7 @@ def hessians(
 
     Example:
         Turning joint 1 at unit speed from ``q = 0`` gives link 2's origin the centripetal
-        acceleration ``H_T (qd ⊗ qd) = (-L, 0, 0)``:
+        acceleration ``H_T (v ⊗ v) = (-L, 0, 0)``:
 
         >>> import jax.numpy as jnp
         >>> import numpy as np
@@ -209,8 +210,8 @@ def hessians(
         >>> H_T, H_R = kj.hessians(model, jnp.zeros(2))
         >>> H_T.shape  # (bodies, 3, n^2)
         (2, 3, 4)
-        >>> qd = jnp.array([1.0, 0.0])
-        >>> print(np.round(H_T[1] @ kj.kron(qd, qd), 4))
+        >>> v = jnp.array([1.0, 0.0])
+        >>> print(np.round(H_T[1] @ kj.kron(v, v), 4))
         [-1.22  0.    0.  ]
     """
     check_frame(frame, HESSIAN_FRAMES)
@@ -218,17 +219,18 @@ def hessians(
     return unchecked_hessians(model, q, _points(model, points, q.dtype), frame, method)
 
 
+@renamed_keywords(qd="v")
 def jacobians_dot(
     model: Model,
     q: Float[ArrayLike, " nq"],
-    qd: Float[ArrayLike, " nv"],
+    v: Float[ArrayLike, " nv"],
     frame: str = "base",
     points=None,
     method: str = "auto",
 ) -> tuple[Float[Array, "nb 3 nv"], Float[Array, "nb 3 nv"]]:
     """Time derivatives of the Jacobians of :func:`jacobians`, ``(dJ_T/dt, dJ_R/dt)``, each ``(nb, 3, n)``.
 
-    ``dJ/dt = H (E_n ⊗ qd)`` (Tuan 8 with :func:`hessians`), so that ``a = J qdd + (dJ/dt) qd``
+    ``dJ/dt = H (E_n ⊗ v)`` (Tuan 8 with :func:`hessians`), so that ``a = J vd + (dJ/dt) v``
     (what task-space controllers need; Pinocchio's ``getFrameJacobianTimeVariation``).
     ``frame="base"`` or ``"body"`` (the derivative of the body-frame Jacobian ``A_0^(i) J``).
 
@@ -236,7 +238,7 @@ def jacobians_dot(
         model: the :class:`~kronjax.chain.Model`.
         q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
             quaternions, Pinocchio's order).
-        qd: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
+        v: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
         frame: ``"base"`` (default) or ``"body"``.
         points: ``None`` (the frame origins), ``"com"`` (the centres of mass) or ``(nb, 3)``
             points in the body frames, one per body.
@@ -246,23 +248,23 @@ def jacobians_dot(
         ``(dJ_T/dt, dJ_R/dt)``, each ``(nb, 3, nv)``.
 
     Example:
-        ``dJ/dt = H (E_n ⊗ qd)``; ``(dJ_T/dt) qd`` is the centripetal acceleration of
+        ``dJ/dt = H (E_n ⊗ v)``; ``(dJ_T/dt) v`` is the centripetal acceleration of
         :func:`hessians`' example:
 
         >>> import jax.numpy as jnp
         >>> import kronjax as kj
         >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
-        >>> q, qd = jnp.array([0.3, 0.5]), jnp.array([1.0, -2.0])
-        >>> dJ_T, dJ_R = kj.jacobians_dot(model, q, qd)
+        >>> q, v = jnp.array([0.3, 0.5]), jnp.array([1.0, -2.0])
+        >>> dJ_T, dJ_R = kj.jacobians_dot(model, q, v)
         >>> dJ_T.shape
         (2, 3, 2)
         >>> H_T, _ = kj.hessians(model, q)
-        >>> bool(jnp.allclose(dJ_T, H_T @ kj.kron(jnp.eye(2), qd[:, None])))
+        >>> bool(jnp.allclose(dJ_T, H_T @ kj.kron(jnp.eye(2), v[:, None])))
         True
     """
     check_frame(frame, JACOBIAN_FRAMES)
-    q, qd = model.check_q(q), model.check_v(qd, "qd")
-    return unchecked_jacobians_dot(model, q, qd, _points(model, points, q.dtype), frame, method)
+    q, v = model.check_q(q), model.check_v(v, "v")
+    return unchecked_jacobians_dot(model, q, v, _points(model, points, q.dtype), frame, method)
 
 
 def _body_points(model: Model, body: int, point, dtype) -> Array:
@@ -294,7 +296,7 @@ def translational_jacobian(
     """Translational Jacobian ``J_T`` (3 x n) of a body frame's origin or of a point fixed on the body.
 
     ``frame="base"``: ``^0J_T^(0) = d(^0 d_i^(0))/dq`` (29), or ``J_TG`` of a point (45);
-    ``frame="body"``: ``A_0^(i) J_T^(0)`` (31, 47), so that ``v^(i) = J_T^(i) qd``.
+    ``frame="body"``: ``A_0^(i) J_T^(0)`` (31, 47), so that ``J_T^(i) v`` is the velocity in body axes.
 
     Args:
         model: the :class:`~kronjax.chain.Model`.
@@ -326,7 +328,7 @@ def translational_jacobian(
 
 
 def rotational_jacobian(model: Model, q: Float[ArrayLike, " nq"], body: int | str, frame: str = "base") -> Float[Array, "3 nv"]:
-    """Rotational Jacobian ``J_R`` (3 x n): ``omega = J_R qd`` in the base frame (37) or in the
+    """Rotational Jacobian ``J_R`` (3 x n): ``omega = J_R v`` in the base frame (37) or in the
     body frame (40).
 
     Args:
@@ -358,9 +360,9 @@ def translational_hessian(
 ) -> Float[Array, "3 nvnv"]:
     """Translational Hessian (3 x n^2, Khang's layout) of a frame origin or a body point.
 
-    ``"base"``: ``H_T^(0) = dJ_T^(0)/dq`` (51; 67 for a point), ``a^(0) = J_T qdd + H_T (qd ⊗ qd)`` (52, 66).
+    ``"base"``: ``H_T^(0) = dJ_T^(0)/dq`` (51; 67 for a point), ``a^(0) = J_T vd + H_T (v ⊗ v)`` (52, 66).
     ``"body"``: ``H_T^(i) = dJ_T^(i)/dq`` (53): the derivative of the body-frame velocity components (54).
-    ``"body*"``: ``H*_T^(i) = A_0^(i) H_T^(0)`` (58): ``a^(i) = J_T^(i) qdd + H*_T (qd ⊗ qd)`` (59).
+    ``"body*"``: ``H*_T^(i) = A_0^(i) H_T^(0)`` (58): ``a^(i) = J_T^(i) vd + H*_T (v ⊗ v)`` (59).
 
     Args:
         model: the :class:`~kronjax.chain.Model`.
@@ -385,8 +387,8 @@ def translational_hessian(
         >>> H_T = kj.translational_hessian(model, jnp.zeros(2), "link2", point="com")
         >>> H_T.shape
         (3, 4)
-        >>> qd = jnp.array([1.0, 0.0])
-        >>> bool(np.allclose(H_T @ kj.kron(qd, qd), [-1.83, 0.0, 0.0]))
+        >>> v = jnp.array([1.0, 0.0])
+        >>> bool(np.allclose(H_T @ kj.kron(v, v), [-1.83, 0.0, 0.0]))
         True
         >>> bool(jnp.allclose(H_T, kj.symmetrize(H_T)))  # a point's translational Hessian is symmetric
         True
@@ -398,7 +400,7 @@ def translational_hessian(
 
 def rotational_hessian(model: Model, q: Float[ArrayLike, " nq"], body: int | str, frame: str = "base") -> Float[Array, "3 nvnv"]:
     """Rotational Hessian (3 x n^2, Khang's layout): ``dJ_R/dq`` in the base frame (60) or the
-    body frame (61); ``alpha = J_R qdd + H_R (qd ⊗ qd)`` (62-64). Not symmetric in general.
+    body frame (61); ``alpha = J_R vd + H_R (v ⊗ v)`` (62-64). Not symmetric in general.
 
     Args:
         model: the :class:`~kronjax.chain.Model`.

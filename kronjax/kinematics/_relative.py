@@ -18,8 +18,8 @@ class RelativeMotion(eqx.Module):
     Attributes:
         rotation: ``A_c^(b)`` (3 x 3).
         origin: ``^b d_c^(b)`` (3,).
-        J_T, J_R: ``3 x n`` (``n = model.nv``): ``^b v_c = J_T qd``, ``^b omega_c = J_R qd``.
-        H_T, H_R: ``3 x n^2``: ``^b a_c = J_T qdd + H_T (qd ⊗ qd)``, likewise ``^b alpha_c``.
+        J_T, J_R: ``3 x n`` (``n = model.nv``): ``^b v_c = J_T v`` (``v`` on the right the joint velocities), ``^b omega_c = J_R v``.
+        H_T, H_R: ``3 x n^2``: ``^b a_c = J_T vd + H_T (v ⊗ v)``, likewise ``^b alpha_c``.
         expressed_in: ``"reference"``: vectors in frame ``b`` (``^bJ_Tc^(b)``, ``^bH_Tc^(b)``, eqs.
             29, 37, 51, 60); ``"moving"``: in frame ``c`` (``^bJ_Tc^(c)``, ``^bJ_Rc^(c)``,
             ``^bH*_Tc^(c)``, ``^bH_Rc^(c)``; eqs. 31, 40, 58, 61).
@@ -134,7 +134,7 @@ def relative_motion(
 
 
 def _quadratic_cross(w: Array, x: Array) -> Array:
-    """Khang-layout ``3 x n^2`` matrix of ``(W qd) x ((W qd) x x)``: ``W~ (W~ ⊗ E_n)(x ⊗ E_{n^2})`` (86, 88)."""
+    """Khang-layout ``3 x n^2`` matrix of ``(W v) x ((W v) x x)``: ``W~ (W~ ⊗ E_n)(x ⊗ E_{n^2})`` (86, 88)."""
     n = w.shape[1]
     bw = block_skew(w)
     return bw @ jnp.kron(bw, jnp.eye(n, dtype=w.dtype)) @ jnp.kron(x.reshape(3, 1), jnp.eye(n * n, dtype=w.dtype))
@@ -148,7 +148,7 @@ def compose(ab: RelativeMotion, bc: RelativeMotion) -> RelativeMotion:
     frame ``b``, ``bc`` in frame ``c``): eqs. (80)-(81), (89)-(90), result in frame ``c``.
 
     The Hessians are those of the papers' relations, which hold for the quadratic form
-    ``H (qd ⊗ qd)``: they equal the jacobian-of-jacobian Hessians in their symmetric part.
+    ``H (v ⊗ v)``: they equal the jacobian-of-jacobian Hessians in their symmetric part.
 
     Args:
         ab: the motion of ``b`` relative to ``a``.

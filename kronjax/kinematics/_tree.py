@@ -18,7 +18,7 @@ the jacobian-of-jacobian Hessians (51, 60, 67; entry ``(p, j n + k) = dJ[p, j]/d
 joints (:func:`kronjax._spatial.expansion.expansion`), derivatives are along the tangent space: the
 coordinates of one joint move each other's axes, so for two of them ``k ≺ j`` and ``lo = k``. In body axes
 (31, 40, 53, 61) ``J^(i) = R_i^T J`` and ``dJ^(i)/dq_k = R_i^T (dJ/dq_k - w_k x J)`` for ``k ⪯ i``.
-The time derivative ``dJ/dt = H (E_n ⊗ qd)`` (Tuan 8) is formed directly, ``O(nb n)``::
+The time derivative ``dJ/dt = H (E_n ⊗ v)`` (Tuan 8) is formed directly, ``O(nb n)``::
 
     dJ_T[i][:, j]/dt = W_j x V_ij + w_j x (v_i - v_j + (W_i - W_j) x P_i)     dJ_R[i][:, j]/dt = W_j x w_j
 
@@ -151,19 +151,19 @@ def _reduce_hessian(tree: Tree, h: Array) -> Array:
 
 
 @eqx.filter_jit
-def jacobians_dot(tree: Tree, q: Array, qd: Array, points: Array | None, frame: str, dtype) -> tuple[Array, Array]:
-    """``(dJ_T/dt, dJ_R/dt)``, each ``(nb, 3, n)``: ``H (E_n ⊗ qd)`` (Tuan 8) of :func:`hessians`
+def jacobians_dot(tree: Tree, q: Array, v: Array, points: Array | None, frame: str, dtype) -> tuple[Array, Array]:
+    """``(dJ_T/dt, dJ_R/dt)``, each ``(nb, 3, n)``: ``H (E_n ⊗ v)`` (Tuan 8) of :func:`hessians`
     in the base frame, or the time derivative of the body-frame Jacobians."""
     g = _world(tree, q, points, dtype)
-    qd = full_velocities(tree, qd.astype(dtype))
+    v = full_velocities(tree, v.astype(dtype))
     w, row, column = g["w"], g["row"], g["column"]
-    spin = scale(w, qd)  # w_j qd_j
-    drift = scale(add(g["t"], cross(g["p"], w)), qd)  # (t_j + p_j x w_j) qd_j: at the base origin
+    spin = scale(w, v)  # w_j qd_j
+    drift = scale(add(g["t"], cross(g["p"], w)), v)  # (t_j + p_j x w_j) qd_j: at the base origin
     total = lambda m, x: tuple(jnp.asarray(m, dtype) @ c for c in x)  # noqa: E731
-    omega, v = total(g["support"], spin), total(g["support"], drift)  # bodies
+    omega, vel = total(g["support"], spin), total(g["support"], drift)  # bodies
     omega_in, v_in = total(g["moved_by"], spin), total(g["moved_by"], drift)  # parents of coordinates
     d_omega = add(column(omega), scale(row(omega_in), -1))
-    d_v = add(column(v), scale(row(v_in), -1))
+    d_v = add(column(vel), scale(row(v_in), -1))
     jtd = add(cross(row(omega_in), g["V"]), cross(row(w), add(d_v, cross(d_omega, column(g["P"])))))
     jrd = row(cross(omega_in, w))
     if frame == "body":

@@ -1,10 +1,10 @@
 """Simulation: rollouts of the forward dynamics with diffrax, and torque laws (controllers).
 
 The equations of motion (Tuan 100, Truc 44) are integrated as a first-order system in
-``y = (q, qd)``::
+``y = (q, v)``::
 
-    qdot  = qd
-    qddot = M(q)^-1 (tau(t, q, qd) - C*(q) (qd ⊗ qd) - g(q))          (forward_dynamics)
+    q'  = v                                                    (q ⊕ v dt on the tangent space)
+    vd  = M(q)^-1 (tau(t, q, v) - C*(q) (v ⊗ v) - g(q))          (forward_dynamics)
 
 with :func:`kronjax.forward_dynamics` (Cholesky of ``M``, bias by Newton-Euler). Everything is a
 pure function: :func:`rollout` works under ``jax.jit`` and ``jax.vmap`` (many initial states,
@@ -12,21 +12,21 @@ many parameter sets) and is differentiable end to end (``jax.grad`` of a loss of
 with respect to the initial state, a controller's gains or the model's parameters; diffrax
 differentiates through the solver's steps, "discretise then optimise").
 
-Torque laws are callables ``torque(t, q, qd) -> tau``. The builders here return equinox
+Torque laws are callables ``torque(t, q, v) -> tau``. The builders here return equinox
 Modules whose gains and reference trajectories are pytree leaves, so that they are
 differentiable and do not trigger recompilation when their values change:
 
-* :func:`feedforward` -- Truc eq. (72): ``tau = M(q_r) qdd_r + C(q_r, qd_r) qd_r + g(q_r)``;
-* :func:`computed_torque` -- ``tau = M(q) (qdd_r + Kd (qd_r - qd) + Kp (q_r - q)) + C qd + g``;
-* :func:`pd` -- ``tau = Kp (q_r - q) + Kd (qd_r - qd)`` (optionally ``+ g(q)``);
+* :func:`feedforward` -- Truc eq. (72): ``tau = M(q_r) vd_r + C(q_r, v_r) v_r + g(q_r)``;
+* :func:`computed_torque` -- ``tau = M(q) (vd_r + Kd (v_r - v) + Kp (q_r - q)) + C v + g``;
+* :func:`pd` -- ``tau = Kp (q_r - q) + Kd (v_r - v)`` (optionally ``+ g(q)``);
 * :func:`open_loop` -- torques tabulated at times, linearly interpolated.
 
-A *reference* is a callable ``t -> (q_r, qd_r, qdd_r)``, each ``(n,)``, for example a
+A *reference* is a callable ``t -> (q_r, v_r, vd_r)``, each ``(n,)``, for example a
 :class:`kronjax.trajopt.BSpline` or a closed form such as Truc's (73).
 
 Free, spherical and planar joints (``nq != nv``, :mod:`kronjax.configuration`): ``q`` lives on
-a Lie group (unit quaternions, ``(cos, sin)`` pairs) and ``qd`` is the velocity ``v`` in the
-tangent space (``nv`` numbers), so ``qdot = qd`` no longer holds. :func:`rollout` then integrates
+a Lie group (unit quaternions, ``(cos, sin)`` pairs) and ``v`` is the velocity ``v`` in the
+tangent space (``nv`` numbers), so ``qdot = v`` no longer holds. :func:`rollout` then integrates
 in local coordinates, re-centred at every step (Hairer, Lubich, Wanner, *Geometric Numerical
 Integration*, sec. IV.5; a Runge-Kutta-Munthe-Kaas method when the chart is the exponential
 map): a step from ``(q0, v0)`` solves, with the user's diffrax solver unchanged, the ODE in
@@ -58,7 +58,7 @@ The error estimate of the step, in ``delta``, is carried to the configuration nu
 ``chart(q0, delta1) - chart(q0, delta1 - err)``, so the step-size controller sees ``y = (q, v)``
 as for a 1-DoF model (the FSAL stage of Tsit5 and Dopri5 is recomputed at each step: the chart
 changes, one extra evaluation of the forward dynamics per step). Models whose joints are all
-1-DoF integrate ``(q, qd)`` directly, as above, at no extra cost.
+1-DoF integrate ``(q, v)`` directly, as above, at no extra cost.
 """
 
 from ._controllers import PD, ComputedTorque, FeedForward, OpenLoop, computed_torque, feedforward, open_loop, pd

@@ -43,8 +43,8 @@ def check_ts(ts) -> Array:
 
 
 class ZeroTorque(eqx.Module):
-    def __call__(self, t, q, qd):
-        return jnp.zeros_like(qd)
+    def __call__(self, t, q, v):
+        return jnp.zeros_like(v)
 
 
 def _gain(k, what: str) -> Array:
@@ -64,22 +64,22 @@ def _check_method(method: str) -> str:
 
 def _check_reference(reference) -> None:
     if not callable(reference):
-        raise TypeError(f"reference must be a callable t -> (q_r, qd_r, qdd_r), got {reference!r}")
+        raise TypeError(f"reference must be a callable t -> (q_r, v_r, vd_r), got {reference!r}")
 
 
 def _reference(reference, t, n: int) -> tuple[Array, Array, Array]:
     out = reference(t)
     if not isinstance(out, (tuple, list)) or len(out) != 3:
-        raise ValueError("reference(t) must return (q_r, qd_r, qdd_r)")
+        raise ValueError("reference(t) must return (q_r, v_r, vd_r)")
     out = tuple(jnp.asarray(x) for x in out)
-    for name, x in zip(("q_r", "qd_r", "qdd_r"), out):
+    for name, x in zip(("q_r", "v_r", "vd_r"), out):
         if x.shape != (n,):
             raise ValueError(f"reference(t) returned {name} of shape {x.shape}, expected ({n},)")
     return out
 
 
 class FeedForward(eqx.Module):
-    """``tau(t) = M(q_r) qdd_r + C(q_r, qd_r) qd_r + g(q_r)`` (Truc eq. 72); see :func:`feedforward`.
+    """``tau(t) = M(q_r) vd_r + C(q_r, v_r) v_r + g(q_r)`` (Truc eq. 72); see :func:`feedforward`.
 
     Example:
         >>> import kronjax as kj
@@ -88,7 +88,7 @@ class FeedForward(eqx.Module):
         >>> law = kj.simulate.feedforward(kj.models.double_pendulum(), ref)
         >>> isinstance(law, kj.simulate.FeedForward), law.method
         (True, 'rnea')
-        >>> law(0.5, jnp.zeros(2), jnp.zeros(2)).shape  # tau(t, q, qd), the state unused
+        >>> law(0.5, jnp.zeros(2), jnp.zeros(2)).shape  # tau(t, q, v), the state unused
         (2,)
     """
 
@@ -96,9 +96,9 @@ class FeedForward(eqx.Module):
     reference: Reference
     method: str = eqx.field(static=True)
 
-    def __call__(self, t, q, qd):
-        q_r, qd_r, qdd_r = _reference(self.reference, t, q.shape[0])
-        return inverse_dynamics(self.model, q_r, qd_r, qdd_r, method=self.method, passive=True)
+    def __call__(self, t, q, v):
+        q_r, v_r, vd_r = _reference(self.reference, t, q.shape[0])
+        return inverse_dynamics(self.model, q_r, v_r, vd_r, method=self.method, passive=True)
 
 
 class ComputedTorque(eqx.Module):
@@ -119,10 +119,10 @@ class ComputedTorque(eqx.Module):
     kd: Float[Array, ""] | Float[Array, " n"]
     method: str = eqx.field(static=True)
 
-    def __call__(self, t, q, qd):
-        q_r, qd_r, qdd_r = _reference(self.reference, t, q.shape[0])
-        command = qdd_r + self.kd * (qd_r - qd) + self.kp * (q_r - q)
-        return inverse_dynamics(self.model, q, qd, command, method=self.method, passive=True)
+    def __call__(self, t, q, v):
+        q_r, v_r, vd_r = _reference(self.reference, t, q.shape[0])
+        command = vd_r + self.kd * (v_r - v) + self.kp * (q_r - q)
+        return inverse_dynamics(self.model, q, v, command, method=self.method, passive=True)
 
 
 class PD(eqx.Module):
@@ -148,9 +148,9 @@ class PD(eqx.Module):
     kd: Float[Array, ""] | Float[Array, " n"]
     model: Model | None
 
-    def __call__(self, t, q, qd):
-        q_r, qd_r, _ = _reference(self.reference, t, q.shape[0])
-        tau = self.kp * (q_r - q) + self.kd * (qd_r - qd)
+    def __call__(self, t, q, v):
+        q_r, v_r, _ = _reference(self.reference, t, q.shape[0])
+        tau = self.kp * (q_r - q) + self.kd * (v_r - v)
         if self.model is not None:
             tau = tau + gravity(self.model, q)
         return tau
@@ -170,7 +170,7 @@ class OpenLoop(eqx.Module):
     ts: Float[Array, " K"]
     taus: Float[Array, "K n"]
 
-    def __call__(self, t, q, qd):
+    def __call__(self, t, q, v):
         return jax.vmap(lambda column: jnp.interp(t, self.ts, column), in_axes=1)(self.taus)
 
 
@@ -185,9 +185,9 @@ class _Setpoint(eqx.Module):
 def feedforward(model: Model, reference: Reference, *, method: str = "rnea") -> FeedForward:
     """The feed-forward law of Truc et al. (eq. 72)::
 
-        tau(t) = M(q_r) qdd_r + C(q_r, qd_r) qd_r + g(q_r)
+        tau(t) = M(q_r) vd_r + C(q_r, v_r) v_r + g(q_r)
 
-    with ``(q_r, qd_r, qdd_r) = reference(t)``: the inverse dynamics along the reference, open
+    with ``(q_r, v_r, vd_r) = reference(t)``: the inverse dynamics along the reference, open
     loop (the state is not used), plus the torque that overcomes the model's joint damping and
     friction (:mod:`kronjax.passive`, which :func:`rollout` applies by default). With a perfect
     model and matching initial state the plant follows the reference exactly; simulating it is
@@ -195,13 +195,13 @@ def feedforward(model: Model, reference: Reference, *, method: str = "rnea") -> 
 
     Args:
         model: the :class:`~kronjax.chain.Model`.
-        reference: ``t -> (q_r, qd_r, qdd_r)``.
+        reference: ``t -> (q_r, v_r, vd_r)``.
         method: inverse-dynamics method (:func:`kronjax.inverse_dynamics`): ``"rnea"`` (fast,
-            trees), ``"kron"`` (the papers' ``M qdd + C* (qd ⊗ qd) + g``), ``"lagrangian"``,
+            trees), ``"kron"`` (the papers' ``M vd + C* (v ⊗ v) + g``), ``"lagrangian"``,
             ``"auto"``.
 
     Returns:
-        A :class:`FeedForward` controller (``tau(t, q, qd)``) for :func:`rollout`.
+        A :class:`FeedForward` controller (``tau(t, q, v)``) for :func:`rollout`.
 
     Example:
         The inverse dynamics along the reference, whatever the state:
@@ -212,7 +212,7 @@ def feedforward(model: Model, reference: Reference, *, method: str = "rnea") -> 
         >>> w = jnp.array([1.0, -0.5])
         >>> ref = lambda t: (w * jnp.sin(t), w * jnp.cos(t), -w * jnp.sin(t))
         >>> law = kj.simulate.feedforward(model, ref)
-        >>> tau = law(0.3, jnp.zeros(2), jnp.zeros(2))  # torque(t, q, qd)
+        >>> tau = law(0.3, jnp.zeros(2), jnp.zeros(2))  # torque(t, q, v)
         >>> bool(jnp.allclose(tau, kj.inverse_dynamics(model, *ref(0.3))))
         True
     """
@@ -224,7 +224,7 @@ def feedforward(model: Model, reference: Reference, *, method: str = "rnea") -> 
 def computed_torque(model: Model, reference: Reference, kp: ArrayLike, kd: ArrayLike, *, method: str = "rnea") -> ComputedTorque:
     """The computed-torque (inverse-dynamics) law::
 
-        tau = M(q) (qdd_r + Kd (qd_r - qd) + Kp (q_r - q)) + C(q, qd) qd + g(q)
+        tau = M(q) (vd_r + Kd (v_r - v) + Kp (q_r - q)) + C(q, v) v + g(q)
 
     evaluated as one :func:`kronjax.inverse_dynamics` call at the measured state with the
     commanded acceleration, which also overcomes the model's joint damping and friction
@@ -235,7 +235,7 @@ def computed_torque(model: Model, reference: Reference, kp: ArrayLike, kd: Array
 
     Args:
         model: the :class:`~kronjax.chain.Model`.
-        reference: ``t -> (q_r, qd_r, qdd_r)``.
+        reference: ``t -> (q_r, v_r, vd_r)``.
         kp, kd: scalars or ``(n,)`` diagonal gains.
         method: as in :func:`feedforward`.
 
@@ -270,12 +270,12 @@ def pd(
     *,
     gravity_compensation: Model | None = None,
 ) -> PD:
-    """A joint-space PD law ``tau = Kp (q_r - q) + Kd (qd_r - qd) [+ g(q)]``.
+    """A joint-space PD law ``tau = Kp (q_r - q) + Kd (v_r - v) [+ g(q)]``.
 
     Args:
         kp, kd: scalars or ``(n,)`` diagonal gains.
-        reference: a callable ``t -> (q_r, qd_r, qdd_r)``, or a constant set point ``q_r``
-            (``(n,)``, with ``qd_r = 0``).
+        reference: a callable ``t -> (q_r, v_r, vd_r)``, or a constant set point ``q_r``
+            (``(n,)``, with ``v_r = 0``).
         gravity_compensation: a model whose gravity vector ``g(q)`` is added (PD with gravity
             compensation; ``None`` for a plain PD law).
 
@@ -288,7 +288,7 @@ def pd(
         >>> import kronjax as kj
         >>> import jax.numpy as jnp
         >>> law = kj.simulate.pd(100.0, 20.0, jnp.array([0.5, -0.5]))
-        >>> law(0.0, jnp.zeros(2), jnp.array([1.0, 0.0])).tolist()  # 100 (q_r - q) + 20 (0 - qd)
+        >>> law(0.0, jnp.zeros(2), jnp.array([1.0, 0.0])).tolist()  # 100 (q_r - q) + 20 (0 - v)
         [30.0, -50.0]
         >>> model, q_r = kj.models.double_pendulum(), jnp.array([0.5, -0.5])
         >>> law = kj.simulate.pd(100.0, 20.0, q_r, gravity_compensation=model)
@@ -320,8 +320,8 @@ def open_loop(ts: Float[ArrayLike, " K"], taus: Float[ArrayLike, "K n"]) -> Open
         >>> import kronjax as kj
         >>> import jax.numpy as jnp
         >>> law = kj.simulate.open_loop(jnp.array([0.0, 1.0]), jnp.array([[0.0, 0.0], [2.0, 4.0]]))
-        >>> q, qd = jnp.zeros(2), jnp.zeros(2)
-        >>> law(0.25, q, qd).tolist(), law(3.0, q, qd).tolist()
+        >>> q, v = jnp.zeros(2), jnp.zeros(2)
+        >>> law(0.25, q, v).tolist(), law(3.0, q, v).tolist()
         ([0.5, 1.0], [2.0, 4.0])
     """
     ts = check_ts(ts)

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
+from .._deprecation import renamed_attribute, renamed_keywords
 from ..chain import Model
 from ..chain._arrays import is_concrete
 from ..chain._model import require_one_dof_joints
@@ -28,7 +29,7 @@ class Rollout(NamedTuple):
     Attributes:
         ts: ``(T,)`` the save times.
         q: ``(T, nq)`` configurations at ``ts`` (``q[0] = q0``, its quaternions normalised).
-        qd: ``(T, nv)`` velocities at ``ts`` (``n = nq = nv`` for 1-DoF joints).
+        v: ``(T, nv)`` velocities at ``ts`` (``n = nq = nv`` for 1-DoF joints).
         num_steps: number of accepted solver steps.
         success: ``True`` when the solver reached ``ts[-1]`` (with ``throw=False``, a failed
             element of a ``vmap`` batch has ``False`` here instead of raising).
@@ -40,7 +41,7 @@ class Rollout(NamedTuple):
         >>> import jax.numpy as jnp
         >>> model = kj.models.double_pendulum()
         >>> out = kj.simulate.rollout(model, jnp.array([0.3, 0.7]), jnp.zeros(2), None, jnp.linspace(0.0, 0.1, 3))
-        >>> out.ts.shape, out.q.shape, out.qd.shape
+        >>> out.ts.shape, out.q.shape, out.v.shape
         ((3,), (3, 2), (3, 2))
         >>> bool(out.success) and int(out.num_steps) > 0
         True
@@ -48,9 +49,11 @@ class Rollout(NamedTuple):
 
     ts: Float[Array, " T"]
     q: Float[Array, "T nq"]
-    qd: Float[Array, "T nv"]
+    v: Float[Array, "T nv"]
     num_steps: Int[Array, ""]
     success: Bool[Array, ""]
+
+    qd = renamed_attribute("qd", "v", "Rollout")
 
 
 class _VectorField(eqx.Module):
@@ -59,9 +62,9 @@ class _VectorField(eqx.Module):
     passive: bool = eqx.field(static=True)
 
     def __call__(self, t, y, args):
-        q, qd = y
-        tau = jnp.asarray(self.torque(t, q, qd), q.dtype)
-        return qd, forward_dynamics(self.model, q, qd, tau, passive=self.passive)
+        q, v = y
+        tau = jnp.asarray(self.torque(t, q, v), q.dtype)
+        return v, forward_dynamics(self.model, q, v, tau, passive=self.passive)
 
 
 # --------------------------------------------------------------------------------------------
@@ -69,29 +72,30 @@ class _VectorField(eqx.Module):
 # the charts are kronjax.configuration's)
 
 
-def _check_torque(torque, t, q, qd) -> None:
+def _check_torque(torque, t, q, v) -> None:
     if not callable(torque):
-        raise TypeError(f"torque must be a callable torque(t, q, qd) -> tau, got {torque!r}")
-    n = qd.shape[0]
+        raise TypeError(f"torque must be a callable torque(t, q, v) -> tau, got {torque!r}")
+    n = v.shape[0]
     try:
-        out = jax.eval_shape(torque, t, q, qd)
+        out = jax.eval_shape(torque, t, q, v)
     except TypeError as err:
-        raise TypeError(f"torque must be callable as torque(t, q, qd) -> tau (shape ({n},)): {err}") from err
+        raise TypeError(f"torque must be callable as torque(t, q, v) -> tau (shape ({n},)): {err}") from err
     shape = getattr(out, "shape", None)
     dtype = getattr(out, "dtype", None)
     if shape != (n,):
         raise ValueError(
-            f"torque(t, q, qd) must return an array of shape ({n},) for this {n}-DOF model, got "
+            f"torque(t, q, v) must return an array of shape ({n},) for this {n}-DOF model, got "
             f"{'a ' + type(out).__name__ if shape is None else f'shape {shape}'}"
         )
     if not jnp.issubdtype(dtype, jnp.floating):
-        raise TypeError(f"torque(t, q, qd) must return floating-point values, got dtype {dtype}")
+        raise TypeError(f"torque(t, q, v) must return floating-point values, got dtype {dtype}")
 
 
+@renamed_keywords(qd0="v0")
 def rollout(
     model: Model,
     q0: Float[ArrayLike, " nq"],
-    qd0: Float[ArrayLike, " nv"],
+    v0: Float[ArrayLike, " nv"],
     torque: TorqueFn | None,
     ts: Float[ArrayLike, " T"],
     *,
@@ -104,8 +108,8 @@ def rollout(
     throw: bool = True,
     passive: bool = True,
 ) -> Rollout:
-    """Simulate ``M qdd + C* (qd ⊗ qd) + g = tau(t, q, qd) + passive(qd)`` (Tuan 100) from ``(q0,
-    qd0)`` at ``ts[0]`` and return ``q`` and ``qd`` at the times ``ts``.
+    """Simulate ``M vd + C* (v ⊗ v) + g = tau(t, q, v) + passive(v)`` (Tuan 100) from ``(q0,
+    v0)`` at ``ts[0]`` and return ``q`` and ``v`` at the times ``ts``.
 
     With free, spherical or planar joints (``nq != nv``), ``q`` is integrated on the manifold
     (module doc): its quaternions and ``(cos, sin)`` pairs stay unit to round-off over any run.
@@ -116,8 +120,8 @@ def rollout(
             pairs are normalised; outside ``jit``, one whose norm differs from 1 by more than
             ``1e-6`` is an error (use :func:`kronjax.normalize`); inside ``jit`` it is normalised
             silently.
-        qd0: ``(nv,)`` initial velocity (``v`` in Pinocchio's convention for multi-DoF joints).
-        torque: ``torque(t, q, qd) -> tau`` (``(nv,)``), e.g. from :func:`feedforward`,
+        v0: ``(nv,)`` initial velocity (``v`` in Pinocchio's convention for multi-DoF joints).
+        torque: ``torque(t, q, v) -> tau`` (``(nv,)``), e.g. from :func:`feedforward`,
             :func:`computed_torque`, :func:`pd`, :func:`open_loop`, or any pure JAX function;
             ``None`` for ``tau = 0`` (a free motion). Equinox Modules (the builders' results)
             carry their arrays as pytree leaves: new gains do not recompile, and gradients reach
@@ -156,13 +160,13 @@ def rollout(
             friction torque of your own (``passive_forces(..., smoothing=s)``) with
             ``passive=False``.
 
-    A NaN or inf in ``q0``, ``qd0``, the torques or the model propagates (:mod:`kronjax._finite`):
+    A NaN or inf in ``q0``, ``v0``, the torques or the model propagates (:mod:`kronjax._finite`):
     fixed steps give NaN states; the adaptive controller rejects every step until ``max_steps``
     and fails as above (``throw=False``: ``success`` false, states ``inf``). To be told at once,
     pass ``kj.check_finite(q0, "q0")`` (and the like) instead.
 
     Returns:
-        A :class:`Rollout` with ``q`` ``(T, nq)`` and ``qd`` ``(T, nv)`` at ``ts``.
+        A :class:`Rollout` with ``q`` ``(T, nq)`` and ``v`` ``(T, nv)`` at ``ts``.
 
     Examples:
         A free motion (``torque=None``) of the double pendulum keeps its energy ``T + P``:
@@ -170,16 +174,16 @@ def rollout(
         >>> import kronjax as kj
         >>> import jax, jax.numpy as jnp
         >>> model = kj.models.double_pendulum()
-        >>> q0, qd0, ts = jnp.array([0.3, 0.7]), jnp.zeros(2), jnp.linspace(0.0, 0.1, 3)
-        >>> out = kj.simulate.rollout(model, q0, qd0, None, ts)
-        >>> energy = lambda q, qd: kj.kinetic_energy(model, q, qd) + kj.potential_energy(model, q)
-        >>> bool(jnp.isclose(energy(out.q[-1], out.qd[-1]), energy(q0, qd0), rtol=1e-6))
+        >>> q0, v0, ts = jnp.array([0.3, 0.7]), jnp.zeros(2), jnp.linspace(0.0, 0.1, 3)
+        >>> out = kj.simulate.rollout(model, q0, v0, None, ts)
+        >>> energy = lambda q, v: kj.kinetic_energy(model, q, v) + kj.potential_energy(model, q)
+        >>> bool(jnp.isclose(energy(out.q[-1], out.v[-1]), energy(q0, v0), rtol=1e-6))
         True
 
         Many initial states at once (``jax.vmap``):
 
         >>> q0s = jnp.array([[0.3, 0.7], [-0.2, 0.4]])
-        >>> jax.vmap(lambda q0: kj.simulate.rollout(model, q0, qd0, None, ts).q[-1])(q0s).shape
+        >>> jax.vmap(lambda q0: kj.simulate.rollout(model, q0, v0, None, ts).q[-1])(q0s).shape
         (2, 2)
 
         A torque law, a higher-order solver and tight tolerances: see :func:`computed_torque`.
@@ -188,15 +192,15 @@ def rollout(
         raise TypeError(f"model must be a kronjax Model, got {type(model).__name__}")
     multi_dof = model.has_multi_dof
     q0 = model.check_q(q0, "q0")
-    qd0 = model.check_v(qd0, "qd0") if multi_dof else model.check_q(qd0, "qd0")
-    dtype = jnp.result_type(q0, qd0)
-    q0, qd0 = q0.astype(dtype), qd0.astype(dtype)
+    v0 = model.check_v(v0, "v0") if multi_dof else model.check_q(v0, "v0")
+    dtype = jnp.result_type(q0, v0)
+    q0, v0 = q0.astype(dtype), v0.astype(dtype)
     ts = check_ts(ts).astype(dtype)
     if torque is None:
         torque = ZeroTorque()
     if multi_dof and isinstance(torque, (FeedForward, ComputedTorque, PD)):
         require_one_dof_joints(model, f"rollout with a {type(torque).__name__} torque law")
-    _check_torque(torque, ts[0], q0, qd0)
+    _check_torque(torque, ts[0], q0, v0)
     if solver is None:
         solver = diffrax.Tsit5()
     if not isinstance(solver, diffrax.AbstractSolver):
@@ -229,15 +233,15 @@ def rollout(
         t0=ts[0],
         t1=ts[-1],
         dt0=None if dt is None else jnp.asarray(dt, dtype),
-        y0=(q0, qd0),
+        y0=(q0, v0),
         saveat=diffrax.SaveAt(ts=ts),
         stepsize_controller=controller,
         adjoint=diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint,
         max_steps=max_steps,
         throw=throw,
     )
-    q, qd = solution.ys
-    return Rollout(ts, q, qd, solution.stats["num_steps"], solution.result == diffrax.RESULTS.successful)
+    q, v = solution.ys
+    return Rollout(ts, q, v, solution.stats["num_steps"], solution.result == diffrax.RESULTS.successful)
 
 
 # --------------------------------------------------------------------------------------------
