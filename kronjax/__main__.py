@@ -168,7 +168,7 @@ def info(argv: list[str] | None = None) -> int:
     if isinstance(model, kj.constrained.Mechanism):
         mechanism, model = model, model.model
     tree = model.kinematics
-    sizes = f"{model.n_dof} joint coordinates" if model.nq == model.nv else f"nq = {model.nq}, nv = {model.nv}"
+    sizes = f"{model.nv} joint coordinates" if model.nq == model.nv else f"nq = {model.nq}, nv = {model.nv}"
     print(f"{args.model}: {sizes}, {model.n_bodies} bodies, gravity {np.asarray(model.gravity)}")
     kinds = {"R": "revolute", "P": "prismatic", "F": "fixed", "free": "free", "spherical": "spherical", "planar": "planar"}
     header = f"  {'#':>2}  {'joint':<24} {'type':<9} {'parent':<16} {'body':<16} {'lower':>9} {'upper':>9} {'velocity':>9} {'effort':>9} {'mass':>9}"
@@ -194,7 +194,7 @@ def info(argv: list[str] | None = None) -> int:
         for part in mechanism.constraints.parts:
             print(f"constraint: {part.description} ({part.n_equations} equations)")
         residual = float(jnp.max(jnp.abs(mechanism.constraints.residual(q))))
-        dof = mechanism.n_dof
+        dof = mechanism.mobility
         print(
             f"closed chain: {dof} degree{'s' if dof != 1 else ''} of freedom; assembled q0 = {np.asarray(q).round(6)} (residual {residual:.1e})"
         )

@@ -35,14 +35,15 @@ def warn(old: str, new: str, *, stacklevel: int = 3) -> None:
     )
 
 
-def renamed_keywords(**new_names: str) -> Callable[[Callable], Callable]:
+def renamed_keywords(**new_names: str | tuple[str, Callable[[Any], Any]]) -> Callable[[Callable], Callable]:
     """A decorator: the function also accepts each old keyword, with a warning.
 
     Positional calls are unaffected (the parameters keep their places); only a keyword spelt the
     old way is moved onto the new one.
 
     Args:
-        **new_names: ``old=new`` pairs of keyword names.
+        **new_names: ``old=new`` pairs of keyword names, or ``old=(new, convert)`` where the old
+            keyword took another form of the value (a gravity magnitude for a gravity vector).
 
     Returns:
         The decorator; the wrapped function keeps the signature of the new names
@@ -52,12 +53,14 @@ def renamed_keywords(**new_names: str) -> Callable[[Callable], Callable]:
     def decorate(fn: Callable) -> Callable:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            for old, new in new_names.items():
+            for old, renamed in new_names.items():
                 if old in kwargs:
+                    new, convert = (renamed, None) if isinstance(renamed, str) else renamed
                     if new in kwargs:
                         raise TypeError(f"{fn.__name__}() got both {old}= and {new}= ({old} is the deprecated name of {new})")
                     warn(f"{fn.__name__}({old}=...)", f"{new}=")
-                    kwargs[new] = kwargs.pop(old)
+                    value = kwargs.pop(old)
+                    kwargs[new] = value if convert is None else convert(value)
             return fn(*args, **kwargs)
 
         return wrapper

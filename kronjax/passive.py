@@ -3,10 +3,11 @@
 ``passive_forces(model, q, v) = -d v - f sign(v)`` with the model's ``damping`` ``d`` and
 ``friction`` ``f`` (:class:`~kronjax.chain.Model`, ``(nv,)`` each; URDF's ``<dynamics damping
 friction>``, MJCF's ``damping`` and ``frictionloss``). They are forces the joints apply, like the
-applied torques: :func:`kronjax.simulate.rollout` adds them (``passive=True``, its default),
-``forward_dynamics(..., passive=True)`` adds them to ``tau``, and ``inverse_dynamics(...,
-passive=True)`` returns the torque that overcomes them. Plain ``forward_dynamics`` and
-``inverse_dynamics`` leave them out, so that each stays the other's inverse.
+applied torques: :func:`kronjax.simulate.rollout` and ``forward_dynamics(..., passive=True)``
+add them to ``tau``, and ``inverse_dynamics(..., passive=True)`` returns the torque that overcomes
+them. Without ``passive=True`` all three leave them out (``rollout``'s former default, on, still
+applies for one release, with a warning), so that inverse and forward dynamics stay each other's
+inverse.
 
 Coulomb friction ``-f sign(v)`` is discontinuous at ``v = 0`` and its derivative is zero
 elsewhere: where gradients must see it (trajectory optimisation, identification) pass

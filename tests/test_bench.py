@@ -111,7 +111,7 @@ def test_pinocchio_references_of_issue_14_are_consistent():
     pin = Pinocchio(models.panda_urdf())
     s = models.samples(model, 4, seed=3)
     frames = Suite.body_frames(pin, model, s["q"][0])
-    n = model.n_dof
+    n = model.nv
     hessians = pin.hessians(s["q"], frames)
     for h, jd in zip(hessians, pin.jacobians_dot(s["q"], s["qd"], frames)):
         assert h.shape == (4, model.n_bodies, 3, n * n)

@@ -43,7 +43,7 @@ def test_dh_modified_matches_textbook_product():
 
 def test_fixed_rows_take_no_coordinate():
     model = kj.from_dh([("R", 0.1, 0, 0.2, 0), ("F", 0.05, 0.3, 0.1, 0.2), ("R", 0, 0, 0.3, 0)])
-    assert model.n_dof == 2 and model.n_bodies == 3
+    assert model.nv == 2 and model.n_bodies == 3
     assert model.kinematics.q_index == (0, -1, 1)
 
 

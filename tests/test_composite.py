@@ -59,7 +59,7 @@ def _oracles(name):
     """q -> (M, dM/dq, C*, g by the papers' Jacobian/Hessian assembly, dM/dq by forward-mode
     autodiff of M from the Jacobians)."""
     model = _model(name)
-    n = model.n_dof
+    n = model.nv
 
     def oracles(q):
         autodiff = jax.jacfwd(lambda q: kj.mass_matrix(model, q, method="jacobians"))(q).reshape(n, n * n)
@@ -92,7 +92,7 @@ def _composite(name, unrolled):
 )
 def test_composite_equals_the_papers_assembly(name):
     composite, papers = _composite(name, True), _oracles(name)
-    for q in np.random.default_rng(0).uniform(-1.5, 1.5, (5, _model(name).n_dof)):
+    for q in np.random.default_rng(0).uniform(-1.5, 1.5, (5, _model(name).nv)):
         for got, expected in zip(composite(q), papers(q)[0]):
             assert relative_error(got, expected) < 1e-12
 
@@ -114,7 +114,7 @@ def test_composite_mass_matrix_derivative_equals_autodiff_of_mass_matrix(name, u
     """Both assemblies of dM/dq and C*: unrolled columns (n <= UNROLLED_COLUMNS) and the loop."""
     if not unrolled:
         monkeypatch.setattr(kj.dynamics._crba, "UNROLLED_COLUMNS", 1)
-    n = _model(name).n_dof
+    n = _model(name).nv
     composite = _composite(name, unrolled)
     for q in np.random.default_rng(1).uniform(-1.5, 1.5, (3, n)):
         derivative, c_star = composite(q)[1:3] if unrolled else composite(q)
@@ -128,7 +128,7 @@ def test_composite_mass_matrix_derivative_equals_autodiff_of_mass_matrix(name, u
 def test_composite_in_float32():
     name = "branched tree"
     model32 = _model(name).astype(jnp.float32)
-    q = np.random.default_rng(3).uniform(-1, 1, model32.n_dof)
+    q = np.random.default_rng(3).uniform(-1, 1, model32.nv)
     got = jax.jit(lambda q: kj.coriolis_star(model32, q))(q.astype(np.float32))
     assert got.dtype == jnp.float32
     assert relative_error(got, _oracles(name)(q)[0][2]) < 1e-4  # the papers' C* in float64

@@ -109,7 +109,7 @@ def test_light_distal_link_costs_no_precision(name, ratio):
     the componentwise condition number ``|| |M^-1| |M| ||`` (about 60 for the Panda) and stays at
     rounding level (measured 1e-16 to 3e-16, as Pinocchio's aba)."""
     model = light_distal_link(name, ratio)
-    n = model.n_dof
+    n = model.nv
     rng = np.random.default_rng(0)
     q, qd, tau = rng.uniform(-1, 1, n), rng.normal(size=n), rng.normal(size=n)
     m, f = pinocchio_system(model, q, qd, tau)
@@ -179,7 +179,7 @@ def kkt_reference(model, cons, q, qd, tau):
     a = np.asarray(cons.jacobian(jnp.asarray(q)))
     kkt = np.block([[m, -a.T], [a, np.zeros((a.shape[0], a.shape[0]))]])
     x = exact_solve(kkt, np.concatenate([f, np.asarray(cons.bias(jnp.asarray(q), jnp.asarray(qd)))]))
-    return x[: model.n_dof], x[model.n_dof :], np.linalg.cond(a)
+    return x[: model.nv], x[model.nv :], np.linalg.cond(a)
 
 
 @pytest.mark.parametrize("t", [pytest.param(1e-8, marks=pytest.mark.slow), 1e-11])

@@ -240,7 +240,7 @@ def test_loop_closure(spatial, closures, kind):
     ``project``: residual, A, Phi_qq, gamma vs finite differences, rank, and the joint's
     constraints and freedoms from an independent numpy kinematics."""
     s = spatial
-    u, n = s["axis"], s["model"].n_dof
+    u, n = s["axis"], s["model"].nv
     m = closure(s, kind).n_equations
     assert m == kc.LOOP_CLOSURE_KINDS[kind]
     qs, qds, batch = closures[0][kind], closures[1][kind], closures[2][kind]
@@ -327,7 +327,7 @@ def states(spatial):
     cons = kc.Constraints((closure(s, "revolute"),))
     rng = np.random.default_rng(5)
     q, qd = assemble(model, cons, s["guesses"], s["qd_guesses"])
-    tau = jnp.asarray(rng.normal(size=(3, model.n_dof)) * 3.0)
+    tau = jnp.asarray(rng.normal(size=(3, model.nv)) * 3.0)
     return model, cons, q, qd, tau
 
 
@@ -788,7 +788,7 @@ def test_bad_input(spatial, four_bar):
         kc.holonomic(lambda q: jnp.sum(q), 7)  # a scalar
     with pytest.raises(TypeError, match="pure JAX function"):
         kc.holonomic(lambda q: q[:2] @ jnp.ones(3), 7)  # fails to trace
-    with pytest.raises(ValueError, match="n_dof"):
+    with pytest.raises(ValueError, match="nv"):
         kc.holonomic(lambda q: q[:2], 0)
     with pytest.raises(ValueError, match=r"matrix \(m, 7\)"):
         kc.pfaffian(lambda q: q[None, :3], 7)

@@ -92,7 +92,7 @@ def loop():
 @pytest.mark.slow  # the loop fixture's constrained solve compiles for 11 s
 def test_states_and_shapes(loop):
     model, cons = loop["model"], loop["cons"]
-    assert (model.nq, model.nv, cons.nq, cons.n_dof, cons.n_equations) == (12, 10, 12, 10, 3)
+    assert (model.nq, model.nv, cons.nq, cons.nv, cons.n_equations) == (12, 10, 12, 10, 3)
     q, qd = loop["q"], loop["qd"]
     assert q.shape == (N_STATES, 12) and qd.shape == (N_STATES, 10) and loop["qdd"].shape == (N_STATES, 10)
     assert float(jnp.max(loop["drift"])) < 1e-13  # max |Phi(q)| and |Phi_q qd|
@@ -107,7 +107,7 @@ def test_bad_inputs_name_nq_and_nv(loop):
     with pytest.raises(ValueError, match="configurations q of 10 numbers for a model with nq = 12"):
         kc.check_state(model, euclidean, q)
     on_model = kc.holonomic(lambda q: q[:2], model)
-    assert (on_model.nq, on_model.n_dof) == (12, 10)
+    assert (on_model.nq, on_model.nv) == (12, 10)
     with pytest.raises(ValueError, match="different configuration spaces"):
         kc.Constraints((euclidean, on_model))
     with pytest.raises(ValueError, match=r"q must have shape \(12,\)"):
@@ -264,7 +264,7 @@ def free_state(euler, q, qd):
 def test_free_platform_structure(stewart):
     euler, free = stewart
     model = free.model
-    assert (model.nq, model.nv, free.n_dof, free.constraints.n_equations) == (13, 12, 3, 9)
+    assert (model.nq, model.nv, free.mobility, free.constraints.n_equations) == (13, 12, 3, 9)
     assert model.joint_names == ("J7", "J8", "J9", "J4", "J5", "J6", "platform")
     np.testing.assert_array_equal(free.q0, np.r_[np.zeros(12), 1.0])
     body = model.body_index("L7")

@@ -270,7 +270,7 @@ def test_four_bar_assembly_matches_closed_form(branch, crank_angle):
     a, b, c, d = CR_LENGTHS
     mech = four_bar(crank_angle=crank_angle, branch=branch)
     q0 = np.asarray(mech.q0)
-    assert mech.n_dof == 1 and mech.model.body_names == ("crank", "coupler", "rocker")
+    assert mech.mobility == 1 and mech.model.body_names == ("crank", "coupler", "rocker")
     assert np.max(np.abs(np.asarray(mech.constraints.residual(mech.q0)))) < 1e-14
     # the documented geometry, from the model's own forward kinematics
     a_tip, d_pivot, b1, b2 = _pin_positions(mech.model, q0, b, c)
@@ -311,7 +311,7 @@ def test_four_bar_defaults():
 def test_slider_crank_assembly_matches_closed_form(crank_angle):
     r, l, e = SC["crank"], SC["rod"], SC["offset"]
     mech = slider_crank(**SC, crank_angle=crank_angle)
-    assert mech.n_dof == 1 and mech.model.body_names == ("crank", "rod", "slider")
+    assert mech.mobility == 1 and mech.model.body_names == ("crank", "rod", "slider")
     q0 = np.asarray(mech.q0)
     phi, s = slider_crank_closed_form(r, l, e, crank_angle, xp=np)
     np.testing.assert_allclose(q0, [crank_angle, phi - crank_angle, s], atol=1e-13)

@@ -49,7 +49,7 @@ def _calls(model: kj.Model, one_dof_joints: bool):
         "coriolis_star": lambda q, v, a: kj.coriolis_star(model, q),
         "gravity": lambda q, v, a: kj.gravity(model, q),
         "inverse_dynamics": lambda q, v, a: kj.inverse_dynamics(model, q, v, a),
-        "inverse_dynamics lagrangian": lambda q, v, a: kj.inverse_dynamics(model, q, v, a, method="lagrangian"),
+        "inverse_dynamics lagrangian": lambda q, v, a: kj.inverse_dynamics(model, q, v, a, method="euler_lagrange"),
         "inverse_dynamics kron": lambda q, v, a: kj.inverse_dynamics(model, q, v, a, method="kron"),
         "forward_dynamics": lambda q, v, a: kj.forward_dynamics(model, q, v, a),
         "inverse_dynamics_derivatives": lambda q, v, a: kj.inverse_dynamics_derivatives(model, q, v, a),

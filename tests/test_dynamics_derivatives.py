@@ -74,7 +74,7 @@ MODELS = {
 def model_and_states(name: str):
     model = MODELS[name]()
     rng = np.random.default_rng(11)
-    return model, tuple(rng.uniform(-1.5, 1.5, (N_STATES, model.n_dof)) for _ in range(4))
+    return model, tuple(rng.uniform(-1.5, 1.5, (N_STATES, model.nv)) for _ in range(4))
 
 
 @functools.cache
@@ -154,7 +154,7 @@ def finite_differences(name: str):
     def f(q, qd, qdd, tau):
         return _central_differences(inverse, q, qd, qdd), _central_differences(forward, q, qd, tau)
 
-    n = model.n_dof
+    n = model.nv
     return tuple((np.asarray(d[..., :n]), np.asarray(d[..., n:])) for d in f(*(jnp.asarray(s) for s in (qs, qds, qdds, taus))))
 
 
@@ -209,7 +209,7 @@ def recursion_autodiff(name: str):
     ``jax.hessian`` of ``sum sin(tau)^2`` in ``(q, qd, qdd)`` (forward-over-reverse of the
     recursion) with central differences of its gradient through the analytic rule."""
     model, states = model_and_states(name)
-    n = model.n_dof
+    n = model.nv
 
     def inverse(q, qd, qdd, derivatives):
         return kj.inverse_dynamics(model, q, qd, qdd, derivatives=derivatives)
@@ -289,7 +289,7 @@ def test_hessian_of_inverse_dynamics_against_finite_differences():
     central differences of its jax.grad, itself checked against central differences of the loss."""
     model, (qs, qds, qdds, _) = model_and_states("small")
     q, qd, qdd = (jnp.asarray(s[0]) for s in (qs, qds, qdds))
-    n = model.n_dof
+    n = model.nv
 
     def loss(x):
         return jnp.sum(jnp.sin(kj.inverse_dynamics(model, x[:n], x[n:], qdd)) ** 2)
@@ -316,9 +316,9 @@ def test_function_models_fall_back_to_autodiff():
     """A from_function model (no Tree) of the same 2-joint arm: jacfwd of the Lagrangian route
     equals the Tree's analytic derivatives (one program, compiled once)."""
     tree = random_arm(2, parents=(-1, 0), prismatic=(1,))
-    function_model = kj.from_function(lambda q: tree.poses(q), tree.n_dof, inertials=tree.inertials, gravity=tree.gravity)
+    function_model = kj.from_function(lambda q: tree.poses(q), tree.nv, inertials=tree.inertials, gravity=tree.gravity)
     rng = np.random.default_rng(5)
-    q, qd, x = (jnp.asarray(rng.uniform(-1, 1, tree.n_dof)) for _ in range(3))
+    q, qd, x = (jnp.asarray(rng.uniform(-1, 1, tree.nv)) for _ in range(3))
 
     @jit_once
     def f(q, qd, x):

@@ -38,7 +38,7 @@ from kronjax import dynamics as dy
 pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
 
 FORMS = ("truc", "tuan", "kane")
-METHODS = ("rnea", "lagrangian", "kron")
+METHODS = ("rnea", "euler_lagrange", "kron")
 
 
 def each(compiled, *batches):
@@ -91,7 +91,7 @@ def poses_function_model():
     def poses(q):
         return kinematics.poses(q)
 
-    return kj.from_function(poses, arm.n_dof, arm.inertials, gravity=arm.gravity)
+    return kj.from_function(poses, arm.nv, arm.inertials, gravity=arm.gravity)
 
 
 # The random chain gets the full first-principles treatment below, the tree the Euler-Lagrange
@@ -107,7 +107,7 @@ MODELS = {
 
 def states(model, count, seed):
     rng = np.random.default_rng(seed)
-    return [jnp.asarray(rng.uniform(-2.0, 2.0, (count, model.n_dof))) for _ in range(4)]
+    return [jnp.asarray(rng.uniform(-2.0, 2.0, (count, model.nv))) for _ in range(4)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -338,7 +338,7 @@ def test_mass_matrix_spd_at_1000_configurations():
     """M is symmetric positive definite at 1000 random configurations of each model (vmap)."""
     for name, make in MODELS.items():
         model = make()
-        q = jnp.asarray(np.random.default_rng(3).uniform(-np.pi, np.pi, (1000, model.n_dof)))
+        q = jnp.asarray(np.random.default_rng(3).uniform(-np.pi, np.pi, (1000, model.nv)))
         m = np.asarray(jax.jit(jax.vmap(lambda q: dy.mass_matrix(model, q)))(q))
         np.testing.assert_array_equal(m, np.swapaxes(m, 1, 2), err_msg=name)
         eig = np.linalg.eigvalsh(m)
@@ -463,7 +463,7 @@ def test_every_function_over_10k_states_float64(batch64):
     """jit(vmap(.)) of every dynamics function over 10^4 states: shapes, and the identities
     between them hold at every state."""
     model, (q, qd, qdd, tau), out = batch64
-    n = model.n_dof
+    n = model.nv
     shapes = dict(M=(n, n), dM=(n, n * n), C_star=(n, n * n), g=(n,), T=(), P=(), f_ext=(n,), fd=(n,))
     for key, shape in shapes.items():
         assert out[key].shape == (BATCH, *shape) and out[key].dtype == np.float64, key

@@ -352,7 +352,7 @@ def mimic_reduction(model: kj.Model, q: np.ndarray) -> tuple[np.ndarray, np.ndar
     and ``G`` with ``v_full = G v`` (the identity without mimic joints)."""
     tree = model.kinematics
     moving = [b for b, kind in enumerate(tree.kinds) if kind != "F"]
-    g = np.zeros((len(moving), model.n_dof))
+    g = np.zeros((len(moving), model.nv))
     offset = np.zeros(len(moving))
     for f, b in enumerate(moving):
         primary, multiplier, shift = tree.mimic[b] if tree.mimic and tree.mimic[b] else (b, 1.0, 0.0)
@@ -413,7 +413,7 @@ def check_mass_matrix(model: kj.Model, states: int = 3, singular: bool = False) 
     independent: compared in the full coordinates); both positive definite (singular where the
     loader warned so: ``singular``), and equal."""
     rng = np.random.default_rng(0)
-    qs, reductions = zip(*(mimic_reduction(model, q) for q in rng.uniform(-np.pi, np.pi, (states, model.n_dof))))
+    qs, reductions = zip(*(mimic_reduction(model, q) for q in rng.uniform(-np.pi, np.pi, (states, model.nv))))
     ours = [jacobian_mass_matrix(model, q) for q in qs]
     for m, g in zip(ours, reductions):
         assert_positive_definite(g.T @ m @ g, singular)

@@ -60,14 +60,14 @@ def _states(model, n_states, seed):
     rng = np.random.default_rng(seed)
     lower = np.maximum(np.asarray(model.limits.lower), -np.pi)
     upper = np.minimum(np.asarray(model.limits.upper), np.pi)
-    q = rng.uniform(lower, upper, (n_states, model.n_dof))
+    q = rng.uniform(lower, upper, (n_states, model.nv))
     return q, rng.normal(size=q.shape), rng.normal(size=q.shape)
 
 
 def _default_samples(model, friction=False):
     """The number of states :func:`kronjax.identify.base_parameters` uses by default."""
-    p = 10 * model.n_bodies + (2 * model.n_dof if friction else 0)
-    return int(2 * p / model.n_dof + 20)
+    p = 10 * model.n_bodies + (2 * model.nv if friction else 0)
+    return int(2 * p / model.nv + 20)
 
 
 def _pinocchio_regressors(pm, q, qd, qdd):
@@ -181,7 +181,7 @@ def test_regressor_matches_pinocchio(regressors):
 
 
 def test_regressor_of_a_poses_function_model():
-    """A :func:`kronjax.from_function` model (method "lagrangian") has the same regressor as the
+    """A :func:`kronjax.from_function` model (method "euler_lagrange") has the same regressor as the
     tree it copies, and ``Y pi`` is Pinocchio's rnea."""
     tree_model = kj.models.double_pendulum()
     fn_model = kj.from_function(lambda q: tree_model.poses(q), 2, tree_model.inertials, gravity=tree_model.gravity)
@@ -232,7 +232,7 @@ def test_joint_parameters_recovered_from_noise_free_torques():
     model = kj.chain.Model(
         **{**vars(_model("truc_elbow")), "armature": jnp.asarray(rotors), "damping": jnp.asarray(fv), "friction": jnp.asarray(fc)}
     )
-    base = ki.base_parameters(model, friction=True, armature=True, seed=4, samples=40)
+    base = ki.base_parameters(model, friction=True, armature=True, key=jax.random.key(4), samples=40)
     q, qd, qdd = _states(model, 40, seed=5)  # as many as base_parameters: one compiled regressor
     pm = to_pinocchio(model)
     data = pm.createData()

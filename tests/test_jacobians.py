@@ -48,7 +48,7 @@ def tree():
 
 def states(model, seed=0):
     rng = np.random.default_rng(seed)
-    return jnp.asarray(rng.uniform(-2, 2, (N_STATES, model.n_dof))), jnp.asarray(rng.normal(size=(N_STATES, model.n_dof)))
+    return jnp.asarray(rng.uniform(-2, 2, (N_STATES, model.nv))), jnp.asarray(rng.normal(size=(N_STATES, model.nv)))
 
 
 def each(compiled, *batches):
@@ -89,7 +89,7 @@ def all_quantities(method: str):
 def test_analytic_equals_autodiff():
     (analytic, _), (autodiff, _) = all_quantities("analytic"), all_quantities("autodiff")
     model = tree()
-    n, nb = model.n_dof, model.n_bodies
+    n, nb = model.nv, model.n_bodies
     for key, (translational, rotational) in analytic.items():
         width = n * n if key.startswith("H") else n
         assert translational.shape == rotational.shape == (N_STATES, nb, 3, width), key
@@ -120,7 +120,7 @@ def test_jacobians_dot_is_time_derivative():
     """``dJ/dt`` is ``jax.jvp`` of the Jacobians along ``qd``, and ``H (E_n ⊗ qd)`` (Tuan 8)."""
     model = tree()
     qs, qds = states(model)
-    n = model.n_dof
+    n = model.nv
     out, _ = all_quantities("analytic")
 
     def jvps(q, qd):
@@ -161,7 +161,7 @@ def test_float32_batches():
 
 def test_bad_input():
     model = tree()
-    q = jnp.zeros(model.n_dof)
+    q = jnp.zeros(model.nv)
     with pytest.raises(ValueError, match="frame"):
         kj.jacobians(model, q, "world")
     with pytest.raises(ValueError, match="frame"):
@@ -176,7 +176,7 @@ def test_bad_input():
         kj.hessians(model, jnp.zeros(7))
     with pytest.raises(ValueError, match="v must have shape"):
         kj.jacobians_dot(model, q, jnp.zeros(3))
-    function_model = kj.from_function(lambda q: model.poses(q), model.n_dof)
+    function_model = kj.from_function(lambda q: model.poses(q), model.nv)
     with pytest.raises(ValueError, match="method='analytic' needs a Tree model"):
         kj.jacobians(function_model, q, method="analytic")
     with pytest.raises(ValueError, match="points='com' needs a model with inertials"):

@@ -48,7 +48,7 @@ N_STATES = 4
 
 def state(model, seed):
     rng = np.random.default_rng(seed)
-    return [jnp.asarray(rng.uniform(-1.5, 1.5, model.n_dof)) for _ in range(3)]
+    return [jnp.asarray(rng.uniform(-1.5, 1.5, model.nv)) for _ in range(3)]
 
 
 def each(compiled, states):
@@ -255,7 +255,7 @@ def test_vmap_over_1000_configurations():
     in float64, and within 2e-4 in float32."""
     model = MODELS["tree"]
     rng = np.random.default_rng(5)
-    qs, qds, qdds = (jnp.asarray(rng.uniform(-2, 2, (1000, model.n_dof))) for _ in range(3))
+    qs, qds, qdds = (jnp.asarray(rng.uniform(-2, 2, (1000, model.nv))) for _ in range(3))
     batched = _BATCHED_BUNDLE(model, qs, qds, qdds)
     for i in (0, 517, 999):
         single = _BUNDLE(model, qs[i], qds[i], qdds[i])

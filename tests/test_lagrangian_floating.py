@@ -6,7 +6,7 @@ the Euler-Poincare equations, written as Euler-Lagrange in the exponential chart
   :func:`kronjax.difference`, with the bracket from the sub-joints' structure constants
   (``kronjax._spatial.expansion.lie_derivative_terms``). Its first-order term is antisymmetric, so ``v' = xi''`` at
   ``xi = 0``.
-* ``method="lagrangian"`` against Pinocchio's ``rnea`` on a free-spherical-planar tree; in the slow
+* ``method="euler_lagrange"`` against Pinocchio's ``rnea`` on a free-spherical-planar tree; in the slow
   tier also against ``method="rnea"`` on a floating model with a revolute and a fixed joint and a
   planar-rooted one.
 * First principles (slow tier): along a free motion under gravity (classical RK4 of
@@ -88,9 +88,9 @@ def _inverse_dynamics(model: kj.Model, methods: tuple[str, ...]):
 @pytest.mark.parametrize(
     "spec, methods",
     [
-        pytest.param(FAST, ("lagrangian",), id="free-spherical-planar"),
-        pytest.param(FLOATING, ("lagrangian", "rnea"), id="free-R-spherical", marks=pytest.mark.slow),
-        pytest.param(PLANAR, ("lagrangian", "rnea"), id="planar-spherical-R", marks=pytest.mark.slow),
+        pytest.param(FAST, ("euler_lagrange",), id="free-spherical-planar"),
+        pytest.param(FLOATING, ("euler_lagrange", "rnea"), id="free-R-spherical", marks=pytest.mark.slow),
+        pytest.param(PLANAR, ("euler_lagrange", "rnea"), id="planar-spherical-R", marks=pytest.mark.slow),
     ],
 )
 def test_lagrangian_equals_rnea_and_pinocchio(spec, methods):

@@ -267,7 +267,7 @@ def test_equality_constraints_match_mujoco():
     with pytest.warns(UserWarning, match="equality constraints spare are inactive"):
         mechanism = load_mjcf(path)
     model, constraints = mechanism.model, mechanism.constraints
-    assert isinstance(mechanism, kj.constrained.Mechanism) and mechanism.n_dof == 4
+    assert isinstance(mechanism, kj.constrained.Mechanism) and mechanism.mobility == 4
     assert [p.description.split(" (")[0] for p in constraints.parts] == [
         "MJCF weld grasp",
         "MJCF weld dock",

@@ -185,7 +185,7 @@ def _function_model(model: kj.Model) -> kj.Model:
     """The same system as a :func:`kronjax.from_function` model (generic paths: autodiff
     kinematics, Lagrangian inverse dynamics, a Cholesky solve in forward dynamics)."""
     tree = model.kinematics
-    return kj.from_function(lambda q: tree.poses(q), model.n_dof, model.inertials, gravity=model.gravity, check=False)
+    return kj.from_function(lambda q: tree.poses(q), model.nv, model.inertials, gravity=model.gravity, check=False)
 
 
 def _on_function_model(fn):
@@ -201,7 +201,7 @@ ALTERNATIVES = {
     "coriolis_matrix[kane]": lambda x: kj.coriolis_matrix(x["model"], x["q"], x["qd"], form="kane"),
     "inverse_dynamics[kron]": lambda x: kj.inverse_dynamics(x["model"], x["q"], x["qd"], x["qdd"], method="kron"),
     "inverse_dynamics[lagrangian,wrenches]": lambda x: kj.inverse_dynamics(
-        x["model"], x["q"], x["qd"], x["qdd"], method="lagrangian", wrenches=_wrenches(x)
+        x["model"], x["q"], x["qd"], x["qdd"], method="euler_lagrange", wrenches=_wrenches(x)
     ),
     "jacobians[autodiff,body]": lambda x: kj.jacobians(x["model"], x["q"], "body", "com", method="autodiff"),
     "hessians[body*]": lambda x: kj.hessians(x["model"], x["q"], "body*", points="com"),
@@ -211,8 +211,8 @@ ALTERNATIVES = {
         x["model"], x["q"], x["qd"], x["qdd"], BODY, "com", frame="body"
     ),
     "compose[moving]": lambda x: kj.compose(
-        kj.relative_motion(x["model"], x["q"], 0, expressed_in="moving"),
-        kj.relative_motion(x["model"], x["q"], 3, reference=0, expressed_in="moving"),
+        kj.relative_motion(x["model"], x["q"], 0, frame="moving"),
+        kj.relative_motion(x["model"], x["q"], 3, reference=0, frame="moving"),
     ),
     "function_model:forward_dynamics": _on_function_model(CASES["forward_dynamics"]),
     "function_model:forward_dynamics_derivatives": _on_function_model(CASES["forward_dynamics_derivatives"]),

@@ -38,7 +38,7 @@ SLOW = ("random7", "puma560")
 def arm(request):
     model = ARMS[request.param]()
     rng = np.random.default_rng(42)
-    states = [rng.uniform(-2, 2, (N_STATES, model.n_dof)) for _ in range(4)]
+    states = [rng.uniform(-2, 2, (N_STATES, model.nv)) for _ in range(4)]
 
     @jax.jit
     def ours(q, qd, qdd, tau):

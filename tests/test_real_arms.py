@@ -155,8 +155,8 @@ def arm(request):
     rng = np.random.default_rng([SEED, list(MODELS).index(name)])
     lower = np.maximum(np.asarray(model.limits.lower), -np.pi)
     upper = np.minimum(np.asarray(model.limits.upper), np.pi)
-    q = rng.uniform(lower, upper, (N_STATES, model.n_dof))
-    qd, qdd = rng.uniform(-2, 2, (2, N_STATES, model.n_dof))
+    q = rng.uniform(lower, upper, (N_STATES, model.nv))
+    qd, qdd = rng.uniform(-2, 2, (2, N_STATES, model.nv))
     ours = _evaluate(_quantities, model, q, qd, qdd)
     return name, model, (q, qd, qdd), ours
 
@@ -298,7 +298,7 @@ def test_limits():
         limits = model.limits
         for field, value in zip(("lower", "upper", "velocity", "effort"), (lower, upper, velocity, effort)):
             got = np.asarray(getattr(limits, field))
-            assert got.shape == (model.n_dof,), (name, field)
+            assert got.shape == (model.nv,), (name, field)
             np.testing.assert_allclose(got, value, rtol=1e-15, atol=0, err_msg=f"{name} {field}")
     robot = rtb.models.DH.Puma560()
     np.testing.assert_allclose(np.asarray(kj.models.puma560().limits.lower), robot.qlim[0], rtol=1e-15)
@@ -310,5 +310,5 @@ def test_models_are_float64_and_honour_gravity():
     for name, make in MODELS.items():
         model = make(gravity=(0.0, 9.81, 0.0))
         np.testing.assert_array_equal(np.asarray(model.gravity), [0.0, 9.81, 0.0])
-        assert model.n_dof == {"puma560": 6, "panda": 7, "ur5": 6}[name]
+        assert model.nv == {"puma560": 6, "panda": 7, "ur5": 6}[name]
         assert all(leaf.dtype == jnp.float64 for leaf in jax.tree.leaves(model) if hasattr(leaf, "dtype"))

@@ -98,7 +98,7 @@ def _check(group, q, expected, v, vd, tol):
         for motion, target in ((reference, want), (moving, [rotation.T @ x for x in want])):
             for name, got, w in zip(names, _predicted(motion, v, vd), target):
                 error = relative_error(got, w)
-                assert error < tol, (c, b, motion.expressed_in, name, error)
+                assert error < tol, (c, b, motion.frame, name, error)
 
 
 def test_shapes_and_poses():

@@ -106,7 +106,7 @@ def case(request):
 
     model = kj.from_dh(dh_rows(robot), convention=convention)
     n = robot.n
-    assert model.n_dof == n and model.n_bodies == n
+    assert model.nv == n and model.n_bodies == n
     assert model.kinematics.kinds == tuple("P" if link.isprismatic else "R" for link in robot.links)
 
     qlim = np.asarray(robot.qlim, dtype=float)

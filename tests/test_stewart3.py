@@ -106,7 +106,7 @@ def test_structure_and_masses(mech):
     _, platform, m = mech
     assert isinstance(m, Mechanism)
     model = m.model
-    assert model.nv == 12 and m.constraints.n_equations == 9 and m.n_dof == 3
+    assert model.nv == 12 and m.constraints.n_equations == 9 and m.mobility == 3
     assert model.joint_names[:6] == ("J7", "J8", "J9", "J4", "J5", "J6")
     masses = dict(zip(model.body_names, np.asarray(model.inertials.mass)))
     for name, (mass, principal, _) in TABLE_LINKS.items():
@@ -221,7 +221,7 @@ def _tau(n):
 @pytest.fixture(scope="module")
 def accelerations(default):
     model, cons = default.model, default.constraints
-    tau = _tau(model.n_dof)
+    tau = _tau(model.nv)
     lagrange = jax.jit(lambda q, qd: solve(model, cons, q, qd, tau, "lagrange").vd)
     huang = jax.jit(lambda q, qd, dt: solve(model, cons, q, qd, tau, "huang", dt=dt).vd)
     return lagrange, huang

@@ -272,7 +272,7 @@ def test_gauss_newton_hessian_plus_the_dynamics_curvature_is_the_exact_hessian(t
     linearisation point, and its Hessian of the Lagrangian plus the curvature of the inverse
     dynamics, ``sum_k S_k^T (d^2 (w_k . tau_k) / d u_k^2) S_k`` (``u_k = (q, qd, qdd)`` at sample
     ``k``, ``S_k = d u_k / dx``, ``w_k`` the torques' adjoint, the curvature from the Euler-Lagrange
-    equations by autodiff, ``method="lagrangian"``), is ``jax.hessian`` of the exact problem: what
+    equations by autodiff, ``method="euler_lagrange"``), is ``jax.hessian`` of the exact problem: what
     Gauss-Newton leaves out is exactly what the solver's SR1 blocks approximate. With a free
     duration ``u_k`` is not linear in ``x``; a sphere constraint adds forward kinematics."""
     from kronjax.trajopt._interior_point import _functions, _linearisation, _linearised_functions, _states
@@ -309,7 +309,7 @@ def test_gauss_newton_hessian_plus_the_dynamics_curvature_is_the_exact_hessian(t
     adjoint = jax.grad(local, argnums=1)(x, zero)  # (K, n)
 
     def weighted(w, u):
-        return w @ kj.inverse_dynamics(model, u[:2], u[2:4], u[4:], method="lagrangian")
+        return w @ kj.inverse_dynamics(model, u[:2], u[2:4], u[4:], method="euler_lagrange")
 
     curvature = jax.vmap(jax.hessian(weighted, argnums=1))(adjoint, states)  # (K, 6, 6)
     samples = jax.jacfwd(lambda x: _states(problem, x))(x)  # (K, 6, len(x))

@@ -39,7 +39,7 @@ MODELS = {
 @pytest.mark.parametrize("name", MODELS)
 def test_inverse_dynamics_matches_kronjax_and_pinocchio(name):
     model = MODELS[name]()
-    n = model.n_dof
+    n = model.nv
     rng = np.random.default_rng(0)
     q, qd, qdd = rng.uniform(-3, 3, (20, n)), rng.normal(0, 2, (20, n)), rng.normal(0, 5, (20, n))
     function = cd.inverse_dynamics_function(model)

@@ -396,7 +396,7 @@ def test_fixed_links_as_frames_give_the_same_dynamics_as_merged_links():
     framed = kj.load_urdf(TREE, merge_fixed=False)
     assert merged.body_names == ("torso", "a1", "a2", "b1", "b2")
     assert framed.body_names == ("pedestal", "torso", "a1", "a2", "tool", "b1", "b2", "flange", "camera")
-    assert framed.n_dof == merged.n_dof == 5
+    assert framed.nv == merged.nv == 5
     for q in _states(5):
         for got, expected in zip(_dynamics(framed, q), _dynamics(merged, q)):
             assert relative_error(got, expected) < 1e-12
@@ -478,7 +478,7 @@ def test_round_trip_of_builtin_models(name):
     assert back.joint_names == tuple(j for j, kind in zip(model.joint_names, model.kinematics.kinds) if kind != "F")
     for key in ("lower", "upper", "velocity", "effort"):
         np.testing.assert_array_equal(getattr(back.limits, key), getattr(model.limits, key))
-    for q in _states(model.n_dof):
+    for q in _states(model.nv):
         for got, expected in zip(_dynamics(back, q), _dynamics(model, q)):
             assert relative_error(got, expected) < 1e-12
 
@@ -491,7 +491,7 @@ def test_round_trip_of_a_branched_tree_keeps_names_and_permutes_coordinates():
     assert sorted(back.joint_names) == sorted(framed.joint_names)
     perm = [framed.joint_names.index(name) for name in back.joint_names]
     coords = [framed.kinematics.q_index[i] for i in perm if framed.kinematics.q_index[i] >= 0]
-    for q in _states(framed.n_dof):
+    for q in _states(framed.nv):
         m_back, _, g_back = _dynamics(back, q[coords])
         m, _, g = _dynamics(framed, q)
         assert relative_error(m_back, np.asarray(m)[np.ix_(coords, coords)]) < 1e-12

@@ -91,7 +91,7 @@ def random_states(model: kj.Model, seed: int = 42):
     """N_STATES of (q, qd, qdd): q uniform within finite joint limits (else in [-pi, pi]),
     qd and qdd standard normal."""
     rng = np.random.default_rng(seed)
-    n = model.n_dof
+    n = model.nv
     lower, upper = np.full(n, -np.pi), np.full(n, np.pi)
     if model.limits is not None:
         lo, up = np.asarray(model.limits.lower), np.asarray(model.limits.upper)
@@ -184,7 +184,7 @@ def case(request):
 def test_structure_and_names(case):
     model, pm = case["model"], case["pm"]
     assert isinstance(model.kinematics, kj.chain.Tree)
-    assert model.n_dof == pm.nv == model.n_bodies
+    assert model.nv == pm.nv == model.n_bodies
     assert all(kind in ("R", "P") for kind in model.kinematics.kinds)
     assert set(model.joint_names) == set(pm.names[1:])
     for i, (body, joint) in enumerate(zip(model.body_names, model.joint_names)):
@@ -275,7 +275,7 @@ def test_missing_meshes_load():
     for name in ("ur5", "panda"):
         text = (DATA / f"{name}.urdf").read_text()
         assert "package://" in text and "<mesh" in text
-        assert kj.load_urdf(DATA / f"{name}.urdf").n_dof == {"ur5": 6, "panda": 8}[name]
+        assert kj.load_urdf(DATA / f"{name}.urdf").nv == {"ur5": 6, "panda": 8}[name]
 
 
 # --------------------------------------------------------------------------------------------
@@ -291,7 +291,7 @@ def round_trip_pinocchio(model: kj.Model):
 
 def check_round_trip(name: str, model: kj.Model, states, ours) -> None:
     pm2, pmap = round_trip_pinocchio(model)
-    assert pm2.nv == model.n_dof
+    assert pm2.nv == model.nv
     qs, qds, qdds = states
     tree = model.kinematics
     # body frames are the joint frames when Post is the identity (URDF, from_joints models);

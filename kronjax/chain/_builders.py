@@ -403,7 +403,7 @@ def from_function(
                 raise ValueError(f"poses function returned non-finite values at q = {q}")
             for i in range(nb):
                 _check_rotation(rs[i], f"poses function: rotation of body {i} at q = {np.round(q, 4)}")
-    kinematics = PosesFunction(fn=poses_fn, n_dof=int(n), n_bodies=nb)
+    kinematics = PosesFunction(fn=poses_fn, nv=int(n), n_bodies=nb)
     return assemble_model(
         kinematics,
         inertials,

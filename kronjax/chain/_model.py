@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
+from .._deprecation import renamed_attribute
 from ._arrays import float_array, is_concrete
 from ._inertials import Inertials, stack_inertials
 from ._limits import JointLimits, joint_limits
@@ -82,28 +83,24 @@ class Model(eqx.Module):
             raise ValueError(f"inertials for {self.inertials.mass.shape[0]} bodies, model has {nb}")
         if self.gravity.shape != (3,):
             raise ValueError(f"gravity must be a 3-vector, got shape {self.gravity.shape}")
-        if self.limits is not None and self.limits.lower.shape != (self.n_dof,):
-            raise ValueError(f"joint limits for {self.limits.lower.shape[0]} coordinates, model has {self.n_dof}")
+        if self.limits is not None and self.limits.lower.shape != (self.nv,):
+            raise ValueError(f"joint limits for {self.limits.lower.shape[0]} coordinates, model has {self.nv}")
         for what in ("armature", "damping", "friction"):
             value = getattr(self, what)
-            if value is not None and jnp.shape(value) != (self.n_dof,):
-                raise ValueError(f"{what} must have shape ({self.n_dof},) (one per velocity coordinate), got {jnp.shape(value)}")
+            if value is not None and jnp.shape(value) != (self.nv,):
+                raise ValueError(f"{what} must have shape ({self.nv},) (one per velocity coordinate), got {jnp.shape(value)}")
 
-    @property
-    def n_dof(self) -> int:
-        """Number of velocity coordinates ``n = nv`` (the length of ``q`` too unless the model has
-        free, spherical or planar joints)."""
-        return self.kinematics.n_dof
+    n_dof = renamed_attribute("n_dof", "nv", "Model")
 
     @property
     def nv(self) -> int:
         """Number of velocity coordinates (length of ``v``, ``vd``, ``tau``)."""
-        return self.kinematics.n_dof
+        return self.kinematics.nv
 
     @property
     def nq(self) -> int:
         """Length of the configuration ``q`` (``nv`` plus one per quaternion)."""
-        return getattr(self.kinematics, "nq", self.kinematics.n_dof)
+        return getattr(self.kinematics, "nq", self.kinematics.nv)
 
     @property
     def has_multi_dof(self) -> bool:
@@ -147,9 +144,9 @@ class Model(eqx.Module):
         if kinds is not None:
             own = self.kinematics._own_kinds
             return tuple(name for name, kind in zip(self.joint_names, own) for _ in range(JOINT_NV[kind]))
-        if len(self.joint_names) == self.n_dof:
+        if len(self.joint_names) == self.nv:
             return self.joint_names
-        return tuple(f"q{k + 1}" for k in range(self.n_dof))
+        return tuple(f"q{k + 1}" for k in range(self.nv))
 
     def body_index(self, body: int | str) -> int:
         """Index of a body given by index or name; raises a clear error when it does not exist."""
@@ -276,8 +273,8 @@ def assemble_model(kinematics, inertials, gravity, body_names, joint_names, limi
         gravity=_gravity(gravity),
         body_names=bodies,
         joint_names=joints,
-        limits=joint_limits(limits, kinematics.n_dof, moving),
-        **{what: _per_coordinate((joint_space or {}).get(what), kinematics.n_dof, moving, what) for what in JOINT_SPACE},
+        limits=joint_limits(limits, kinematics.nv, moving),
+        **{what: _per_coordinate((joint_space or {}).get(what), kinematics.nv, moving, what) for what in JOINT_SPACE},
     )
 
 

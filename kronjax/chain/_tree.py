@@ -11,6 +11,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .. import _lie
+from .._deprecation import renamed_attribute
 from .._rotations import axis_angle
 from ._arrays import is_concrete
 
@@ -131,10 +132,7 @@ class Tree(eqx.Module):
     def has_mimic(self) -> bool:
         return any(entry is not None for entry in self.mimic)
 
-    @property
-    def n_dof(self) -> int:
-        """``nv``."""
-        return self.nv
+    n_dof = renamed_attribute("n_dof", "nv", "Tree")
 
     @property
     def has_multi_dof(self) -> bool:
@@ -213,13 +211,15 @@ class PosesFunction(eqx.Module):
         ...     r = jnp.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
         ...     return r[None], (r @ jnp.array([1.0, 0.0, 0.0]))[None]
         >>> model = kj.from_function(poses, 1)
-        >>> type(model.kinematics).__name__, model.kinematics.n_bodies, model.kinematics.n_dof
+        >>> type(model.kinematics).__name__, model.kinematics.n_bodies, model.kinematics.nv
         ('PosesFunction', 1, 1)
     """
 
     fn: Callable = eqx.field(static=True)
-    n_dof: int = eqx.field(static=True)
+    nv: int = eqx.field(static=True)
     n_bodies: int = eqx.field(static=True)
+
+    n_dof = renamed_attribute("n_dof", "nv", "PosesFunction")
 
     def poses(self, q: Float[Array, " n"]) -> tuple[Float[Array, "nb 3 3"], Float[Array, "nb 3"]]:
         return split_poses(self.fn(q))

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._deprecation import renamed_attribute, renamed_keywords
 from ..calculus import khang_jacobian
 from ..chain import Model
 from ..configuration import unchecked_integrate
@@ -30,7 +31,7 @@ class Constraint(eqx.Module):
         a: ``q (nq,) -> A (m, n)`` for a Pfaffian constraint, else ``None``.
         b: ``q -> b (m,)`` for a Pfaffian constraint (``None``: ``b = 0``).
         n_equations: ``m``.
-        n_dof: ``n = nv``.
+        nv: ``n``, the number of velocity coordinates.
         description: what the constraint is, for error messages.
         space: the model whose configuration ``q`` is, when it has multi-DoF joints (its
             :func:`kronjax.integrate` is the chart of the derivatives); ``None``: ``q`` is
@@ -42,7 +43,7 @@ class Constraint(eqx.Module):
         >>> import kronjax as kj
         >>> import jax.numpy as jnp
         >>> circle = kj.constrained.holonomic(lambda q: jnp.array([q[0] ** 2 + q[1] ** 2 - 1.0]), 2)
-        >>> circle.n_equations, circle.n_dof, circle.is_holonomic
+        >>> circle.n_equations, circle.nv, circle.is_holonomic
         (1, 2, True)
         >>> bool(jnp.allclose(circle.phi(jnp.array([0.6, 0.8])), 0.0))
         True
@@ -52,9 +53,11 @@ class Constraint(eqx.Module):
     a: Callable | None
     b: Callable | None
     n_equations: int = eqx.field(static=True)
-    n_dof: int = eqx.field(static=True)
+    nv: int = eqx.field(static=True)
     description: str = eqx.field(static=True)
     space: Model | None = None
+
+    n_dof = renamed_attribute("n_dof", "nv", "Constraint")
 
     @property
     def is_holonomic(self) -> bool:
@@ -63,7 +66,7 @@ class Constraint(eqx.Module):
     @property
     def nq(self) -> int:
         """Length of the configuration ``q``."""
-        return self.n_dof if self.space is None else self.space.nq
+        return self.nv if self.space is None else self.space.nq
 
 
 def _probe(fn: Callable, n: int, what: str):
@@ -73,25 +76,26 @@ def _probe(fn: Callable, n: int, what: str):
         raise TypeError(f"{what} must be a pure JAX function of q (shape ({n},)): {err}") from err
 
 
-def _space(n_dof) -> tuple[int, Model | None]:
-    """``(n, space)`` of a constraint from ``n_dof``: a positive integer, or a model (its ``nv``,
+def _space(nv) -> tuple[int, Model | None]:
+    """``(n, space)`` of a constraint from ``nv``: a positive integer, or a model (its ``nv``,
     and itself as the chart when it has multi-DoF joints)."""
-    if isinstance(n_dof, Model):
-        return n_dof.nv, (n_dof if n_dof.has_multi_dof else None)
-    return positive_count(n_dof, "n_dof"), None
+    if isinstance(nv, Model):
+        return nv.nv, (nv if nv.has_multi_dof else None)
+    return positive_count(nv, "nv"), None
 
 
-def holonomic(phi_fn: Callable, n_dof: int | Model, *, description: str = "holonomic constraint") -> Constraint:
+@renamed_keywords(n_dof="nv")
+def holonomic(phi_fn: Callable, nv: int | Model, *, description: str = "holonomic constraint") -> Constraint:
     """Wrap a user's ``Phi(q) = 0`` (``q (nq,) -> (m,)``, traceable by JAX) as a constraint.
 
-    ``n_dof``: the number of (Euclidean) coordinates, or the model whose configuration ``q`` is
+    ``nv``: the number of (Euclidean) coordinates, or the model whose configuration ``q`` is
     (required for a model with free, spherical or planar joints: ``Phi_q`` is then taken along
     its tangent space, ``m x nv``). ``Phi_q`` and ``gamma`` come from automatic differentiation
     of ``phi_fn``.
 
     Args:
         phi_fn: ``q (nq,) -> (m,)``: ``Phi(q)``, traceable by JAX.
-        n_dof: the number of (Euclidean) coordinates, or the model whose configuration ``q`` is
+        nv: the number of (Euclidean) coordinates, or the model whose configuration ``q`` is
             (required with free, spherical or planar joints).
         description: what the constraint is, for messages.
 
@@ -115,25 +119,26 @@ def holonomic(phi_fn: Callable, n_dof: int | Model, *, description: str = "holon
     """
     if not callable(phi_fn):
         raise TypeError(f"phi_fn must be callable, got {phi_fn!r}")
-    n, space = _space(n_dof)
+    n, space = _space(nv)
     out = _probe(phi_fn, n if space is None else space.nq, "phi_fn")
     if getattr(out, "ndim", None) != 1 or out.shape[0] < 1:
         raise ValueError(f"phi_fn must return a vector (m,) with m >= 1, got shape {getattr(out, 'shape', None)}")
     return Constraint(phi_fn, None, None, int(out.shape[0]), n, description, space)
 
 
+@renamed_keywords(n_dof="nv")
 def pfaffian(
-    a_fn: Callable, n_dof: int | Model, b_fn: Callable | None = None, *, description: str = "Pfaffian constraint"
+    a_fn: Callable, nv: int | Model, b_fn: Callable | None = None, *, description: str = "Pfaffian constraint"
 ) -> Constraint:
     """A velocity constraint ``A(q) v = b(q)`` (Parsa eq. 6); ``b_fn=None`` means ``b = 0``.
 
-    ``a_fn``: ``q (nq,) -> (m, n)``; ``b_fn``: ``q -> (m,)``; ``n_dof`` as in :func:`holonomic`
+    ``a_fn``: ``q (nq,) -> (m, n)``; ``b_fn``: ``q -> (m,)``; ``nv`` as in :func:`holonomic`
     (``n = nv``). Pfaffian rows are not projected at position level (there is no ``Phi``) and are
     not supported by ``method="huang"``.
 
     Args:
         a_fn: ``q (nq,) -> (m, n)``: ``A(q)``.
-        n_dof: as in :func:`holonomic` (``n = nv``).
+        nv: as in :func:`holonomic`.
         b_fn: ``q -> (m,)``: ``b(q)``; ``None``: zero.
         description: what the constraint is, for messages.
 
@@ -155,7 +160,7 @@ def pfaffian(
     """
     if not callable(a_fn) or (b_fn is not None and not callable(b_fn)):
         raise TypeError("a_fn (and b_fn, when given) must be callables of q")
-    n, space = _space(n_dof)
+    n, space = _space(nv)
     nq = n if space is None else space.nq
     out = _probe(a_fn, nq, "a_fn")
     if getattr(out, "ndim", None) != 2 or out.shape[1] != n or out.shape[0] < 1:
@@ -187,7 +192,7 @@ class Constraints(eqx.Module):
         >>> import kronjax as kj
         >>> mech = kj.models.four_bar()
         >>> cons = mech.constraints
-        >>> cons.n_equations, cons.n_dof
+        >>> cons.n_equations, cons.nv
         (2, 3)
         >>> cons.residual(mech.q0).shape, cons.jacobian(mech.q0).shape, cons.hessian(mech.q0).shape
         ((2,), (2, 3), (2, 9))
@@ -198,7 +203,7 @@ class Constraints(eqx.Module):
     def __check_init__(self):
         if not self.parts:
             raise ValueError("need at least one constraint")
-        sizes = {(c.nq, c.n_dof) for c in self.parts}
+        sizes = {(c.nq, c.nv) for c in self.parts}
         if len(sizes) != 1:
             if len({n for _, n in sizes}) != 1:
                 raise ValueError(f"constraints for different numbers of coordinates: {sorted(n for _, n in sizes)}")
@@ -212,9 +217,11 @@ class Constraints(eqx.Module):
         return sum(c.n_equations for c in self.parts)
 
     @property
-    def n_dof(self) -> int:
-        """``n = nv``, the number of velocity coordinates."""
-        return self.parts[0].n_dof
+    def nv(self) -> int:
+        """``n``, the number of velocity coordinates."""
+        return self.parts[0].nv
+
+    n_dof = renamed_attribute("n_dof", "nv", "Constraints")
 
     @property
     def nq(self) -> int:
@@ -323,7 +330,7 @@ class Mechanism(eqx.Module):
         >>> import kronjax as kj
         >>> import jax.numpy as jnp
         >>> mech = kj.models.four_bar()
-        >>> mech.model.nq, mech.constraints.n_equations, mech.n_dof
+        >>> mech.model.nq, mech.constraints.n_equations, mech.mobility
         (3, 2, 1)
         >>> bool(jnp.max(jnp.abs(mech.constraints.residual(mech.q0))) < 1e-12)
         True
@@ -338,16 +345,18 @@ class Mechanism(eqx.Module):
         if jnp.shape(self.q0) != (self.model.nq,):
             raise ValueError(f"q0 must have shape ({self.model.nq},) for this model, got {jnp.shape(self.q0)}")
 
+    n_dof = renamed_attribute("n_dof", "mobility", "Mechanism")
+
     @property
-    def n_dof(self) -> int:
+    def mobility(self) -> int:
         """Degrees of freedom of the closed mechanism, ``nv - m`` (independent constraints)."""
         return self.model.nv - self.constraints.n_equations
 
 
 def check_space(model: Model, cons: Constraints) -> None:
     """A clear error where the constraints are not written on the model's configuration space."""
-    if cons.n_dof != model.nv:
-        raise ValueError(f"constraints on {cons.n_dof} coordinates for a {model.n_dof}-DOF model")
+    if cons.nv != model.nv:
+        raise ValueError(f"constraints on {cons.nv} coordinates for a {model.nv}-DOF model")
     if cons.nq != model.nq or (cons.space is not None and _layout(cons.space) != _layout(model)):
         raise ValueError(
             f"constraints on configurations q of {cons.nq} numbers for a model with nq = {model.nq} "

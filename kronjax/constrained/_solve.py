@@ -379,7 +379,7 @@ def solve(
         if independent is not None:
             raise ValueError("independent applies to method='nullspace'")
     else:
-        independent = _check_independent(independent, model.n_dof, cons.n_equations)
+        independent = _check_independent(independent, model.nv, cons.n_equations)
     m_q, factor, f = _forces(model, q, v, tau, wrenches)
     if method == "huang":
         return _huang(cons, q, v, factor, f, dt, rtol)

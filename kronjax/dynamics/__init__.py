@@ -24,10 +24,10 @@ Two routes to inverse dynamics exist and agree:
   it forms the ``n x n^2`` tensor ``C*``;
 * the fast ways, which never form an ``n x n^2`` tensor: ``method="rnea"``, a recursive
   Newton-Euler algorithm (spatial vectors in body coordinates) for :class:`~kronjax.chain.Tree`
-  models, and ``method="lagrangian"``, the Euler-Lagrange equations (Truc 16) evaluated with
+  models, and ``method="euler_lagrange"``, the Euler-Lagrange equations (Truc 16) evaluated with
   forward-over-reverse automatic differentiation of ``L = T - P``, which works for any model,
   including :func:`~kronjax.chain.from_function` models. ``method="auto"`` (the default) picks
-  ``"rnea"`` for trees and ``"lagrangian"`` otherwise.
+  ``"rnea"`` for trees and ``"euler_lagrange"`` otherwise.
 
 Modules: ``_bodies`` (per-body quantities), ``_terms`` (``M``, ``dM/dq``, ``C*``, ``C``, ``g``,
 energies), ``_wrenches``, ``_inverse``, ``_forward``, ``_rules`` (the JAX derivative rules of the

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
-from .._deprecation import renamed_keywords
+from .._deprecation import renamed_keywords, renamed_value
 from ..chain import Model, Tree
 from ..chain._model import armature_force
 from ..kinematics._jacobians import along_tangent, tangent_origin
@@ -21,11 +21,11 @@ from ._rules import tree_rnea
 from ._terms import gravity, unchecked_coriolis_star, unchecked_mass_matrix
 from ._wrenches import Wrench, as_wrenches, unchecked_generalized_forces
 
-INVERSE_DYNAMICS_METHODS = ("auto", "rnea", "lagrangian", "kron")
+INVERSE_DYNAMICS_METHODS = ("auto", "rnea", "euler_lagrange", "kron")
 
 
 @eqx.filter_jit
-def _lagrangian(model: Model, q: Array, v: Array, vd: Array) -> Array:
+def _euler_lagrange(model: Model, q: Array, v: Array, vd: Array) -> Array:
     """Euler-Lagrange (Truc 16): ``d/dt (dL/dqd) - dL/dq`` with ``L = T - P``, by autodiff:
     ``d/dt (dL/dqd)`` is a forward-mode derivative of the reverse-mode gradient along ``(v, vd)``.
 
@@ -57,15 +57,23 @@ def _kron_id(model: Model, q: Array, v: Array, vd: Array) -> Array:
     return unchecked_mass_matrix(model, q) @ vd + c_star @ jnp.kron(v, v) + gravity(model, q)
 
 
-def resolve_method(model: Model, method: str) -> str:
+def checked_method(method: str, where: str) -> str:
+    """An inverse-dynamics ``method`` of :data:`INVERSE_DYNAMICS_METHODS`, its deprecated spelling
+    ``"euler_lagrange"`` (beside :func:`kronjax.constrained.solve`'s ``"lagrange"``) mapped with a warning."""
+    method = renamed_value(method, {"euler_lagrange": "euler_lagrange"}, f"{where}(method=...)")
     if method not in INVERSE_DYNAMICS_METHODS:
         raise ValueError(f"unknown inverse-dynamics method {method!r}; expected one of {INVERSE_DYNAMICS_METHODS}")
+    return method
+
+
+def resolve_method(model: Model, method: str) -> str:
+    method = checked_method(method, "inverse_dynamics")
     if method == "auto":
-        return "rnea" if isinstance(model.kinematics, Tree) else "lagrangian"
+        return "rnea" if isinstance(model.kinematics, Tree) else "euler_lagrange"
     if method == "rnea" and not isinstance(model.kinematics, Tree):
         raise ValueError(
             "method='rnea' needs a Tree model (from_dh / from_joints); this model's kinematics is a "
-            f"{type(model.kinematics).__name__}: use method='lagrangian' (or 'auto', 'kron')"
+            f"{type(model.kinematics).__name__}: use method='euler_lagrange' (or 'auto', 'kron')"
         )
     return method
 
@@ -96,10 +104,10 @@ def inverse_dynamics(
         method:
 
             * ``"auto"`` (default): ``"rnea"`` for :class:`~kronjax.chain.Tree` models,
-              ``"lagrangian"`` otherwise.
+              ``"euler_lagrange"`` otherwise.
             * ``"rnea"``: recursive Newton-Euler (``O(n)``, never forms an ``n x n^2`` tensor);
               Tree models only.
-            * ``"lagrangian"``: the Euler-Lagrange equations (Truc 16) of ``L = T - P`` by
+            * ``"euler_lagrange"``: the Euler-Lagrange equations (Truc 16) of ``L = T - P`` by
               forward-over-reverse autodiff (``jax.jvp`` of ``jax.grad``); any model, including
               :func:`~kronjax.chain.from_function` ones. With free, spherical or planar joints
               they are taken in the exponential chart ``xi -> q ⊕ xi`` at ``q`` (the
@@ -139,7 +147,7 @@ def inverse_dynamics(
         >>> tau = kj.inverse_dynamics(model, q, v, vd)  # "auto": "rnea" for this tree
         >>> tau.shape
         (2,)
-        >>> bool(jnp.allclose(tau, kj.inverse_dynamics(model, q, v, vd, method="lagrangian")))
+        >>> bool(jnp.allclose(tau, kj.inverse_dynamics(model, q, v, vd, method="euler_lagrange")))
         True
         >>> bool(jnp.allclose(tau, kj.inverse_dynamics(model, q, v, vd, method="kron")))
         True
@@ -152,7 +160,7 @@ def inverse_dynamics(
     q, v, vd = check_inputs(model, q=q, v=v, vd=vd)
     require_inertials(model)
     rnea = tree_rnea if derivatives == "analytic" else _rnea.rnea
-    tau = {"rnea": rnea, "lagrangian": _lagrangian, "kron": _kron_id}[method](model, q, v, vd)
+    tau = {"rnea": rnea, "euler_lagrange": _euler_lagrange, "kron": _kron_id}[method](model, q, v, vd)
     wrenches = as_wrenches(wrenches)
     if wrenches:
         tau = tau - unchecked_generalized_forces(model, q, wrenches)

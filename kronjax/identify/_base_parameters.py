@@ -13,6 +13,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from .. import _lie
+from .._deprecation import renamed_keywords, warn
 from ..chain import Model
 from ..configuration import joint_slices
 from ._parameters import as_parameters, parameter_count, parameter_names
@@ -120,8 +121,9 @@ def _priority(p: int) -> np.ndarray:
     return np.concatenate([bodies, np.arange(bodies.size, p)])
 
 
+@renamed_keywords(w="y")
 def base_parameters_from_regressor(
-    w: Float[ArrayLike, "*rows p"],
+    y: Float[ArrayLike, "*rows p"],
     *,
     rtol: float | None = None,
     names: Sequence[str] = (),
@@ -142,7 +144,7 @@ def base_parameters_from_regressor(
     4. ``B`` from the least-squares solution of ``W_i B = W_d``.
 
     Args:
-        w: the regressor stacked over states (from :func:`regressor`, any batch shape).
+        y: the regressor stacked over states (from :func:`regressor`, any batch shape).
         rtol: relative threshold; default ``1e-8``, far below the smallest significant singular
             value of a regressor over random states (1e-3 or more) and far above rounding (1e-14).
         names: names of the standard parameters (for :meth:`BaseParameters.describe`).
@@ -167,20 +169,20 @@ def base_parameters_from_regressor(
         >>> base.rank, [base.names[i] for i in base.independent]
         (6, ['link1.mcx', 'link1.mcy', 'link1.Izz', 'link2.mcx', 'link2.mcy', 'link2.Izz'])
     """
-    w = np.asarray(w, dtype=np.float64)
-    if w.ndim < 2:
-        raise ValueError(f"the stacked regressor must have at least 2 dimensions (rows, p), got shape {w.shape}")
-    w = w.reshape(-1, w.shape[-1])
-    rows, p = w.shape
+    y = np.asarray(y, dtype=np.float64)
+    if y.ndim < 2:
+        raise ValueError(f"the stacked regressor must have at least 2 dimensions (rows, p), got shape {y.shape}")
+    y = y.reshape(-1, y.shape[-1])
+    rows, p = y.shape
     if rows < p:
         raise ValueError(f"{rows} rows for {p} parameters: stack the regressor over more states (at least {p} rows)")
-    if not np.all(np.isfinite(w)):
+    if not np.all(np.isfinite(y)):
         raise ValueError("the regressor has non-finite entries")
     rtol = 1e-8 if rtol is None else float(rtol)
-    norms = np.linalg.norm(w, axis=0)
+    norms = np.linalg.norm(y, axis=0)
     # columns that are zero up to rounding (parameters with no effect) are zero
     zero = norms <= rtol * np.max(norms)
-    scaled = np.where(zero, 0.0, w / np.where(zero, 1.0, norms))
+    scaled = np.where(zero, 0.0, y / np.where(zero, 1.0, norms))
     s = np.linalg.svd(scaled, compute_uv=False)
     rank = int(np.sum(s > rtol * s[0])) if s[0] > 0 else 0
     if rank == 0:
@@ -196,7 +198,7 @@ def base_parameters_from_regressor(
             "stack the regressor over more (random) states or change rtol"
         )
     dependent = np.setdiff1d(np.arange(p), independent)
-    b, *_ = np.linalg.lstsq(w[:, independent], w[:, dependent], rcond=None)
+    b, *_ = np.linalg.lstsq(y[:, independent], y[:, dependent], rcond=None)
     k = np.zeros((rank, p))
     k[np.arange(rank), independent] = 1.0
     k[:, dependent] = b
@@ -208,35 +210,35 @@ def base_parameters_from_regressor(
     return BaseParameters(rank=rank, independent=tuple(int(i) for i in independent), projection=jnp.asarray(k), names=names)
 
 
-def _random_states(model: Model, seed: int, samples: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _random_states(model: Model, key: Array, samples: int) -> tuple[Array, Array, Array]:
     # not within the joint limits: the rank of the regressor is a generic property of the
     # kinematics, and a range of one point (a URDF's lower = upper = 0, "not set") would hide
     # every parameter that only acts when the joint moves
-    rng = np.random.default_rng(seed)
-    shape = (samples, model.n_dof)
-    q = rng.uniform(-math.pi, math.pi, shape)
+    key_q, key_v, key_vd, key_joints = jax.random.split(key, 4)
+    shape = (samples, model.nv)
+    q = jax.random.uniform(key_q, shape, minval=-math.pi, maxval=math.pi)
     if model.has_multi_dof:  # uniform rotations, translations in [-pi, pi], the rest as above
-        q = np.concatenate(
+        q = jnp.concatenate(
             [
-                q[:, vs] if kind in ("R", "P") else _random_joint(kind, seed, k, samples)
+                q[:, vs] if kind in ("R", "P") else _random_joint(kind, jax.random.fold_in(key_joints, k), samples)
                 for k, (kind, _, vs) in enumerate(joint_slices(model))
             ],
             axis=1,
         )
-    return q, rng.normal(size=shape), rng.normal(size=shape)
+    return q, jax.random.normal(key_v, shape), jax.random.normal(key_vd, shape)
 
 
-def _random_joint(kind: str, seed: int, k: int, samples: int) -> np.ndarray:
+def _random_joint(kind: str, key: Array, samples: int) -> Array:
     """``samples`` uniform configurations of a multi-DoF joint (translations in ``[-pi, pi]``)."""
-    keys = jax.random.split(jax.random.fold_in(jax.random.key(seed), k), samples)
     size = {"free": 3, "planar": 2}.get(kind)
     bounds = () if size is None else (-math.pi * np.ones(size), math.pi * np.ones(size))
-    return np.asarray(jax.vmap(lambda key: _lie.random(kind, key, *bounds))(keys))
+    return jax.vmap(lambda k: _lie.random(kind, k, *bounds))(jax.random.split(key, samples))
 
 
+@renamed_keywords(seed=("key", jax.random.key))
 def base_parameters(
     model: Model,
-    seed: int = 0,
+    key: Array | int | None = None,
     *,
     samples: int | None = None,
     friction: bool = False,
@@ -249,7 +251,7 @@ def base_parameters(
     The regressor (:func:`regressor`) is stacked over ``samples`` random states -- ``q`` uniform
     in ``[-pi, pi]`` (rad or m; free, spherical and planar joints: uniform rotations and
     translations, :func:`~kronjax.configuration.random_configuration`), ``v`` and ``vd``
-    standard normal, from ``numpy.random.default_rng(seed)`` -- and reduced by :func:`base_parameters_from_regressor`.
+    standard normal, drawn with ``key`` -- and reduced by :func:`base_parameters_from_regressor`.
     The result depends on the kinematics and gravity only. The states ignore ``model.limits``:
     the rank of the regressor and the regrouping are generic properties (the same at almost
     every state), and states within narrow or single-point limits (a URDF's ``lower = upper = 0``)
@@ -259,7 +261,8 @@ def base_parameters(
 
     Args:
         model: the :class:`~kronjax.chain.Model`.
-        seed: seed of the NumPy random generator of the states.
+        key: a JAX random key for the states (default ``jax.random.key(0)``: the same states at
+            every call). An ``int`` (the former seed) is deprecated.
         samples: number of random states (default ``2 p / n + 20``).
         friction: include the ``2 n`` friction parameters.
         armature: include the ``n`` rotor inertias.
@@ -283,7 +286,10 @@ def base_parameters(
     if not isinstance(model, Model):
         raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
     p = parameter_count(model, friction, armature)
-    samples = int(2 * p / model.n_dof + 20) if samples is None else int(samples)
-    q, v, vd = _random_states(model, int(seed), samples)
+    samples = int(2 * p / model.nv + 20) if samples is None else int(samples)
+    if isinstance(key, int):
+        warn("base_parameters(model, seed)", "a key, jax.random.key(seed)")
+        key = jax.random.key(key)
+    q, v, vd = _random_states(model, jax.random.key(0) if key is None else key, samples)
     y = regressor(model, q, v, vd, friction=friction, armature=armature, method=method)
     return base_parameters_from_regressor(y, rtol=rtol, names=parameter_names(model, friction, armature))

@@ -81,7 +81,7 @@ class FourierTrajectory(eqx.Module):
     ) -> FourierTrajectory:
         """Random coefficients: offsets at the middle of the position limits (0 where unlimited),
         ``a, b ~ N(0, velocity^2 / (2 L))`` (so each joint's RMS speed is about ``velocity``)."""
-        n = model.n_dof
+        n = model.nv
         ka, kb = jax.random.split(key)
         scale = velocity / math.sqrt(2 * harmonics)
         return cls(
@@ -123,7 +123,7 @@ class FourierTrajectory(eqx.Module):
 
 def _middle(model: Model) -> Array:
     if model.limits is None:
-        return jnp.zeros(model.n_dof)
+        return jnp.zeros(model.nv)
     lower, upper = model.limits.lower, model.limits.upper
     return jnp.where(
         jnp.isfinite(lower) & jnp.isfinite(upper),
@@ -133,7 +133,7 @@ def _middle(model: Model) -> Array:
 
 
 def _limit_arrays(model: Model, acceleration, dtype):
-    n = model.n_dof
+    n = model.nv
     inf = jnp.full(n, jnp.inf, dtype)
     lim = model.limits
     lower, upper, velocity = (-inf, inf, inf) if lim is None else (lim.lower, lim.upper, lim.velocity)
@@ -153,7 +153,7 @@ def _check_excitable(model: Model, what: str) -> None:
         return
     lower, upper, velocity = (np.asarray(x) for x in (lim.lower, lim.upper, lim.velocity))
     names = model.coordinate_names
-    for k in range(model.n_dof):
+    for k in range(model.nv):
         if not lower[k] < upper[k]:
             problem = f"a position range of zero width ([{lower[k]:g}, {upper[k]:g}])"
         elif not velocity[k] > 0:

@@ -223,7 +223,7 @@ def parameter_names(model: Model, friction: bool = False, armature: bool = False
 
 def parameter_count(model: Model, friction: bool, armature: bool) -> int:
     """The number of the regressor's columns."""
-    return 10 * model.n_bodies + model.n_dof * (2 * bool(friction) + bool(armature))
+    return 10 * model.n_bodies + model.nv * (2 * bool(friction) + bool(armature))
 
 
 def pseudo_inertia(pi: Float[ArrayLike, " p"] | Sequence[float]) -> Float[Array, "nb 4 4"]:

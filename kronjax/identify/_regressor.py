@@ -111,7 +111,7 @@ def regressor(
         if not jnp.issubdtype(x.dtype, jnp.floating):
             x = x.astype(jnp.result_type(float))
         if x.ndim == 0 or x.shape[-1] != size:
-            what = f"{model.n_dof}-DOF model" if model.nq == model.nv else f"model with nq = {model.nq}, nv = {model.nv}"
+            what = f"{model.nv}-DOF model" if model.nq == model.nv else f"model with nq = {model.nq}, nv = {model.nv}"
             raise ValueError(f"{name} must have shape (..., {size}) for this {what}, got {x.shape}")
         arrays.append(x)
     q, v, vd = arrays

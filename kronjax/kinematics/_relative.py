@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
+from .._deprecation import renamed_attribute, renamed_keywords
 from ..calculus import block_skew, skew
 from ..chain import Model
 from ._jacobians import along_tangent, angular_jacobian, tangent_origin
@@ -20,7 +21,7 @@ class RelativeMotion(eqx.Module):
         origin: ``^b d_c^(b)`` (3,).
         J_T, J_R: ``3 x n`` (``n = model.nv``): ``^b v_c = J_T v`` (``v`` on the right the joint velocities), ``^b omega_c = J_R v``.
         H_T, H_R: ``3 x n^2``: ``^b a_c = J_T vd + H_T (v ⊗ v)``, likewise ``^b alpha_c``.
-        expressed_in: ``"reference"``: vectors in frame ``b`` (``^bJ_Tc^(b)``, ``^bH_Tc^(b)``, eqs.
+        frame: ``"reference"``: vectors in frame ``b`` (``^bJ_Tc^(b)``, ``^bH_Tc^(b)``, eqs.
             29, 37, 51, 60); ``"moving"``: in frame ``c`` (``^bJ_Tc^(c)``, ``^bJ_Rc^(c)``,
             ``^bH*_Tc^(c)``, ``^bH_Rc^(c)``; eqs. 31, 40, 58, 61).
 
@@ -33,7 +34,7 @@ class RelativeMotion(eqx.Module):
         >>> import kronjax as kj
         >>> model = kj.models.double_pendulum()  # two links of length L = 1.22 m, joint axes z
         >>> rel = kj.relative_motion(model, jnp.array([0.3, 0.5]), "link2", reference="link1")
-        >>> rel.rotation.shape, rel.J_T.shape, rel.H_T.shape, rel.expressed_in
+        >>> rel.rotation.shape, rel.J_T.shape, rel.H_T.shape, rel.frame
         ((3, 3), (3, 2), (3, 4), 'reference')
         >>> bool(np.allclose(rel.origin, [1.22, 0.0, 0.0])), bool(np.allclose(rel.J_T, 0.0, atol=1e-6))
         (True, True)
@@ -47,19 +48,22 @@ class RelativeMotion(eqx.Module):
     J_R: Float[Array, "3 nv"]
     H_T: Float[Array, "3 nv*nv"]
     H_R: Float[Array, "3 nv*nv"]
-    expressed_in: str = eqx.field(static=True, default="reference")
+    frame: str = eqx.field(static=True, default="reference")
+
+    expressed_in = renamed_attribute("expressed_in", "frame", "RelativeMotion")
 
     def __check_init__(self):
-        if self.expressed_in not in ("reference", "moving"):
-            raise ValueError(f"expressed_in must be 'reference' or 'moving', got {self.expressed_in!r}")
+        if self.frame not in ("reference", "moving"):
+            raise ValueError(f"frame must be 'reference' or 'moving', got {self.frame!r}")
 
 
+@renamed_keywords(expressed_in="frame")
 def relative_motion(
     model: Model,
     q: Float[ArrayLike, " nq"],
     body: int | str,
     reference: int | str | None = None,
-    expressed_in: str = "reference",
+    frame: str = "reference",
 ) -> RelativeMotion:
     """Motion of ``body``'s frame relative to ``reference``'s frame (``None``: the base), by
     autodiff of the relative pose ``A_c^(b) = A_b^T A_c``, ``^b d_c^(b) = A_b^T (d_c - d_b)``.
@@ -76,7 +80,7 @@ def relative_motion(
             quaternions, Pinocchio's order).
         body: the moving body's index or name.
         reference: the reference body's index or name; ``None`` (default): the base.
-        expressed_in: ``"reference"`` (default): components in the reference's frame; ``"moving"``: in
+        frame: ``"reference"`` (default): components in the reference's frame; ``"moving"``: in
             the moving body's frame.
 
     Returns:
@@ -97,8 +101,8 @@ def relative_motion(
         >>> bool(jnp.allclose(motion.H_T, kj.translational_hessian(model, q, "link2")))
         True
     """
-    if expressed_in not in ("reference", "moving"):
-        raise ValueError(f"expressed_in must be 'reference' or 'moving', got {expressed_in!r}")
+    if frame not in ("reference", "moving"):
+        raise ValueError(f"frame must be 'reference' or 'moving', got {frame!r}")
     q = model.check_q(q)
     c = model.body_index(body)
     b = None if reference is None else model.body_index(reference)
@@ -109,7 +113,7 @@ def relative_motion(
             return rs[c], ps[c]
         return rs[b].T @ rs[c], rs[b].T @ (ps[c] - ps[b])
 
-    frame = "base" if expressed_in == "reference" else "body"
+    jacobian_frame = "base" if frame == "reference" else "body"
 
     def pose_and_rotation(q):
         rp = pose(q)
@@ -120,17 +124,17 @@ def relative_motion(
         return jax.jacfwd(along_tangent(model, q, f), has_aux=has_aux)(tangent_origin(model, q))
 
     def jacobians(q):
-        """``^bJ_Tc^(b)`` and ``J_R`` in ``frame``."""
+        """``^bJ_Tc^(b)`` and ``J_R`` in ``jacobian_frame``."""
         (jt, dr), r = derivative(pose_and_rotation, q, has_aux=True)
-        return jt, angular_jacobian(r, dr, frame)
+        return jt, angular_jacobian(r, dr, jacobian_frame)
 
     n = model.nv
     rotation, origin = pose(q)
     jt, jr = jacobians(q)
     ht, hr = (h.reshape(3, n * n) for h in derivative(jacobians, q))
-    if expressed_in == "moving":  # (31), (58): J_T and H_T of the reference frame turned into c's
+    if frame == "moving":  # (31), (58): J_T and H_T of the reference frame turned into c's
         jt, ht = rotation.T @ jt, rotation.T @ ht
-    return RelativeMotion(rotation, origin, jt, jr, ht, hr, expressed_in)
+    return RelativeMotion(rotation, origin, jt, jr, ht, hr, frame)
 
 
 def _quadratic_cross(w: Array, x: Array) -> Array:
@@ -143,7 +147,7 @@ def _quadratic_cross(w: Array, x: Array) -> Array:
 def compose(ab: RelativeMotion, bc: RelativeMotion) -> RelativeMotion:
     """Motion of ``c`` relative to ``a`` from that of ``b`` relative to ``a`` and ``c`` relative to ``b``.
 
-    With both inputs ``expressed_in="reference"`` (``ab`` in frame ``a``, ``bc`` in frame ``b``):
+    With both inputs ``frame="reference"`` (``ab`` in frame ``a``, ``bc`` in frame ``b``):
     eqs. (71)-(72), (77)-(78), (86)-(87), result in frame ``a``. With both ``"moving"`` (``ab`` in
     frame ``b``, ``bc`` in frame ``c``): eqs. (80)-(81), (89)-(90), result in frame ``c``.
 
@@ -172,15 +176,15 @@ def compose(ab: RelativeMotion, bc: RelativeMotion) -> RelativeMotion:
         >>> bool(jnp.allclose(kj.symmetrize(ac.H_T), kj.symmetrize(direct.H_T)))
         True
     """
-    if ab.expressed_in != bc.expressed_in:
-        raise ValueError(f"compose needs both motions expressed alike, got {ab.expressed_in!r} and {bc.expressed_in!r}")
+    if ab.frame != bc.frame:
+        raise ValueError(f"compose needs both motions expressed alike, got {ab.frame!r} and {bc.frame!r}")
     if ab.J_T.shape != bc.J_T.shape:
         raise ValueError(f"motions of different coordinates: J_T {ab.J_T.shape} vs {bc.J_T.shape}")
     n = ab.J_T.shape[1]
     eye_n = jnp.eye(n, dtype=ab.J_T.dtype)
     rotation = ab.rotation @ bc.rotation  # (72)
     origin = ab.origin + ab.rotation @ bc.origin  # (71)
-    if ab.expressed_in == "reference":
+    if ab.frame == "reference":
         a_b = ab.rotation  # A_b^(a)
         d = a_b @ bc.origin  # ^b d_c^(a)
         w = ab.J_R  # ^a J_Rb^(a)
@@ -206,13 +210,13 @@ def compose(ab: RelativeMotion, bc: RelativeMotion) -> RelativeMotion:
             + bc.H_T
         )  # (89)
         hr = a_bc @ ab.H_R + bc.H_R + block_skew(w) @ jnp.kron(bc.J_R, eye_n)  # (90)
-    return RelativeMotion(rotation, origin, jt, jr, ht, hr, ab.expressed_in)
+    return RelativeMotion(rotation, origin, jt, jr, ht, hr, ab.frame)
 
 
 def point_motion(motion: RelativeMotion, point: Float[ArrayLike, 3]) -> tuple[Float[Array, "3 nv"], Float[Array, "3 nv*nv"]]:
     """``(J_TG, H_TG)`` of a point fixed on the moving frame, given in moving-frame coordinates.
 
-    Eqs. (79), (88) (``expressed_in="reference"``) or (82), (91) (``"moving"``).
+    Eqs. (79), (88) (``frame="reference"``) or (82), (91) (``"moving"``).
 
     Args:
         motion: a :class:`RelativeMotion`.
@@ -237,7 +241,7 @@ def point_motion(motion: RelativeMotion, point: Float[ArrayLike, 3]) -> tuple[Fl
     point = jnp.asarray(point, motion.J_T.dtype)
     if point.shape != (3,):
         raise ValueError(f"point must be a 3-vector, got shape {point.shape}")
-    p = motion.rotation @ point if motion.expressed_in == "reference" else point
+    p = motion.rotation @ point if motion.frame == "reference" else point
     jt = motion.J_T - skew(p) @ motion.J_R
     ht = motion.H_T - skew(p) @ motion.H_R + _quadratic_cross(motion.J_R, p)
     return jt, ht

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from .._deprecation import renamed_keywords
 from ..chain import Inertial, Joint, Model, from_joints
 
 
+@renamed_keywords(g0=("gravity", lambda g0: (0.0, -g0, 0.0)))
 def double_pendulum(
     m: float = 14.59,
     L: float = 1.22,
     Lc: float = 0.61,
     Izz: float = 1.36,
-    g0: float = 9.81,
+    gravity=(0.0, -9.81, 0.0),
 ) -> Model:
     """A planar double pendulum of two equal links (Huang et al., Fig. 8), in joint space.
 
@@ -22,7 +24,7 @@ def double_pendulum(
     Coordinates (as in the reference data): ``q1`` is the absolute angle of link 1 measured
     counter-clockwise from ``+x``; ``q2`` is the angle of link 2 relative to link 1. Each body
     frame sits at its proximal joint with ``x`` along the link, so the centres of mass are at
-    ``[Lc, 0, 0]``. Gravity is ``[0, -g0, 0]`` (the paper does not state it; ``-y`` is down).
+    ``[Lc, 0, 0]``. Gravity is ``[0, -g0, 0]`` by default, ``g0 = 9.81`` (the paper does not state it; ``-y`` is down).
 
     Out-of-plane inertias (they do not affect planar motion): each link is a slender rod along its
     body ``x`` axis, inertia about the centre of mass ``diag(0, Izz, Izz)`` -- symmetric,
@@ -36,7 +38,7 @@ def double_pendulum(
         L: each link's length (m).
         Lc: the distance from a link's proximal joint to its centre of mass (m).
         Izz: each link's moment of inertia about its centre of mass (kg m^2).
-        g0: the gravitational acceleration's magnitude, along ``-y``.
+        gravity: ``(3,)`` the gravitational acceleration in the base frame.
 
     Returns:
         The :class:`~kronjax.chain.Model`.
@@ -62,4 +64,4 @@ def double_pendulum(
         Joint("R", parent=0, axis=(0.0, 0.0, 1.0), translation=(L, 0.0, 0.0), name="joint2", body_name="link2"),
     ]
     link = Inertial(mass=m, com=(Lc, 0.0, 0.0), inertia=(0.0, Izz, Izz))
-    return from_joints(joints, [link, link], gravity=(0.0, -g0, 0.0))
+    return from_joints(joints, [link, link], gravity=gravity)

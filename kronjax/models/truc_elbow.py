@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 
+from .._deprecation import renamed_keywords
 from ..chain import Inertial, Model, from_dh
 
 
+@renamed_keywords(g=("gravity", lambda g: (0.0, 0.0, -g)))
 def truc_elbow(
     *,
     l0: float = 0.294,
@@ -27,15 +29,15 @@ def truc_elbow(
     I3xx: float = 7.9e-3,
     I3yy: float = 20.2e-3,
     I3zz: float = 20.2e-3,
-    g: float = 9.807,
+    gravity=(0.0, 0.0, -9.807),
 ) -> Model:
     """The R-R-R elbow manipulator of Truc et al. 2019 (Fig. 2, Table 1), parameters of eq. (71).
 
     Keyword parameters carry the paper's symbols: ``l_{i-1}`` is the length of link ``i``,
     ``r_{i-1}`` the distance from joint ``i`` to the centroid of link ``i``, ``m_i`` its mass and
     ``Iixx, Iiyy, Iizz`` its principal moments of inertia about the centroid, in frame-``i`` axes
-    (products of inertia are zero, sec. 5). ``g`` is the gravitational acceleration; gravity is
-    ``[0, 0, -g]`` in the base frame (Truc eq. 17). Defaults: eq. (71), ``g = 9.807``.
+    (products of inertia are zero, sec. 5). Gravity is ``[0, 0, -g]`` in the base frame
+    (Truc eq. 17). Defaults: eq. (71), ``g = 9.807``.
 
     D-H table (standard convention, Table 1); bodies 0, 1, 2 are the paper's links 1, 2, 3::
 
@@ -50,7 +52,7 @@ def truc_elbow(
     Args:
         l0, r0, l1, r1, l2, r2, m1, m2, m3, I1xx, I1yy, I1zz, I2xx, I2yy, I2zz, I3xx, I3yy, I3zz: the
             paper's symbols (above); the defaults are its values (eq. 71).
-        g: the gravitational acceleration's magnitude.
+        gravity: ``(3,)`` the gravitational acceleration in the base frame.
 
     Returns:
         The :class:`~kronjax.chain.Model`.
@@ -84,7 +86,7 @@ def truc_elbow(
         rows,
         "standard",
         inertials,
-        gravity=(0.0, 0.0, -g),
+        gravity=gravity,
         body_names=("link1", "link2", "link3"),
         joint_names=("joint1", "joint2", "joint3"),
     )

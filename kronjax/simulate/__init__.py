@@ -61,7 +61,9 @@ changes, one extra evaluation of the forward dynamics per step). Models whose jo
 1-DoF integrate ``(q, v)`` directly, as above, at no extra cost.
 """
 
-from ._controllers import PD, ComputedTorque, FeedForward, OpenLoop, computed_torque, feedforward, open_loop, pd
+from .._deprecation import module_getattr
+from . import _controllers
+from ._controllers import computed_torque, feedforward, open_loop, pd
 from ._rollout import DEFAULT_ATOL, DEFAULT_RTOL, Rollout, rollout
 
 __all__ = [
@@ -73,8 +75,18 @@ __all__ = [
     "computed_torque",
     "pd",
     "open_loop",
-    "FeedForward",
-    "ComputedTorque",
-    "PD",
-    "OpenLoop",
 ]
+
+# the torque laws' classes were exported beside the functions that build them
+__getattr__ = module_getattr(
+    "kronjax.simulate",
+    {
+        name: (lambda name=name: getattr(_controllers, name), f"kronjax.simulate.{builder}(...), which builds it")
+        for name, builder in (
+            ("FeedForward", "feedforward"),
+            ("ComputedTorque", "computed_torque"),
+            ("PD", "pd"),
+            ("OpenLoop", "open_loop"),
+        )
+    },
+)

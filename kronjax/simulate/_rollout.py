@@ -8,9 +8,10 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from .._deprecation import renamed_attribute, renamed_keywords
+from .._deprecation import renamed_attribute, renamed_keywords, warn
 from ..chain import Model
 from ..chain._arrays import is_concrete
 from ..chain._model import require_one_dof_joints
@@ -91,6 +92,19 @@ def _check_torque(torque, t, q, v) -> None:
         raise TypeError(f"torque(t, q, v) must return floating-point values, got dtype {dtype}")
 
 
+def _passive_default(model: Model) -> bool:
+    """``rollout``'s former default, ``passive=True``, with a warning where it makes a difference."""
+    present = [x for x in (model.damping, model.friction) if x is not None]
+    if all(is_concrete(x) and not np.any(np.asarray(x)) for x in present):
+        return False  # nothing to apply: True and False agree
+    warn(
+        "rollout(passive=None) on a model with damping or friction",
+        "passive=True to keep applying them (the default becomes False, as in forward_dynamics)",
+        stacklevel=5,
+    )
+    return True
+
+
 @renamed_keywords(qd0="v0")
 def rollout(
     model: Model,
@@ -106,7 +120,7 @@ def rollout(
     max_steps: int = 16384,
     adjoint: diffrax.AbstractAdjoint | None = None,
     throw: bool = True,
-    passive: bool = True,
+    passive: bool | None = None,
 ) -> Rollout:
     """Simulate ``M vd + C* (v ⊗ v) + g = tau(t, q, v) + passive(v)`` (Tuan 100) from ``(q0,
     v0)`` at ``ts[0]`` and return ``q`` and ``v`` at the times ``ts``.
@@ -152,7 +166,10 @@ def rollout(
         throw: raise when the solver fails (too many steps, a non-positive-definite ``M``);
             with ``False`` failures show in :attr:`Rollout.success` instead.
         passive: apply the joints' damping and Coulomb friction (the model's ``damping`` and
-            ``friction``; :func:`kronjax.passive.passive_forces`, the exact sign); default on.
+            ``friction``; :func:`kronjax.passive.passive_forces`, the exact sign). ``None`` (the
+            default): on, as before, but a model with damping or friction warns
+            (``DeprecationWarning``) that the default becomes ``False``, as in
+            :func:`kronjax.forward_dynamics` and :func:`kronjax.inverse_dynamics`: pass it.
             :func:`feedforward` and :func:`computed_torque` overcome them, :func:`pd` does not;
             ``kronjax.constrained.simulate`` does not apply them. Coulomb friction's sign is
             discontinuous where a joint stops: an adaptive solver then shrinks its steps there
@@ -196,6 +213,8 @@ def rollout(
     dtype = jnp.result_type(q0, v0)
     q0, v0 = q0.astype(dtype), v0.astype(dtype)
     ts = check_ts(ts).astype(dtype)
+    if passive is None:
+        passive = _passive_default(model)
     if torque is None:
         torque = ZeroTorque()
     if multi_dof and isinstance(torque, (FeedForward, ComputedTorque, PD)):
