@@ -59,8 +59,8 @@ def _kron_id(model: Model, q: Array, v: Array, vd: Array) -> Array:
 
 def checked_method(method: str, where: str) -> str:
     """An inverse-dynamics ``method`` of :data:`INVERSE_DYNAMICS_METHODS`, its deprecated spelling
-    ``"euler_lagrange"`` (beside :func:`kronjax.constrained.solve`'s ``"lagrange"``) mapped with a warning."""
-    method = renamed_value(method, {"euler_lagrange": "euler_lagrange"}, f"{where}(method=...)")
+    ``"lagrangian"`` (beside :func:`kronjax.constrained.solve`'s ``"lagrange"``) mapped with a warning."""
+    method = renamed_value(method, {"lagrangian": "euler_lagrange"}, f"{where}(method=...)")
     if method not in INVERSE_DYNAMICS_METHODS:
         raise ValueError(f"unknown inverse-dynamics method {method!r}; expected one of {INVERSE_DYNAMICS_METHODS}")
     return method
