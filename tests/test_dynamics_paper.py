@@ -53,7 +53,7 @@ def _all(model, q, qd, qdd):
         Mdot=jax.jvp(lambda q: dy.mass_matrix(model, q), (q,), (qd,))[1],
         tau_kron=dy.inverse_dynamics(model, q, qd, qdd, method="kron"),
         tau_rnea=dy.inverse_dynamics(model, q, qd, qdd, method="rnea"),
-        tau_lagrangian=dy.inverse_dynamics(model, q, qd, qdd, method="euler_lagrange"),
+        tau_euler_lagrange=dy.inverse_dynamics(model, q, qd, qdd, method="euler_lagrange"),
     )
 
 
@@ -367,11 +367,12 @@ def test_elbow_feedforward_trajectory(elbow):
 
 
 def test_elbow_keyword_parameters():
-    """Every keyword of truc_elbow() is the paper's symbol: perturbed parameters give the printed
-    (64)-(69) with the same values."""
+    """Every keyword of truc_elbow() is the paper's symbol (gravity the vector ``[0, 0, -g]``):
+    perturbed parameters give the printed (64)-(69) with the same values."""
     rng = np.random.default_rng(1)
     params = {k: v * rng.uniform(0.7, 1.3) for k, v in EP.items()}
-    model = kj.models.truc_elbow(**params)
+    lengths_and_inertias = {k: v for k, v in params.items() if k != "g"}
+    model = kj.models.truc_elbow(**lengths_and_inertias, gravity=(0.0, 0.0, -params["g"]))
     q, qd, qdd = states(3, 4, seed=2)
     out = evaluate(model, q, qd, qdd)
     for k in range(len(q)):

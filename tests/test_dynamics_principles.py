@@ -593,13 +593,13 @@ def test_mismatched_lengths_name_the_argument(elbow):
     cases = [
         (lambda: dy.mass_matrix(elbow, short), "q must have shape"),
         (lambda: dy.coriolis_star(elbow, jnp.zeros(4)), "q must have shape"),
-        (lambda: dy.coriolis_matrix(elbow, ok, short), "qd must have shape"),
-        (lambda: dy.kinetic_energy(elbow, ok, short), "qd must have shape"),
-        (lambda: dy.inverse_dynamics(elbow, ok, short, ok), "qd must have shape"),
-        (lambda: dy.inverse_dynamics(elbow, ok, ok, short), "qdd must have shape"),
-        (lambda: dy.inverse_dynamics(elbow, ok, ok, jnp.zeros((3, 1))), "qdd must have shape"),
+        (lambda: dy.coriolis_matrix(elbow, ok, short), "v must have shape"),
+        (lambda: dy.kinetic_energy(elbow, ok, short), "v must have shape"),
+        (lambda: dy.inverse_dynamics(elbow, ok, short, ok), "v must have shape"),
+        (lambda: dy.inverse_dynamics(elbow, ok, ok, short), "vd must have shape"),
+        (lambda: dy.inverse_dynamics(elbow, ok, ok, jnp.zeros((3, 1))), "vd must have shape"),
         (lambda: dy.forward_dynamics(elbow, ok, ok, short), "tau must have shape"),
-        (lambda: dy.forward_dynamics(elbow, ok, short, ok), "qd must have shape"),
+        (lambda: dy.forward_dynamics(elbow, ok, short, ok), "v must have shape"),
     ]
     for call, match in cases:
         with pytest.raises(ValueError, match=match):
@@ -642,7 +642,7 @@ def test_unknown_form_and_method(elbow):
     q = jnp.zeros(3)
     with pytest.raises(ValueError, match=r"unknown Coriolis form 'christoffel'.*'truc', 'tuan', 'kane'"):
         dy.coriolis_matrix(elbow, q, q, form="christoffel")
-    with pytest.raises(ValueError, match=r"unknown inverse-dynamics method 'newton'.*'rnea', 'lagrangian', 'kron'"):
+    with pytest.raises(ValueError, match=r"unknown inverse-dynamics method 'newton'.*'rnea', 'euler_lagrange', 'kron'"):
         dy.inverse_dynamics(elbow, q, q, q, method="newton")
 
 

@@ -182,7 +182,7 @@ def test_against_finite_differences_along_the_manifold(group):
 def test_bad_input():
     with pytest.raises(ValueError, match=r"q must have shape \(18,\) for this model with nq = 18, nv = 15"):
         kj.relative_motion(MODEL, jnp.zeros(MODEL.nv), 3, 5)
-    with pytest.raises(ValueError, match="expressed_in must be 'reference' or 'moving'"):
+    with pytest.raises(ValueError, match="frame must be 'reference' or 'moving'"):
         kj.relative_motion(MODEL, kj.neutral(MODEL), 3, 5, "world")
 
 
