@@ -55,7 +55,7 @@ CITATIONS = {
     "flash1985": r"\bFlash and Hogan\b",
     "atkeson1986": r"\bAtkeson(?:, An and Hollerbach| et al\.)?(?: 1986)?",
     "khalil2002": r"\bKhalil and Dombre(?: 2002)?",
-    "gautier1990": r"\bGautier and Khalil 1990",
+    "gautier1990": r"\bGautier and Khalil(?: 1990|(?='s))",
     "gautier1992": r"\bGautier and Khalil 1992",
     "gautier2001": r"\bGautier and Poignet(?: 2001)?",
     "gautier1991": r"\bGautier 1991",
@@ -64,12 +64,13 @@ CITATIONS = {
     "lee2020": r"\bLee, Wensing and Park(?: 2020)?",
     "rucker2022": r"\bRucker and Wensing(?: 2022)?",
     "orin2013": r"\bOrin, Goswami and Lee\b",
-    "armstrong1986": r"\bArmstrong, Khatib and Burdick(?: \(1986\))?",
+    "armstrong1986": r"\bArmstrong, Khatib and Burdick(?: \(1986\))?|\bArmstrong et al\.",
     "gaz2019": r"\bGaz et al\.(?: \(?2019\)?)?",
     "wang1991": r"\bWang and Chen\b",
     "hairer2006": r"\bHairer, Lubich, Wanner\b",
     "baumgarte1972": r"\bBaumgarte\b",
     "craig2005": r"\bCraig\b",
+    "rtb": r"\bCorke\b(?!, B\. Armstrong)",
 }
 _CITATION = re.compile("|".join(f"(?P<{key}>{pattern})".replace(" ", r"\s+") for key, pattern in CITATIONS.items()))
 REFERENCES = Path(__file__).resolve().parents[1] / "references.md"
