@@ -98,3 +98,17 @@ def test_the_notebooks_are_rendered_with_their_outputs(site):
         html = site / "notebooks" / notebook.stem / "index.html"
         assert html.is_file(), f"{notebook.name} is not on the site"
         assert "data:image/png" in html.read_text(), f"{notebook.name}: no figure rendered (outputs missing?)"
+
+
+def test_citations_link_to_the_bibliography(site):
+    """Every work of the Griffe extension's ``CITATIONS`` has its entry in docs/references.md, and
+    a docstring's citation tag ("Tuan 100") is a link to it on the API pages."""
+    spec = importlib.util.spec_from_file_location("griffe_kronjax", ROOT / "docs" / "tools" / "griffe_kronjax.py")
+    extension = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(extension)
+    references = (site / "references" / "index.html").read_text()
+    missing = [key for key in extension.CITATIONS if f'id="{key}"' not in references]
+    assert not missing, f"no entry in docs/references.md for {missing}"
+    dynamics = (site / "api" / "dynamics" / "index.html").read_text()
+    for key in ("tuan2019", "truc2019", "parsa2007", "carpentier2018"):
+        assert f'href="../../references/#{key}"' in dynamics, f"api/dynamics.md cites {key} without a link"

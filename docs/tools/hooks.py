@@ -4,9 +4,9 @@
   ``docs/``: the notebooks (``notebooks/*.ipynb``, rendered by mkdocs-jupyter with their committed
   outputs) and the benchmark scaling plots (``bench/results/*-scaling.png``) appear at the same paths in the site.
 * ``on_page_markdown``: on the API reference's index, ``<!-- kronjax-namespace -->`` becomes the
-  table of the names of the ``kronjax`` namespace (``kj.mass_matrix`` ...), each linked to its
-  documentation in the module that defines it, read from the source by Griffe (mkdocstrings'
-  parser), so that the table follows ``kronjax/__init__.py``.
+  table of the names of the ``kronjax`` namespace (``kj.mass_matrix`` ...) and of its submodules,
+  each linked (by autorefs, wherever the API pages render it) to its documentation, read from the
+  source by Griffe (mkdocstrings' parser), so that the table follows ``kronjax/__init__.py``.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def namespace_table() -> str:
         if name.startswith("_"):
             continue
         if member.is_module:
-            modules.append(f"| [`kj.{name}`](kronjax.{name}.md) | {_summary(member)} |")
+            modules.append(f"| [`kj.{name}`][kronjax.{name}] | {_summary(member)} |")
         elif member.is_function or member.is_class:
             path = member.target_path if member.is_alias else member.path
             objects.append(f"| [`kj.{name}`][{path}] | `{path}` | {_summary(member)} |")
