@@ -1,7 +1,7 @@
 """Batched dynamics and kinematics of the Panda on an NVIDIA GPU, in one run:
 
     python -m bench.gpu            # or: python bench/gpu.py
-    python -m bench.gpu --verify bench/results/<stem>.json   # later, where Pinocchio is installed
+    python -m bench.gpu --verify <stem>.json [--samples <stem>-samples.npz]   # where Pinocchio is installed
 
 Inverse dynamics (``method="rnea"`` and ``"kron"``), ``coriolis_star``, forward dynamics, the mass
 matrix, every body's Jacobians and Hessians (``frame="base"``), the derivatives of inverse and
@@ -15,7 +15,8 @@ second and writes ``bench/results/<date>-gpu-<device>[-<tag>].md``, ``.json`` an
 
 Each row is then compared with Pinocchio (on the CPU) on its batch's saved samples: at once where
 Pinocchio is installed beside the GPU, else by ``--verify`` on another machine, which reads the
-``-samples.npz`` and rewrites the report with the errors and who checked them. Refuses to run without a GPU
+``-samples.npz`` the run wrote beside its report (or the file ``--samples`` names; the dumps are not
+committed: keep them where you ran) and rewrites the report with the errors and who checked them. Refuses to run without a GPU
 (``--allow-cpu`` runs it anyway: a check of the script, with small ``--batches``).
 """
 
@@ -264,6 +265,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--verify", type=Path, metavar="JSON", help="compare a run's saved samples with Pinocchio, rewrite its report"
     )
+    parser.add_argument("--samples", type=Path, metavar="NPZ", help="the run's sample dumps (default <JSON stem>-samples.npz)")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # one precision, results to this JSON
     return parser
 
@@ -277,7 +279,7 @@ def main(argv=None) -> int:
     if args.child:
         return _child(args)
     if args.verify:
-        return _verify(args.verify)
+        return _verify(args.verify, args.samples)
     import subprocess
     import tempfile
 
@@ -307,7 +309,7 @@ def main(argv=None) -> int:
     samples["urdf"] = np.array(_float64_urdf())
     np.savez_compressed(f"{stem}-samples.npz", **samples)
     print(f"wrote {stem}-samples.npz")
-    options = {k: str(v) for k, v in vars(args).items() if k not in ("child", "verify")}
+    options = {k: str(v) for k, v in vars(args).items() if k not in ("child", "verify", "samples")}
     _write(records, meta, options, stem)  # the timings are kept whatever the check does
     try:
         errors, meta["checked"] = _check(samples)
@@ -319,13 +321,19 @@ def main(argv=None) -> int:
     return _write(records, meta, options, stem, errors)
 
 
-def _verify(path: Path) -> int:
-    """Errors of a run's saved samples against Pinocchio, written into its report."""
+def _verify(path: Path, samples_path: Path | None = None) -> int:
+    """Errors of a run's saved samples (``samples_path``, default beside the report) against
+    Pinocchio, written into its report."""
     import numpy as np
 
-    result = json.loads(path.read_text())
     stem = path.with_suffix("")
-    with np.load(f"{stem}-samples.npz") as saved:
+    samples_path = samples_path or Path(f"{stem}-samples.npz")
+    for what, p in (("report", path), ("sample dumps", samples_path)):
+        if not p.is_file():
+            print(f"bench.gpu --verify: no {what} at {p} (the run on the GPU writes both; --samples names the dumps)")
+            return 2
+    result = json.loads(path.read_text())
+    with np.load(samples_path) as saved:
         samples = dict(saved)
     errors, result["meta"]["checked"] = _check(samples)
     return _write(result["records"], result["meta"], result["args"], stem, errors)
