@@ -1,21 +1,13 @@
 """kronjax's benchmark suite against Pinocchio, adam, jaxsim, MuJoCo MJX and frax, in one run:
 
-    python -m bench            # the full suite (about 10 minutes on 2 cores)
+    python -m bench            # the default sections (about 10 minutes on 2 cores)
     python -m bench --quick    # a smoke run: small batches, n up to 24
     make bench                 # installs kronjax with its `bench` extra (the peers) and runs the suite
 
-Inverse dynamics, forward dynamics and the Coriolis terms of the Panda (float64, and float32
-where cheap), the growth of C* and inverse dynamics with the number of joints (n = 6 ... 48,
-fitted exponents, a plot), and compile times; then the Jacobians, Hessians and
-Jacobian time derivatives of all bodies (section ``kinematics``), the derivatives of inverse and
-forward dynamics and ``jax.jacfwd`` of both (``derivatives``), and the growth of J and H with n
-(``kinematics_scaling``). Every library gets the same arm, written by ``kj.to_urdf``; every result is compared with
-Pinocchio's on the same samples. A peer that is not installed (or does not import), or a kronjax
-function that this kronjax lacks, is skipped with a note. Writes
+Every library gets the same arm, written by ``kj.to_urdf``; every result is compared with
+Pinocchio's on the same samples; a peer that is not installed is skipped with a note. Writes
 ``bench/results/<date>-<machine>.md``, ``.json`` and ``-scaling.png``; asserts nothing (the
-targets are in the Goals table of the report). Section ``floating``:
-inverse and forward dynamics of a floating-base humanoid (Romeo with a free-flyer,
-nv = 37) against Pinocchio per call and in parallel, adam, jaxsim, frax and MJX.
+targets are in the report's Goals table). docs/benchmarks/ describes the sections and the results.
 """
 
 from __future__ import annotations
@@ -93,19 +85,8 @@ def main(argv=None) -> dict:
     meta["duration_s"] = time.perf_counter() - start
     paths = report.write(records, meta, peers, config, args.out or report.RESULTS)
 
-    print("\n== goals ==")
-    for g in report.goals(records, config):
-        value = "-" if g["value"] is None else f"{g['value']:.3g}"
-        met = "" if g["met"] is None else ("  met" if g["met"] else "  NOT met")
-        print(f"  {g['goal']}: {value} {g['unit']}" + (f" (target {g['target']:g})" if g["target"] is not None else "") + met)
-    exps = report.exponents(records)
-    if exps:
-        print("\n== fitted exponents of time per sample in n ==")
-        for e in exps:
-            if e["exponent"] is not None:
-                print(
-                    f"  {e['library']:<9} {e['method']:<38} n = {e['n']}: {e['exponent']:.2f} (last two: {e['last_slope']:.2f})"
-                )
+    met = [g["met"] for g in report.goals(records, config) if g["met"] is not None]
+    print(f"\ngoals met: {sum(met)} of {len(met)} (the report's Goals table)")
     failures = [r for r in records if r.note.startswith("failed")]
     if failures:
         print(f"\n{len(failures)} measurement(s) failed: " + "; ".join(f"{r.library} {r.method}" for r in failures))

@@ -4,6 +4,7 @@ record every measurement becomes."""
 from __future__ import annotations
 
 import dataclasses
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -50,6 +51,22 @@ def compile_jit(fn: Callable, *args):
     start = time.perf_counter()
     compiled = jax.jit(fn).lower(*args).compile()
     return compiled, time.perf_counter() - start
+
+
+def median_fields(times: list[float]) -> dict:
+    """Record fields of per-call times: the median, and the range in ``extra``."""
+    extra = {"seconds_per_call_range": [float(min(times)), float(max(times))], "rounds": len(times)}
+    return {"seconds_per_call": float(statistics.median(times)), "extra": extra}
+
+
+def time_compiled(fn: Callable, args: tuple, timing: dict) -> tuple[dict, float, Any]:
+    """``jax.jit(fn)`` compiled for ``args`` and timed over rounds: ``(record fields of
+    :func:`median_fields`, compile seconds, output)``."""
+    import jax
+
+    compiled, compile_s = compile_jit(fn, *args)
+    out = jax.block_until_ready(compiled(*args))
+    return median_fields(rounds(lambda: jax.block_until_ready(compiled(*args)), **timing)), compile_s, out
 
 
 def time_jax(fn: Callable, args: tuple, timing: dict) -> tuple[float, float, Any]:

@@ -1,47 +1,19 @@
-"""Section ``floating``: inverse and forward dynamics of a floating-base humanoid
-(Romeo, ``tests/data/humanoid.urdf`` with a free-flyer root: nq = 38, nv = 37), float64, at the
-peers' batch (``Config.big``, 10^4 by default), against Pinocchio (per call and
-``rneaInParallel`` / ``abaInParallel``) and the JAX peers on the same robot with a free base.
+"""Section ``floating``: inverse and forward dynamics of Romeo (``tests/data/humanoid.urdf``)
+with a free-flyer root (nq = 38, nv = 37), float64, at the peers' batch, against Pinocchio (per
+call and ``*InParallel``) and adam, jaxsim, frax and MJX on the same robot. The setting, the
+conventions and the results are in docs/benchmarks/measurements.md and floating.md.
 
-States, in kronjax's layout (Pinocchio's conventions): ``q = [x, y, z, qx, qy, qz, qw, joints]``
-from ``kj.random_configuration`` (translations in [-1, 1], joints inside their limits);
-``v = [v_lin, w, joint rates]`` with the base's linear and angular velocity in the base frame, and
-``a``, standard normal; ``tau`` standard normal on the joints and zero on the base (a free-floating
-robot: adam's, jaxsim's, MJX's and frax's forward dynamics take joint torques only).
+States are in kronjax's layout (Pinocchio's conventions: ``q = [x, y, z, qx, qy, qz, qw, joints]``,
+``v = [v_lin, w, joint rates]`` in the base frame), ``tau`` zero on the base; each peer gets them
+in its own conventions and its outputs come back to kronjax's before the comparison with
+Pinocchio on the leading samples (joints matched by name). MuJoCo balances one of Romeo's
+inertias, so MJX's values differ from Pinocchio's (noted in its rows); jaxsim and frax need a
+1e-9 kg inertial on the massless root.
 
-Each library gets the states in its own conventions and its outputs come back to kronjax's
-before they are compared with Pinocchio on the leading samples:
-
-- Pinocchio orders sibling joints by name, kronjax in file order: coordinates are mapped by joint
-  name (as ``tests/test_floating_base.py``'s ``Twin``).
-- adam: base pose as a 4 x 4 transform, velocities in its BODY_FIXED representation (Pinocchio's
-  local frame); inverse dynamics is ``M a + h`` (adam has no RNEA with accelerations), forward
-  dynamics its ``aba``.
-- jaxsim: base position, quaternion ``wxyz``, velocities in ``VelRepr.Body``; its
-  ``inverse_dynamics`` and ``forward_dynamics_aba``. jaxsim drops massless links, so the massless
-  root link gets 1e-9 kg (:func:`bench.models.sdf_from_urdf`).
-- MJX and frax (MuJoCo's free joint): ``qpos = [x, y, z, qw, qx, qy, qz, ...]``, the linear
-  velocity in the world frame, the angular one in the base frame. With ``R`` the base's rotation:
-  ``v_world = R v_lin``, ``dv_world/dt = R (a_lin + w x v_lin)``, the base force of inverse
-  dynamics ``f_lin = R^T f_world``. MuJoCo refuses Romeo's inertias as given
-  (RShoulderYawLink's breaks the triangle inequality) and, with ``balanceinertia``, replaces that
-  link's by an isotropic one (0.0026 kg m^2 for principal moments up to 0.0065), so MJX's values
-  differ from Pinocchio's (about 5e-5 relative in inverse dynamics, 1e-1 in forward dynamics, the
-  residual in the right arm; noted in the rows); frax's root link gets a 1e-9 kg inertial, which
-  it needs.
-
-kronjax runs twice: one ``jax.vmap`` over the batch, and ``kj.chunked_vmap(fn, 2000)``, whose
-per-body arrays of a chunk stay in the CPU's cache between the recursions' passes. A chunk of 2048
-samples was much slower (forward dynamics 11.8 us against 6.1 us per sample at 2000 on the 2-core
-VM): each per-body array is then 16 KiB, a power of two, and the arrays of one step map to the same
-cache sets; ``chunked_vmap`` now runs such a chunk with 8 samples more (kronjax.batching). A third row runs the chunks sharded over as many CPU devices as Pinocchio's threads,
-in a process of its own (``XLA_FLAGS=--xla_force_host_platform_device_count=N`` is read when JAX
-starts): kronjax's way of using the cores that ``*InParallel`` uses with its thread pool.
-
-Times are the median and range over ``timing["repeats"]`` rounds (a round: calls repeated for at
-least ``timing["min_seconds"]``), as ``seconds_per_call`` and ``extra["seconds_per_call_range"]``.
-MJX runs in processes of its own (``python -m bench.floating SPEC.json``), with XLA's default
-flags and without the CPU fusion emitters, as in section ``inverse``.
+kronjax runs as one ``jax.vmap``, as ``kj.chunked_vmap(fn, CHUNK)`` (not a power of two: such
+per-body arrays share cache sets), and sharded over as many CPU devices as Pinocchio's threads in
+a process of its own. Times are the median and range over the timing rounds. MJX and the sharded
+rows run in processes of their own (``python -m bench.floating SPEC.json``).
 """
 
 from __future__ import annotations
@@ -51,15 +23,13 @@ import os
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from . import models
-from ._timing import Record, compile_jit, rounds
+from ._timing import Record, compile_jit, median_fields, rounds, time_compiled
 from .peers import ROOT
 from .report import FLOATING
 
@@ -71,40 +41,19 @@ CHUNK = 2000  # kronjax's second row: kj.chunked_vmap(fn, CHUNK); not a power of
 
 
 # --------------------------------------------------------------------------------------------
-# timing: median and range over rounds
-# --------------------------------------------------------------------------------------------
-
-
-def _timed(times: list[float]) -> dict:
-    """Record fields of per-call times: the median, and the range in ``extra``."""
-    return {
-        "seconds_per_call": float(np.median(times)),
-        "extra": {"seconds_per_call_range": [float(min(times)), float(max(times))], "rounds": len(times)},
-    }
-
-
-def time_compiled(fn: Callable, args: tuple, timing: dict) -> tuple[dict, float, Any]:
-    """``jax.jit(fn)`` compiled for ``args`` and timed: ``(record fields, compile seconds, output)``."""
-    import jax
-
-    compiled, compile_s = compile_jit(fn, *args)
-    out = jax.block_until_ready(compiled(*args))
-    return _timed(rounds(lambda: jax.block_until_ready(compiled(*args)), **timing)), compile_s, out
-
-
-# --------------------------------------------------------------------------------------------
 # conventions
 # --------------------------------------------------------------------------------------------
 
 
-def rotations(quaternion_xyzw: np.ndarray) -> np.ndarray:
-    """``(batch, 3, 3)`` rotation matrices of unit quaternions ``[qx, qy, qz, qw]`` ``(batch, 4)``."""
-    x, y, z, w = np.moveaxis(np.asarray(quaternion_xyzw, float), -1, 0)
-    return np.stack(
+def rotations(quaternion_xyzw, xp=np):
+    """``(..., 3, 3)`` rotation matrices of unit quaternions ``[qx, qy, qz, qw]`` ``(..., 4)`` (``xp``:
+    numpy or jax.numpy)."""
+    x, y, z, w = (quaternion_xyzw[..., i] for i in range(4))
+    return xp.stack(
         [
-            np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
-            np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
-            np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1),
+            xp.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
+            xp.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
+            xp.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1),
         ],
         -2,
     )
@@ -118,7 +67,7 @@ def to_mujoco(q, v, a, tau, joint_index) -> dict[str, np.ndarray]:
     """kronjax's states (``q (b, 7 + n)``, ``v``, ``a``, ``tau (b, 6 + n)``) in MuJoCo's free-joint
     conventions, the joints reordered by ``joint_index`` (the kronjax joint of each of the other
     library's joints)."""
-    r = rotations(q[:, 3:7])
+    r = rotations(np.asarray(q[:, 3:7], float))
     v_lin, w = v[:, :3], v[:, 3:6]
     joints = lambda x, k: x[:, k + np.asarray(joint_index)]
     return {
@@ -134,7 +83,7 @@ def from_mujoco(kind: str, out: np.ndarray, q, v, joint_index) -> np.ndarray:
     accelerations) back in kronjax's, for the leading ``len(out)`` states ``q``, ``v``."""
     out = np.asarray(out, float)
     b = len(out)
-    r, v_lin, w = rotations(q[:b, 3:7]), v[:b, :3], v[:b, 3:6]
+    r, v_lin, w = rotations(np.asarray(q[:b, 3:7], float)), v[:b, :3], v[:b, 3:6]
     lin = _rotate(r, out[:, :3], transpose=True)
     if kind == "a":
         lin = lin - np.cross(w, v_lin)
@@ -231,29 +180,14 @@ def adam_functions(robot: Humanoid):
     velocities, adam's ``[linear, angular]`` base order = kronjax's)."""
     import jax.numpy as jnp
     from adam.core.constants import Representations
-    from adam.jax import KinDynComputations
 
-    kd = KinDynComputations(
-        robot.urdf,
-        list(robot.joint_names),
-        dtype=jnp.float64,
-        gravity=np.array([*np.asarray(robot.model.gravity, float), 0, 0, 0]),
-    )
+    from .peers import adam_computations
+
+    kd = adam_computations(robot.urdf, robot.joint_names, jnp.float64, robot.model.gravity)
     kd.set_frame_velocity_representation(Representations.BODY_FIXED_REPRESENTATION)
-    factory = getattr(getattr(kd.rbdalgos, "math", None), "factory", None)
-    if factory is not None and hasattr(factory, "_device"):  # see bench.peers.adam_inverse_dynamics
-        factory._device = None
 
     def transform(q):
-        x, y, z, w = q[3], q[4], q[5], q[6]
-        r = jnp.array(
-            [
-                [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-            ]
-        )
-        return jnp.eye(4, dtype=q.dtype).at[:3, :3].set(r).at[:3, 3].set(q[:3])
+        return jnp.eye(4, dtype=q.dtype).at[:3, :3].set(rotations(q[3:7], jnp)).at[:3, 3].set(q[:3])
 
     def inverse(q, v, a):
         h = transform(q)
@@ -307,14 +241,10 @@ def frax_functions(robot: Humanoid):
     (its ``floating_base="quaternion"``) with kronjax's joint order (frax's ``joint_ordering``)."""
     import jax.numpy as jnp
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import frax
-    with tempfile.TemporaryDirectory(prefix="kronjax-frax-") as tmp:  # frax reads a file
-        path = os.path.join(tmp, "robot.urdf")
-        with open(path, "w") as f:
-            f.write(models.urdf_with_root_inertial(robot.urdf, mass=1e-9, inertia=1e-12))
-        fr = frax.Robot(path, joint_ordering=list(robot.joint_names), floating_base="quaternion")
+    from .peers import frax_robot
+
+    urdf = models.urdf_with_root_inertial(robot.urdf, mass=1e-9, inertia=1e-12)
+    fr = frax_robot(urdf, joint_ordering=list(robot.joint_names), floating_base="quaternion")
     gravity = jnp.array([*(-np.asarray(robot.model.gravity, float)), 0.0, 0.0, 0.0])  # [linear, angular]
 
     def inverse(q, v, a):
@@ -358,11 +288,11 @@ def mjx_timed(batched: Callable, arrays: list, spec: dict) -> dict:
     import jax
     import jax.numpy as jnp
 
-    batch, note = spec["batch"], ""
+    batch, note, probe_compile_s = spec["batch"], "", None
     probe = min(spec["probe"], batch)
     if probe < batch:  # XLA:CPU's default fusion emitters can make MJX very slow: look first
         small = tuple(jnp.asarray(x[:probe]) for x in arrays)
-        compiled, _ = compile_jit(batched, *small)
+        compiled, probe_compile_s = compile_jit(batched, *small)
         jax.block_until_ready(compiled(*small))
         start = time.perf_counter()
         jax.block_until_ready(compiled(*small))
@@ -371,7 +301,10 @@ def mjx_timed(batched: Callable, arrays: list, spec: dict) -> dict:
             note = f"batch {probe}, not {batch}: one call at {batch} would take ~{estimate:.0f} s"
             batch = probe
     fields, compile_s, out = time_compiled(batched, tuple(jnp.asarray(x[:batch]) for x in arrays), spec["timing"])
-    return {**fields, "compile_s": compile_s, "batch": batch, "note": note, "head": np.asarray(out[: spec["check"]]).tolist()}
+    if note:  # timed at the probe's batch: compiled above (jit's cache answered this time)
+        compile_s = probe_compile_s
+    head = np.asarray(out[: spec["check"]]).tolist()
+    return {**fields, "compile_s": compile_s, "batch": batch, "note": note, "dtype": str(out.dtype), "head": head}
 
 
 def sharded_main(spec: dict) -> None:
@@ -448,23 +381,28 @@ def section(suite) -> None:
     import kronjax as kj
 
     c = suite.config
-    batch = c.big
-    robot = Humanoid(HUMANOID, batch, c.check, c.threads)
-    common = dict(batch=batch, precision="float64", model=MODEL, n_dof=robot.nv)
+    robot = Humanoid(HUMANOID, c.big, c.check, c.threads)
+    common = dict(batch=c.big, precision="float64", model=MODEL, n_dof=robot.nv)
     arrays = {
         "floating_inverse_dynamics": (robot.q, robot.v, robot.a),
         "floating_forward_dynamics": (robot.q, robot.v, robot.tau),
     }
-    suite.log(f"  Romeo with a free-flyer root: nq = {robot.nq}, nv = {robot.nv}; batch {batch}, float64")
+    mj = to_mujoco(robot.q, robot.v, robot.a, robot.tau, range(len(robot.joint_names)))  # frax's: kronjax's joint order
+    mj_arrays = {
+        "floating_inverse_dynamics": (mj["q"], mj["v"], mj["a"]),
+        "floating_forward_dynamics": (mj["q"], mj["v"], mj["tau"]),
+    }
+    suite.log(f"  Romeo with a free-flyer root: nq = {robot.nq}, nv = {robot.nv}; batch {c.big}, float64")
 
-    def jax_row(library, operation, method, fn, convert=None, note="", chunk=None):
+    def jax_row(library, operation, method, fn, note="", chunk=None, mujoco=None):
+        """``mujoco``: the kind of output (``"tau"``, ``"a"``) of a function in MuJoCo's conventions."""
         fields = dict(operation=operation, library=library, method=method, **common)
         try:
-            args = tuple(jnp.asarray(x) for x in arrays[operation])
+            args = tuple(jnp.asarray(x) for x in (mj_arrays if mujoco else arrays)[operation])
             timed, compile_s, out = time_compiled(kj.chunked_vmap(fn, chunk) if chunk else jax.vmap(fn), args, suite.timing)
             head = np.asarray(out[: c.check], float)
-            if convert is not None:
-                head = convert(head)
+            if mujoco:
+                head = from_mujoco(mujoco, head, robot.q, robot.v, range(len(robot.joint_names)))
             suite.add(Record(**fields, compile_s=compile_s, rel_err=robot.error(operation)(head), note=note, **timed))
         except Exception as exc:  # a peer that fails is a note, never the end of the suite
             suite.failed(exc, **fields)
@@ -472,48 +410,44 @@ def section(suite) -> None:
     model = robot.model
     for chunk in (None, CHUNK):  # one vmap, and chunks whose per-body arrays stay in the CPU's cache
         suffix = f", chunked_vmap({chunk})" if chunk else ""
-        jax_row(
-            "kronjax",
-            "floating_inverse_dynamics",
-            KRONJAX_METHODS["floating_inverse_dynamics"] + suffix,
-            lambda q, v, a: kj.inverse_dynamics(model, q, v, a),
-            chunk=chunk,
-        )
-        jax_row(
-            "kronjax",
-            "floating_forward_dynamics",
-            KRONJAX_METHODS["floating_forward_dynamics"] + suffix,
-            lambda q, v, tau: kj.forward_dynamics(model, q, v, tau),
-            chunk=chunk,
-        )
+        for (operation, method), fn in zip(KRONJAX_METHODS.items(), (kj.inverse_dynamics, kj.forward_dynamics)):
+            jax_row("kronjax", operation, method + suffix, lambda *x, fn=fn: fn(model, *x), chunk=chunk)
     sharded_rows(suite, robot, common)
     pinocchio_rows(suite, robot, arrays, common)
-
-    peers = [
-        ("adam", "M a + h", "aba", lambda: adam_functions(robot), ""),
+    frax_note = "MuJoCo's free-joint conventions, converted"
+    peers = [  # library, (inverse's method, forward's), build, note, outputs in MuJoCo's conventions
+        ("adam", ("M a + h", "aba"), lambda: adam_functions(robot), "", False),
         (
             "jaxsim",
-            "inverse_dynamics",
-            "forward_dynamics_aba",
+            ("inverse_dynamics", "forward_dynamics_aba"),
             lambda: jaxsim_functions(robot),
             "massless root link given 1e-9 kg",
+            False,
         ),
+        ("frax", ("rnea", "forward_dynamics (CRBA + Cholesky)"), lambda: frax_functions(robot), frax_note, True),
     ]
-    for library, inverse_name, forward_name, build, note in peers:
+    for library, names, build, note, mujoco in peers:
         if not suite.available(library):
             continue
+        methods = dict(zip(OPERATIONS, names))
         try:
-            inverse, forward = build()
+            functions = build()
         except Exception as exc:
-            for operation, method in (("floating_inverse_dynamics", inverse_name), ("floating_forward_dynamics", forward_name)):
-                suite.failed(exc, operation=operation, library=library, method=method, **common)
+            suite.failed_each(exc, methods, library=library, **common)
             continue
-        jax_row(library, "floating_inverse_dynamics", inverse_name, inverse, note=note)
-        jax_row(library, "floating_forward_dynamics", forward_name, forward, note=note)
-    if suite.available("frax"):
-        frax_rows(suite, robot, common)
+        for (operation, method), fn, kind in zip(methods.items(), functions, ("tau", "a")):
+            jax_row(library, operation, method, fn, note=note, mujoco=mujoco and kind)
     if suite.available("mjx"):
-        mjx_rows(suite, robot, common)
+        spec = {"urdf": str(robot.path), "joint_names": list(robot.joint_names)}
+        note = "MuJoCo balances an inertia (see bench.floating): values differ from Pinocchio's"
+        mjx_rows(suite, "bench.floating", spec, robot.save_samples, robot.error, common, note)
+
+
+def subprocess_record(suite, r: dict, error, note: str = "", **fields) -> Record:
+    """A row timed in a process of its own (``r``: its result, the leading outputs as ``head``)."""
+    notes = "; ".join(x for x in (r.get("note"), note) if x)
+    timed = dict(seconds_per_call=r["seconds_per_call"], compile_s=r["compile_s"], extra=r["extra"])
+    return suite.add(Record(**fields, **timed, rel_err=error(np.asarray(r["head"])), note=notes))
 
 
 def sharded_rows(suite, robot: Humanoid, common: dict) -> None:
@@ -525,84 +459,19 @@ def sharded_rows(suite, robot: Humanoid, common: dict) -> None:
     c = suite.config
     methods = {k: f"{v}, chunked_vmap({CHUNK}), sharded over {robot.threads} CPU devices" for k, v in KRONJAX_METHODS.items()}
     with tempfile.TemporaryDirectory(prefix="kronjax-bench-") as tmp:
-        spec = {
-            "library": "kronjax",
-            "urdf": str(robot.path),
-            "samples": robot.save_samples(tmp),
-            "timing": suite.timing,
-            "check": c.check,
-            "chunk": CHUNK,
-            "out": str(Path(tmp, "result.json")),
-        }
+        spec = {"library": "kronjax", "urdf": str(robot.path), "samples": robot.save_samples(tmp), "timing": suite.timing}
+        spec.update(check=c.check, chunk=CHUNK, out=str(Path(tmp, "result.json")))
         flag = f"--xla_force_host_platform_device_count={robot.threads}"
         try:
             result = run_module("bench.floating", spec, False, tmp, extra_flags=[flag])
             if result["devices"] != robot.threads:
                 raise RuntimeError(f"{result['devices']} CPU devices, not {robot.threads}: XLA_FLAGS already sets a count")
         except Exception as exc:
-            for operation, method in methods.items():
-                suite.failed(exc, operation=operation, library="kronjax", method=method, **common)
-            return
+            return suite.failed_each(exc, methods, library="kronjax", **common)
     for operation, method in methods.items():
         r = result[operation]
-        suite.add(
-            Record(
-                operation=operation,
-                library="kronjax",
-                method=method,
-                **common,
-                seconds_per_call=r["seconds_per_call"],
-                compile_s=r["compile_s"],
-                rel_err=robot.error(operation)(np.asarray(r["head"])),
-                extra={**r["extra"], "xla_flags": flag},
-            )
-        )
-
-
-def frax_rows(suite, robot: Humanoid, common: dict) -> None:
-    """frax on states in MuJoCo's free-joint conventions (kronjax's joint order, frax's
-    ``joint_ordering``), outputs converted back to kronjax's."""
-    import jax
-    import jax.numpy as jnp
-
-    c = suite.config
-    index = list(range(len(robot.joint_names)))
-    mj = to_mujoco(robot.q, robot.v, robot.a, robot.tau, index)
-    arrays = {
-        "floating_inverse_dynamics": (mj["q"], mj["v"], mj["a"]),
-        "floating_forward_dynamics": (mj["q"], mj["v"], mj["tau"]),
-    }
-    try:
-        inverse, forward = frax_functions(robot)
-    except Exception as exc:
-        for operation in OPERATIONS:
-            suite.failed(
-                exc,
-                operation=operation,
-                library="frax",
-                method="rnea" if operation == "floating_inverse_dynamics" else "forward_dynamics (CRBA + Cholesky)",
-                **common,
-            )
-        return
-    for operation, method, fn, kind in (
-        ("floating_inverse_dynamics", "rnea", inverse, "tau"),
-        ("floating_forward_dynamics", "forward_dynamics (CRBA + Cholesky)", forward, "a"),
-    ):
-        fields = dict(operation=operation, library="frax", method=method, **common)
-        try:
-            timed, compile_s, out = time_compiled(jax.vmap(fn), tuple(jnp.asarray(x) for x in arrays[operation]), suite.timing)
-            head = from_mujoco(kind, np.asarray(out[: c.check]), robot.q, robot.v, index)
-            suite.add(
-                Record(
-                    **fields,
-                    compile_s=compile_s,
-                    rel_err=robot.error(operation)(head),
-                    note="MuJoCo's free-joint conventions, converted",
-                    **timed,
-                )
-            )
-        except Exception as exc:
-            suite.failed(exc, **fields)
+        r["extra"]["xla_flags"] = flag
+        subprocess_record(suite, r, robot.error(operation), operation=operation, library="kronjax", method=method, **common)
 
 
 def pinocchio_rows(suite, robot: Humanoid, arrays: dict, common: dict) -> None:
@@ -620,12 +489,9 @@ def pinocchio_rows(suite, robot: Humanoid, arrays: dict, common: dict) -> None:
                 fn(pm, pd, *row)
 
         fields = dict(operation=operation, library="pinocchio", **common)
-        timed = _timed([t / len(rows) for t in rounds(run, **suite.timing)])
-        suite.add(
-            Record(
-                **{**fields, "batch": 1}, method=f"{name} (per call)", rel_err=0.0, note="from Python, binding included", **timed
-            )
-        )
+        timed = median_fields([t / len(rows) for t in rounds(run, **suite.timing)])
+        per_call = {**fields, "batch": 1, "method": f"{name} (per call)"}
+        suite.add(Record(**per_call, rel_err=0.0, note="from Python, binding included", **timed))
         method = f"{name}InParallel({robot.threads})"
         parallel = getattr(pin, f"{name}InParallel", None)
         if parallel is None or robot.pool is None:
@@ -635,67 +501,38 @@ def pinocchio_rows(suite, robot: Humanoid, arrays: dict, common: dict) -> None:
             columns = [np.ascontiguousarray(a).T for a in (pq, pv, px)]  # (n, batch), Fortran order: Eigen's layout
             out = np.empty_like(pv).T
             call = lambda fn=parallel, columns=columns, out=out: fn(robot.threads, robot.pool, *columns, out)
-            timed = _timed(rounds(call, **suite.timing))
+            timed = median_fields(rounds(call, **suite.timing))
             head = np.asarray(out.T[: c.check])[:, robot.v_perm]
             suite.add(Record(**fields, method=method, rel_err=robot.error(operation)(head), **timed))
         except Exception as exc:
             suite.failed(exc, **fields, method=method)
 
 
-def mjx_results(suite, module: str, spec: dict, operations: dict[str, str], common: dict):
-    """MJX run by ``python -m module`` (its ``mjx_main``) in a subprocess per XLA variant (XLA's
-    default flags, and no CPU fusion emitters), ``spec`` without its ``out``: yields ``(operation,
-    method, result, xla_flags)``; a failed run is a failed row of each operation."""
+def mjx_rows(suite, module: str, spec: dict, save_samples, error, common: dict, note: str = "") -> None:
+    """MJX run by ``python -m module`` (its ``mjx_main``) in a process per XLA variant (XLA's
+    default flags, and no CPU fusion emitters): ``spec`` without its samples, timing and output;
+    ``save_samples(folder)`` writes the samples and returns their path, ``error(operation)`` the
+    comparison of the leading outputs. A failed run is a failed row of each operation."""
     from .peers import run_module
 
+    c = suite.config
+    prefix = module.rsplit(".", 1)[1]
+    operations = {f"{prefix}_inverse_dynamics": "inverse", f"{prefix}_forward_dynamics": "forward"}
     with tempfile.TemporaryDirectory(prefix="kronjax-bench-") as tmp:
+        spec = {**spec, "samples": save_samples(tmp), "batch": common["batch"], "probe": c.mjx_probe, "check": c.check}
+        spec.update(max_call_s=c.mjx_max_call_s, timing=suite.timing, out=str(Path(tmp, "result.json")))
         for label, no_fusion in (("default XLA flags", False), ("no fusion emitters", True)):
             methods = {operation: f"{name} ({label})" for operation, name in operations.items()}
             try:
-                result = run_module(module, {**spec, "out": str(Path(tmp, "result.json"))}, no_fusion, tmp)
+                result = run_module(module, spec, no_fusion, tmp)
             except Exception as exc:
-                for operation, method in methods.items():
-                    suite.failed(exc, operation=operation, library="mjx", method=method, **common)
+                suite.failed_each(exc, methods, library="mjx", **common)
                 continue
             for operation, method in methods.items():
-                yield operation, method, result[operation], result["xla_flags"]
-
-
-def mjx_rows(suite, robot: Humanoid, common: dict) -> None:
-    """MJX on the humanoid (:func:`mjx_main`, through :func:`mjx_results`)."""
-    c = suite.config
-    with tempfile.TemporaryDirectory(prefix="kronjax-bench-") as tmp:
-        spec = {
-            "urdf": str(robot.path),
-            "samples": robot.save_samples(tmp),
-            "joint_names": list(robot.joint_names),
-            "batch": common["batch"],
-            "probe": c.mjx_probe,
-            "max_call_s": c.mjx_max_call_s,
-            "timing": suite.timing,
-            "check": c.check,
-        }
-        operations = {"floating_inverse_dynamics": "inverse", "floating_forward_dynamics": "forward"}
-        for operation, method, r, flags in mjx_results(suite, "bench.floating", spec, operations, common):
-            note = "; ".join(
-                x for x in (r["note"], "MuJoCo balances an inertia (see bench.floating): values differ from Pinocchio's") if x
-            )
-            suite.add(
-                Record(
-                    operation=operation,
-                    library="mjx",
-                    method=method,
-                    batch=r["batch"],
-                    precision="float64",
-                    model=MODEL,
-                    n_dof=robot.nv,
-                    seconds_per_call=r["seconds_per_call"],
-                    compile_s=r["compile_s"],
-                    rel_err=robot.error(operation)(np.asarray(r["head"])),
-                    note=note,
-                    extra={**r["extra"], "xla_flags": flags},
-                )
-            )
+                r = result[operation]
+                r["extra"]["xla_flags"] = result["xla_flags"]
+                fields = {**common, "batch": r["batch"], "operation": operation, "library": "mjx", "method": method}
+                subprocess_record(suite, r, error(operation), note, **fields)
 
 
 if __name__ == "__main__":

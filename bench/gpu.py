@@ -1,29 +1,25 @@
 """Batched dynamics and kinematics of the Panda on an NVIDIA GPU, in one run:
 
     python -m bench.gpu            # or: python bench/gpu.py
-    python -m bench.gpu --verify bench/results/<stem>.json   # later, where Pinocchio is installed
+    python -m bench.gpu --verify <stem>.json [--samples <stem>-samples.npz]   # where Pinocchio is installed
 
-Inverse dynamics (``method="rnea"`` and ``"kron"``), ``coriolis_star``, forward dynamics, the mass
-matrix, every body's Jacobians and Hessians (``frame="base"``), the derivatives of inverse and
-forward dynamics, MuJoCo MJX's ``inverse`` and frax's ``rnea`` and ``forward_dynamics`` (CRBA and a
-Cholesky solve), all on the same arm (``kj.to_urdf`` of ``kj.models.panda()``), at batch 10^4 and
-10^6, and for the operations of ``--largest`` also at the largest batch that fits in the GPU's
-memory (estimated from XLA's memory analysis at 10^6, then tried, shrinking on an out-of-memory
-error); in float32 (``jax_default_matmul_precision="highest"``) and float64. Prints samples per
-second and writes ``bench/results/<date>-gpu-<device>[-<tag>].md``, ``.json`` and
-``-samples.npz`` (each batch's leading and trailing samples, inputs and outputs, and the URDF).
+The Panda's batched operations (``OPERATIONS``: kronjax's dynamics, kinematics and derivatives,
+MJX's and frax's dynamics) at batch 10^4 and 10^6, and for those of ``--largest`` also at the
+largest batch that fits in the GPU's memory (estimated from XLA's memory analysis, shrunk on an
+out-of-memory error), in float32 (``jax_default_matmul_precision="highest"``) and float64. Writes
+``bench/results/<date>-gpu-<device>[-<tag>].md``, ``.json`` and ``-samples.npz`` (each batch's
+leading and trailing samples, inputs and outputs, and the URDF; not committed).
 
 Each row is then compared with Pinocchio (on the CPU) on its batch's saved samples: at once where
 Pinocchio is installed beside the GPU, else by ``--verify`` on another machine, which reads the
-``-samples.npz`` and rewrites the report with the errors and who checked them. Refuses to run without a GPU
+``-samples.npz`` the run wrote beside its report (or the file ``--samples`` names; the dumps are not
+committed: keep them where you ran) and rewrites the report with the errors and who checked them. Refuses to run without a GPU
 (``--allow-cpu`` runs it anyway: a check of the script, with small ``--batches``).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.metadata
 import json
 import os
 import re
@@ -66,11 +62,7 @@ LARGEST = (
     "frax inverse",
     "frax forward",
 )
-# peer: (module to import, its distributions for the report, how to install it)
-PEERS = {
-    "mjx": ("mujoco.mjx", ("mujoco", "mujoco-mjx"), "pip install mujoco mujoco-mjx"),
-    "frax": ("frax", ("frax",), "pip install frax"),
-}
+PEERS = ("mjx", "frax")
 
 
 def _library(op: str) -> str:
@@ -264,6 +256,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--verify", type=Path, metavar="JSON", help="compare a run's saved samples with Pinocchio, rewrite its report"
     )
+    parser.add_argument("--samples", type=Path, metavar="NPZ", help="the run's sample dumps (default <JSON stem>-samples.npz)")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # one precision, results to this JSON
     return parser
 
@@ -277,7 +270,7 @@ def main(argv=None) -> int:
     if args.child:
         return _child(args)
     if args.verify:
-        return _verify(args.verify)
+        return _verify(args.verify, args.samples)
     import subprocess
     import tempfile
 
@@ -307,7 +300,7 @@ def main(argv=None) -> int:
     samples["urdf"] = np.array(_float64_urdf())
     np.savez_compressed(f"{stem}-samples.npz", **samples)
     print(f"wrote {stem}-samples.npz")
-    options = {k: str(v) for k, v in vars(args).items() if k not in ("child", "verify")}
+    options = {k: str(v) for k, v in vars(args).items() if k not in ("child", "verify", "samples")}
     _write(records, meta, options, stem)  # the timings are kept whatever the check does
     try:
         errors, meta["checked"] = _check(samples)
@@ -319,13 +312,19 @@ def main(argv=None) -> int:
     return _write(records, meta, options, stem, errors)
 
 
-def _verify(path: Path) -> int:
-    """Errors of a run's saved samples against Pinocchio, written into its report."""
+def _verify(path: Path, samples_path: Path | None = None) -> int:
+    """Errors of a run's saved samples (``samples_path``, default beside the report) against
+    Pinocchio, written into its report."""
     import numpy as np
 
-    result = json.loads(path.read_text())
     stem = path.with_suffix("")
-    with np.load(f"{stem}-samples.npz") as saved:
+    samples_path = samples_path or Path(f"{stem}-samples.npz")
+    for what, p in (("report", path), ("sample dumps", samples_path)):
+        if not p.is_file():
+            print(f"bench.gpu --verify: no {what} at {p} (the run on the GPU writes both; --samples names the dumps)")
+            return 2
+    result = json.loads(path.read_text())
+    with np.load(samples_path) as saved:
         samples = dict(saved)
     errors, result["meta"]["checked"] = _check(samples)
     return _write(result["records"], result["meta"], result["args"], stem, errors)
@@ -363,15 +362,15 @@ def _child(args) -> int:
     )
     urdf = models.panda_urdf()
     names = [op for op in args.operations if not (args.no_peers and _library(op) in PEERS)]
+    from .peers import detect
+
     meta["peers"] = {}
-    for peer, (module, distributions, install) in PEERS.items():
-        if any(_library(op) == peer for op in names):
-            try:
-                importlib.import_module(module)
-                meta["peers"].update({d: importlib.metadata.version(d) for d in distributions})
-            except Exception as exc:
-                print(f"  {peer} skipped: cannot import {module} ({type(exc).__name__}: {exc}); {install}")
-                names = [op for op in names if _library(op) != peer]
+    for peer, info in detect(sorted({_library(op) for op in names} - {"kronjax"})).items():
+        if info["available"]:
+            meta["peers"][peer] = info["version"]
+        else:
+            print(f"  {peer} {info['note']}")
+            names = [op for op in names if _library(op) != peer]
 
     base = models.panda()
     n = base.n_dof
@@ -468,7 +467,7 @@ def _write(records: list[dict], meta: dict, args: dict, stem: Path, errors: dict
         if by
         else "none yet (no Pinocchio where it ran: `python -m bench.gpu --verify` fills them)"
     )
-    peers = ", ".join(f"{name} {version}" for name, version in meta.get("peers", {}).items())
+    peers = ", ".join(v if " " in v else f"{k} {v}" for k, v in meta.get("peers", {}).items())  # older runs: {dist: version}
     lines = [
         f"# kronjax on {meta['device']}, {meta['date'][:10]}",
         "",

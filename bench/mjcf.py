@@ -1,21 +1,10 @@
-"""Section ``mjcf``: kronjax and MJX on the same MJCF file, rotor inertias included.
-
-Each robot is written once as MJCF by MuJoCo (``MjSpec.to_xml``): the Panda of
-``tests/data/panda.urdf`` (fixed base) and Romeo, ``tests/data/humanoid.urdf``, on a free joint
-(inertias balanced: MuJoCo refuses one of Romeo's as given), both through
-:func:`bench.models.mjcf_from_urdf`, with ``armature = 0.1`` on every hinge and slide (the
-Menagerie Panda's value). kronjax reads that file with ``kj.load_mjcf``, MJX compiles the same file
-(``mjx.put_model``), and MuJoCo's C library on the same file is the reference: ``mj_inverse``
-(inverse dynamics, armature included) and ``mj_forward``'s ``qacc`` (forward dynamics, torques as
-``qfrc_applied``), with constraints, springs, dampers and actuation disabled on every side.
-
-States are random in MuJoCo's layout (``qpos`` inside the joint ranges with unit quaternions,
-``qvel``, ``qacc`` and ``qfrc`` standard normal, no force on the free joint). kronjax is timed on
-its own layout (:func:`kronjax.mjcf.from_mujoco`, applied once beforehand) and its outputs are
-converted back (:func:`kronjax.mjcf.to_mujoco`) for the comparison on the leading samples. Times
-are medians and ranges over the timing rounds, as in :mod:`bench.floating`; MJX runs in processes
-of its own (``python -m bench.mjcf SPEC.json``), with XLA's default flags and without the CPU
-fusion emitters.
+"""Section ``mjcf``: kronjax and MJX on the same MJCF file, rotor inertias included: the Panda
+(fixed base) and Romeo on a free joint, written by MuJoCo from ``tests/data/*.urdf`` with
+``armature = 0.1`` on every hinge and slide; kronjax reads it with ``kj.load_mjcf``, MJX compiles
+it, and MuJoCo's C library on the same file (``mj_inverse``, ``mj_forward``'s ``qacc``; constraints,
+springs, dampers and actuation off) is the reference on the leading samples. States are random in
+MuJoCo's layout; kronjax runs on its own (``kronjax.mjcf.from_mujoco`` applied beforehand, outputs
+converted back). Times and MJX's processes as in :mod:`bench.floating`.
 """
 
 from __future__ import annotations
@@ -29,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from . import models
-from ._timing import Record
-from .floating import CHUNK, mjx_results, mjx_timed, time_compiled
+from ._timing import Record, time_compiled
+from .floating import CHUNK, mjx_rows, mjx_timed
 from .peers import ROOT
 
 ARMATURE = 0.1
@@ -145,6 +134,7 @@ def section(suite) -> None:
     from kronjax.mjcf import from_mujoco, to_mujoco
 
     c = suite.config
+    methods = {"mjcf_inverse_dynamics": "inverse_dynamics (rnea)", "mjcf_forward_dynamics": "forward_dynamics (aba)"}
     with tempfile.TemporaryDirectory(prefix="kronjax-mjcf-") as tmp:
         for name, (urdf, floating) in ROBOTS.items():
             path = str(Path(tmp, "robot.xml"))
@@ -153,16 +143,9 @@ def section(suite) -> None:
                 m = rigid_model(path)
                 model = kj.load_mjcf(path)
             except Exception as exc:
-                for operation in OPERATIONS:
-                    suite.failed(
-                        exc,
-                        operation=operation,
-                        library="kronjax",
-                        method="load_mjcf",
-                        batch=c.big,
-                        precision="float64",
-                        model=name,
-                    )
+                suite.failed_each(
+                    exc, dict.fromkeys(OPERATIONS, "load_mjcf"), library="kronjax", batch=c.big, precision="float64", model=name
+                )
                 continue
             s = random_states(m, c.big)
             reference = references(m, s, min(c.check, c.big))
@@ -171,74 +154,34 @@ def section(suite) -> None:
             q, v, a, f = jax.jit(jax.vmap(lambda *x: from_mujoco(model, *x)))(
                 *(jnp.asarray(s[k]) for k in ("qpos", "qvel", "qacc", "qfrc"))
             )
-            ours = {
-                "mjcf_inverse_dynamics": (
-                    "inverse_dynamics (rnea)",
-                    lambda q, v, a: kj.inverse_dynamics(model, q, v, a),
-                    (q, v, a),
-                ),
-                "mjcf_forward_dynamics": (
-                    "forward_dynamics (aba)",
-                    lambda q, v, f: kj.forward_dynamics(model, q, v, f),
-                    (q, v, f),
-                ),
+            head = slice(0, len(reference["mjcf_inverse_dynamics"]))
+            ours = {  # operation: (function, arguments, its output in MuJoCo's layout)
+                "mjcf_inverse_dynamics": (kj.inverse_dynamics, (q, v, a), lambda q, v, t: to_mujoco(model, q, v, tau=t)[3]),
+                "mjcf_forward_dynamics": (kj.forward_dynamics, (q, v, f), lambda q, v, a: to_mujoco(model, q, v, a)[2]),
             }
-            for operation, (method, fn, args) in ours.items():
+            for operation, (fn, args, back) in ours.items():
                 for chunk in (None, CHUNK):
-                    fields = dict(
-                        operation=operation,
-                        library="kronjax",
-                        method=method + (f", chunked_vmap({chunk})" if chunk else ""),
-                        **common,
-                    )
+                    method = methods[operation] + (f", chunked_vmap({chunk})" if chunk else "")
+                    fields = dict(operation=operation, library="kronjax", method=method, **common)
                     try:
-                        timed, compile_s, out = time_compiled(
-                            kj.chunked_vmap(fn, chunk) if chunk else jax.vmap(fn), args, suite.timing
-                        )
-                        head = slice(0, len(reference[operation]))
-                        if operation == "mjcf_inverse_dynamics":
-                            mine = jax.vmap(lambda q, v, t: to_mujoco(model, q, v, tau=t)[3])(q[head], v[head], out[head])
-                        else:
-                            mine = jax.vmap(lambda q, v, a: to_mujoco(model, q, v, a)[2])(q[head], v[head], out[head])
+                        one = lambda *x, fn=fn: fn(model, *x)  # noqa: E731
+                        batched = kj.chunked_vmap(one, chunk) if chunk else jax.vmap(one)
+                        timed, compile_s, out = time_compiled(batched, args, suite.timing)
+                        mine = jax.vmap(back)(q[head], v[head], out[head])
                         error = models.relative_error(np.asarray(mine), reference[operation])
                         suite.add(Record(**fields, compile_s=compile_s, rel_err=error, **timed))
                     except Exception as exc:
                         suite.failed(exc, **fields)
             if suite.available("mjx"):
-                mjx_rows(suite, path, s, reference, common)
 
+                def save(folder, s=s):
+                    np.savez(Path(folder, "samples.npz"), **s)
+                    return str(Path(folder, "samples.npz"))
 
-def mjx_rows(suite, path: str, s: dict, reference: dict, common: dict) -> None:
-    """MJX on the same file (:func:`mjx_main`, through :func:`bench.floating.mjx_results`)."""
-    c = suite.config
-    with tempfile.TemporaryDirectory(prefix="kronjax-bench-") as tmp:
-        samples = Path(tmp, "samples.npz")
-        np.savez(samples, **s)
-        spec = {
-            "mjcf": path,
-            "samples": str(samples),
-            "batch": common["batch"],
-            "probe": c.mjx_probe,
-            "max_call_s": c.mjx_max_call_s,
-            "timing": suite.timing,
-            "check": c.check,
-        }
-        operations = {"mjcf_inverse_dynamics": "inverse", "mjcf_forward_dynamics": "forward"}
-        for operation, method, r, flags in mjx_results(suite, "bench.mjcf", spec, operations, common):
-            head = np.asarray(r["head"])
-            suite.add(
-                Record(
-                    **{**common, "batch": r["batch"]},
-                    operation=operation,
-                    library="mjx",
-                    method=method,
-                    seconds_per_call=r["seconds_per_call"],
-                    compile_s=r["compile_s"],
-                    rel_err=models.relative_error(head, reference[operation][: len(head)]),
-                    note=r["note"],
-                    extra={**r["extra"], "xla_flags": flags},
-                )
-            )
+                def error(operation, reference=reference):
+                    return lambda head: models.relative_error(head, reference[operation][: len(head)])
+
+                mjx_rows(suite, "bench.mjcf", {"mjcf": path}, save, error, common)
 
 
 if __name__ == "__main__":

@@ -215,18 +215,25 @@ class Pinocchio:
 # --------------------------------------------------------------------------------------------
 
 
-def adam_inverse_dynamics(urdf: str, joint_names, dtype):
-    """adam's fixed-base inverse dynamics ``M_jj qdd + h_j`` (its joint rows of the floating-base
-    ``M`` and bias force, base at rest at the identity)."""
-    import jax.numpy as jnp
+def adam_computations(urdf: str, joint_names, dtype, gravity):
+    """adam's ``KinDynComputations`` (JAX backend) of the URDF."""
     from adam.jax import KinDynComputations
 
-    kd = KinDynComputations(urdf, list(joint_names), dtype=dtype, gravity=np.array([*GRAVITY, 0, 0, 0]))
+    kd = KinDynComputations(urdf, list(joint_names), dtype=dtype, gravity=np.array([*np.asarray(gravity, float), 0, 0, 0]))
     # adam 0.5 passes its reference array's device to jnp.asarray, which fails on tracers under
     # jit with recent JAX ("'SingleDeviceSharding' object has no attribute 'spec'"): drop it.
     factory = getattr(getattr(kd.rbdalgos, "math", None), "factory", None)
     if factory is not None and hasattr(factory, "_device"):
         factory._device = None
+    return kd
+
+
+def adam_inverse_dynamics(urdf: str, joint_names, dtype):
+    """adam's fixed-base inverse dynamics ``M_jj qdd + h_j`` (its joint rows of the floating-base
+    ``M`` and bias force, base at rest at the identity)."""
+    import jax.numpy as jnp
+
+    kd = adam_computations(urdf, joint_names, dtype, GRAVITY)
     base, base_velocity = jnp.eye(4, dtype=dtype), jnp.zeros(6, dtype)
 
     def inverse_dynamics(q, qd, qdd):
@@ -271,6 +278,17 @@ def jaxsim_functions(urdf: str):
 # --------------------------------------------------------------------------------------------
 
 
+def frax_robot(urdf: str, **options):
+    """``frax.Robot`` of the URDF text (frax reads a file)."""
+    with warnings.catch_warnings():  # frax warns at import about XLA flags it would like set
+        warnings.simplefilter("ignore")
+        import frax
+    with tempfile.TemporaryDirectory(prefix="kronjax-frax-") as tmp:
+        path = os.path.join(tmp, "robot.urdf")
+        Path(path).write_text(urdf)
+        return frax.Robot(path, **options)
+
+
 def frax_functions(urdf: str) -> dict:
     """frax's functions of one sample on the URDF (its root link given an inertial, which frax
     needs), fixed base:
@@ -288,14 +306,7 @@ def frax_functions(urdf: str) -> dict:
 
     if tuple(GRAVITY) != (0.0, 0.0, -9.81):
         raise ValueError(f"frax's forward dynamics has gravity (0, 0, -9.81) built in, not {GRAVITY}")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        import frax
-    with tempfile.TemporaryDirectory(prefix="kronjax-frax-") as tmp:  # frax reads a file
-        path = os.path.join(tmp, "robot.urdf")
-        with open(path, "w") as f:
-            f.write(urdf_with_root_inertial(urdf))
-        robot = frax.Robot(path)
+    robot = frax_robot(urdf_with_root_inertial(urdf))
     base_acceleration = jnp.array([*(-np.asarray(GRAVITY)), 0.0, 0.0, 0.0])  # [linear, angular]
     chains = [np.flatnonzero(row) for row in robot.ancestor_mask]  # ancestors of each joint, root first
     origin = np.eye(4)

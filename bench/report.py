@@ -130,90 +130,77 @@ def exponents(records: list[Record]) -> list[dict]:
 
 def goals(records: list[Record], config) -> list[dict]:
     """The project's speed goals as ratios measured in this run (float64; Panda, and the humanoid of section
-    ``floating``)."""
+    ``floating``); a goal whose measurements did not run is left out."""
     big, f64 = config.big, "float64"
-    rnea = find(records, operation="inverse_dynamics", library="kronjax", method="rnea", batch=big, precision=f64)
-    kron = find(records, operation="inverse_dynamics", library="kronjax", method="kron", batch=big, precision=f64)
-    fd = find(records, operation="forward_dynamics", library="kronjax", batch=big, precision=f64)
-    star = find(records, operation="coriolis", library="kronjax", method="coriolis_star", precision=f64)
+    pin = dict(library="pinocchio", precision=f64)
+    ours = lambda operation, method=None, **k: find(  # noqa: E731
+        records, operation=operation, library="kronjax", precision=f64, **({"method": method} if method else {}), **k
+    )
+    rnea, fd = ours("inverse_dynamics", "rnea", batch=big), ours("forward_dynamics", batch=big)
     mjx = [r for r in records if r.library == "mjx" and r.precision == f64 and r.seconds_per_call is not None]
     mjx_best = min(mjx, key=lambda r: r.seconds_per_sample) if mjx else None
     rows = []
 
-    def faster(what, ours, theirs, target):  # ours' samples/s over theirs'
-        value = theirs.seconds_per_sample / ours.seconds_per_sample if ours and theirs else None
-        rows.append(
-            {
-                "goal": what,
-                "value": value,
-                "target": target,
-                "unit": "x samples/s",
-                "met": None if value is None or target is None else value >= target,
-            }
-        )
+    def add(goal, value, target, unit, met=None):
+        if met is None and target is not None:
+            met = value >= target if unit == "x samples/s" else value <= target
+        rows.append({"goal": goal, "value": value, "target": target, "unit": unit, "met": met})
 
-    def slower(what, ours, theirs, target):  # ours' time over theirs'
-        value = ours.seconds_per_sample / theirs.seconds_per_sample if ours and theirs else None
-        rows.append(
-            {
-                "goal": what,
-                "value": value,
-                "target": target,
-                "unit": "x time",
-                "met": None if value is None or target is None else value <= target,
-            }
-        )
+    def faster(what, a, b, target):  # a's samples/s over b's
+        if a and b:
+            add(what, b.seconds_per_sample / a.seconds_per_sample, target, "x samples/s")
 
-    pin = dict(library="pinocchio", precision=f64)
+    def slower(what, a, b, target):  # a's time over b's
+        if a and b:
+            add(what, a.seconds_per_sample / b.seconds_per_sample, target, "x time")
+
+    t = config.threads
+    inverse = dict(operation="inverse_dynamics", **pin)
     faster(
-        f"kronjax rnea vs Pinocchio rneaInParallel({config.threads}), batch {big}",
+        f"kronjax rnea vs Pinocchio rneaInParallel({t}), batch {big}",
         rnea,
-        find(records, operation="inverse_dynamics", method=f"rneaInParallel({config.threads})", batch=big, **pin),
+        find(records, method=f"rneaInParallel({t})", batch=big, **inverse),
         1.0,
     )
     faster(
         "kronjax rnea vs Pinocchio rnea per call (C++ est.)",
         rnea,
-        find(records, operation="inverse_dynamics", method="rnea (per call, C++ est.)", **pin),
+        find(records, method="rnea (per call, C++ est.)", **inverse),
         None,
     )
     faster(f"kronjax rnea vs adam, batch {big}", rnea, find(records, library="adam", precision=f64), 5.0)
     faster(f"kronjax rnea vs jaxsim, batch {big}", rnea, find(records, operation="inverse_dynamics", library="jaxsim"), None)
     faster(f"kronjax rnea vs MJX, best flags ({mjx_best.method if mjx_best else '-'})", rnea, mjx_best, 3.0)
+    forward = dict(operation="forward_dynamics", **pin)
     faster(
-        f"kronjax forward_dynamics vs Pinocchio abaInParallel({config.threads}), batch {big}",
+        f"kronjax forward_dynamics vs Pinocchio abaInParallel({t}), batch {big}",
         fd,
-        find(records, operation="forward_dynamics", method=f"abaInParallel({config.threads})", **pin),
+        find(records, method=f"abaInParallel({t})", **forward),
         1.0,
     )
     faster(
         "kronjax forward_dynamics vs Pinocchio aba per call (C++ est.)",
         fd,
-        find(records, operation="forward_dynamics", method="aba (per call, C++ est.)", **pin),
+        find(records, method="aba (per call, C++ est.)", **forward),
         1.0,
     )
     slower(
         f"kronjax coriolis_star vs Pinocchio computeCoriolisMatrix per call (C++ est.), batch {big}",
-        star,
+        ours("coriolis", "coriolis_star"),
         find(records, operation="coriolis", method="computeCoriolisMatrix (per call, C++ est.)", **pin),
         2.0,
     )
-    slower(f"kronjax kron vs kronjax rnea, batch {big}", kron, rnea, 10.0)
-    # all bodies' J and H, derivatives of the dynamics, against Pinocchio per call
-    # (binding included; the C++ estimate alongside, without a target)
+    slower(f"kronjax kron vs kronjax rnea, batch {big}", ours("inverse_dynamics", "kron", batch=big), rnea, 10.0)
+    # all bodies' J and H, derivatives of the dynamics, against Pinocchio per call (binding
+    # included; the C++ estimate alongside, without a target), and the floor of writing the outputs
     for operation, (_, pin_name) in PER_CALL.items():
-        ours = find(records, operation=operation, library="kronjax", method=operation, batch=big, precision=f64)
+        mine = ours(operation, operation, batch=big)
         # Pinocchio's computeJointKinematicHessians(q) computes the joint Jacobians first
         what = "computeJointJacobians + computeJointKinematicHessians" if operation == "hessians" else pin_name
-        target = None if operation == "jacobians_dot" else 0.5  # no target for dJ/dt
+        target = None if operation == "jacobians_dot" else 0.5
         for suffix, goal in (("per call", target), ("per call, C++ est.", None)):
-            slower(
-                f"kronjax {operation} vs Pinocchio {what} {suffix}, batch {big}",
-                ours,
-                find(records, operation=operation, method=f"{pin_name} ({suffix})", **pin),
-                goal,
-            )
-        # no JAX function returning new arrays of these shapes beats this ratio at this batch
+            theirs = find(records, operation=operation, method=f"{pin_name} ({suffix})", **pin)
+            slower(f"kronjax {operation} vs Pinocchio {what} {suffix}, batch {big}", mine, theirs, goal)
         slower(
             f"floor: new arrays of kronjax {operation}'s output shapes, written alone, vs Pinocchio {what} per call, batch {big}",
             find(records, operation=operation, library="jax", batch=big, precision=f64),
@@ -221,81 +208,36 @@ def goals(records: list[Record], config) -> list[dict]:
             None,
         )
     # the floating-base humanoid (section `floating`): >= 1x *InParallel, ahead of every JAX peer
-    ours_floating = [
-        r
-        for r in records
-        if r.operation in FLOATING and r.library == "kronjax" and r.precision == f64 and r.seconds_per_call is not None
-    ]
-    for ours in ours_floating:  # one vmap, and chunked_vmap
-        name = FLOATING[ours.operation]
-        faster(
-            f"humanoid (floating base): kronjax {ours.method} vs Pinocchio {name}InParallel({config.threads}), batch {ours.batch}",
-            ours,
-            find(records, operation=ours.operation, method=f"{name}InParallel({config.threads})", batch=ours.batch, **pin),
-            1.0,
-        )
+    timed = [r for r in records if r.precision == f64 and r.seconds_per_call is not None]
+    for mine in [r for r in timed if r.operation in FLOATING and r.library == "kronjax"]:
+        name, prefix = FLOATING[mine.operation], f"humanoid (floating base): kronjax {mine.method} vs"
+        parallel = find(records, operation=mine.operation, method=f"{name}InParallel({t})", batch=mine.batch, **pin)
+        faster(f"{prefix} Pinocchio {name}InParallel({t}), batch {mine.batch}", mine, parallel, 1.0)
         for peer in ("adam", "jaxsim", "frax", "mjx"):
-            timed = [r for r in records if r.operation == ours.operation and r.library == peer and r.seconds_per_call is not None]
-            best = min(timed, key=lambda r: r.seconds_per_sample) if timed else None
-            faster(f"humanoid (floating base): kronjax {ours.method} vs {peer} {best.method if best else '-'}", ours, best, 1.0)
-    derivatives = find(
-        records,
-        operation="inverse_dynamics_derivatives",
-        library="kronjax",
-        method="inverse_dynamics_derivatives",
-        batch=big,
-        precision=f64,
-    )
+            best = min(
+                (r for r in timed if r.operation == mine.operation and r.library == peer),
+                key=lambda r: r.seconds_per_sample,
+                default=None,
+            )
+            faster(f"{prefix} {peer} {best.method if best else '-'}", mine, best, 1.0)
     slower(
         f"kronjax jax.jacfwd(inverse_dynamics) vs inverse_dynamics_derivatives, batch {big}",
-        find(
-            records,
-            operation="inverse_dynamics_derivatives",
-            library="kronjax",
-            method="jax.jacfwd(inverse_dynamics)",
-            batch=big,
-            precision=f64,
-        ),
-        derivatives,
+        ours("inverse_dynamics_derivatives", "jax.jacfwd(inverse_dynamics)", batch=big),
+        ours("inverse_dynamics_derivatives", "inverse_dynamics_derivatives", batch=big),
         2.0,
     )
     for r in records:
         if r.library == "kronjax" and r.operation in PER_CALL and r.precision == f64 and r.compile_s is not None:
-            rows.append(
-                {
-                    "goal": f"compile of jit(chunked_vmap({r.method})), batch {r.batch}",
-                    "value": r.compile_s,
-                    "target": 2.0,
-                    "unit": "s",
-                    "met": r.compile_s < 2.0,
-                }
-            )
+            add(f"compile of jit(chunked_vmap({r.method})), batch {r.batch}", r.compile_s, 2.0, "s", r.compile_s < 2.0)
     for e in exponents(records):  # the cost grows as the output: C* n x n^2, J 3 x n per body, H 3 x n^2 per body
         target = {"coriolis_star": 3.0, "jacobians": 2.0, "hessians": 3.0}.get(e["method"])
         if e["library"] == "kronjax" and target is not None and e["exponent"] is not None:
-            rows.append(
-                {
-                    "goal": f"{e['method']} cost exponent in n (n = {', '.join(map(str, e['n']))}; "
-                    f"slope of the last two {e['last_slope']:.2f})",
-                    "value": e["exponent"],
-                    "target": target,
-                    "unit": "exponent",
-                    "met": e["exponent"] <= target + 0.3,
-                }
-            )
+            goal = f"{e['method']} cost exponent in n (n = {', '.join(map(str, e['n']))}; slope of the last two {e['last_slope']:.2f})"
+            add(goal, e["exponent"], target, "exponent", e["exponent"] <= target + 0.3)
     for r in records:
         if r.operation == "compile" and r.method == "inverse_dynamics rnea" and r.compile_s is not None:
-            target = 1.0 if r.model == "panda" else 3.0
-            rows.append(
-                {
-                    "goal": f"jit of inverse dynamics (rnea), {r.model}",
-                    "value": r.compile_s,
-                    "target": target,
-                    "unit": "s",
-                    "met": r.compile_s <= target,
-                }
-            )
-    return [row for row in rows if row["value"] is not None]  # a goal whose measurements did not run is left out
+            add(f"jit of inverse dynamics (rnea), {r.model}", r.compile_s, 1.0 if r.model == "panda" else 3.0, "s")
+    return rows
 
 
 # --------------------------------------------------------------------------------------------
@@ -318,31 +260,44 @@ def _ratio(ref: Record | None, r: Record) -> str:
     return f"{ref.seconds_per_sample / r.seconds_per_sample:.2f}"
 
 
+def _table(intro: str, columns: list[tuple], rows: list[Record]) -> list[str]:
+    """A markdown table of ``rows`` after ``intro``: ``columns`` are ``(header, alignment, cell of a
+    record)``."""
+    lines = [intro, "", "| " + " | ".join(c[0] for c in columns) + " |", "| " + " | ".join(c[1] for c in columns) + " |"]
+    return lines + ["| " + " | ".join(c[2](r) for c in columns) + " |" for r in rows] + [""]
+
+
+def _column(name: str, align: str = "---"):
+    return (name, align, lambda r: str(getattr(r, name)))
+
+
+LIBRARY, METHOD, BATCH, NOTE = _column("library"), _column("method"), _column("batch", "---:"), _column("note")
+US = ("us/sample", "---:", _us)
+COMPILE = ("compile s", "---:", lambda r: _num(r.compile_s, ".2f"))
+ERROR = ("rel. err vs Pinocchio", "---:", lambda r: _num(r.rel_err, ".1e"))
+RATE_RANGE = ("samples/s [min, max]", "---", lambda r: _rate_with_range(r))
+
+
 def _operation_table(records: list[Record], operation: str, per_call: str | None, parallel: str | None) -> list[str]:
     rows = [r for r in records if r.operation == operation]
     if not rows:
         return []
     ref_call = find(records, operation=operation, library="pinocchio", method=per_call) if per_call else None
-    lines = [
+
+    def ref_parallel(r):  # at the same batch, else the largest
+        ref = find(records, operation=operation, library="pinocchio", method=parallel, batch=r.batch)
+        candidates = [x for x in records if x.operation == operation and x.method == parallel and x.seconds_per_call]
+        return ref or (max(candidates, key=lambda x: x.batch) if candidates else None)
+
+    intro = (
         f"Speed ratios: Pinocchio's time per sample over this row's (> 1: faster than Pinocchio); "
         f'"per call" against `{per_call}`'
-        + (f', "parallel" against `{parallel}` at the same batch (else the largest).' if parallel else "."),
-        "",
-        "| library | method | batch | precision | us/sample | samples/s | compile s | rel. err vs Pinocchio | x Pin. per call | x Pin. parallel | note |",
-        "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
-    ]
-    for r in rows:
-        ref_par = None
-        if parallel:
-            ref_par = find(records, operation=operation, library="pinocchio", method=parallel, batch=r.batch)
-            if ref_par is None:
-                candidates = [x for x in records if x.operation == operation and x.method == parallel and x.seconds_per_call]
-                ref_par = max(candidates, key=lambda x: x.batch) if candidates else None
-        lines.append(
-            f"| {r.library} | {r.method} | {r.batch} | {r.precision} | {_us(r)} | {_num(r.samples_per_s, ',.0f')} | "
-            f"{_num(r.compile_s, '.2f')} | {_num(r.rel_err, '.1e')} | {_ratio(ref_call, r)} | {_ratio(ref_par, r)} | {r.note} |"
-        )
-    return lines + [""]
+        + (f', "parallel" against `{parallel}` at the same batch (else the largest).' if parallel else ".")
+    )
+    columns = [LIBRARY, METHOD, BATCH, _column("precision"), US, ("samples/s", "---:", lambda r: _num(r.samples_per_s, ",.0f"))]
+    columns += [COMPILE, ERROR, ("x Pin. per call", "---:", lambda r: _ratio(ref_call, r))]
+    columns += [("x Pin. parallel", "---:", lambda r: _ratio(ref_parallel(r) if parallel else None, r)), NOTE]
+    return _table(intro, columns, rows)
 
 
 def _rate_with_range(r: Record) -> str:
@@ -360,25 +315,22 @@ def _floating_table(records: list[Record], threads: int) -> list[str]:
     rows = [r for r in records if r.operation in FLOATING]
     if not rows:
         return []
-    lines = [
+    intro = (
         "Romeo (`tests/data/humanoid.urdf`) with a free-flyer root (nq = 38, nv = 37), float64, random states "
         "(`kj.random_configuration`; v, a, joint torques normal; no base wrench), each library in its own conventions, "
         "outputs converted to Pinocchio's before the comparison on the leading samples. Times: median over the timing "
         f'rounds; samples/s [range over rounds]; "x parallel": this row\'s samples/s over `rneaInParallel({threads})` '
-        f"/ `abaInParallel({threads})`'s at the same batch (> 1: faster).",
-        "",
-        "| operation | library | method | batch | us/sample | samples/s [min, max] | compile s | rel. err vs Pinocchio | x parallel | note |",
-        "| --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | --- |",
-    ]
-    for r in rows:
-        name = FLOATING[r.operation]
-        ref = find(records, operation=r.operation, library="pinocchio", method=f"{name}InParallel({threads})", batch=r.batch)
-        rate = _rate_with_range(r)
-        lines.append(
-            f"| {r.operation.removeprefix('floating_')} | {r.library} | {r.method} | {r.batch} | {_us(r)} | {rate} | "
-            f"{_num(r.compile_s, '.2f')} | {_num(r.rel_err, '.1e')} | {_ratio(ref, r)} | {r.note} |"
-        )
-    return lines + [""]
+        f"/ `abaInParallel({threads})`'s at the same batch (> 1: faster)."
+    )
+
+    def ratio(r):
+        method = f"{FLOATING[r.operation]}InParallel({threads})"
+        return _ratio(find(records, operation=r.operation, library="pinocchio", method=method, batch=r.batch), r)
+
+    operation = ("operation", "---", lambda r: r.operation.removeprefix("floating_"))
+    return _table(
+        intro, [operation, LIBRARY, METHOD, BATCH, US, RATE_RANGE, COMPILE, ERROR, ("x parallel", "---:", ratio), NOTE], rows
+    )
 
 
 def _mjcf_table(records: list[Record]) -> list[str]:
@@ -386,27 +338,36 @@ def _mjcf_table(records: list[Record]) -> list[str]:
     rows = [r for r in records if r.operation.startswith("mjcf_")]
     if not rows:
         return []
-    lines = [
+    intro = (
         "The same MJCF file for kronjax (`kj.load_mjcf`) and MJX (`mjx.put_model`): the Panda (fixed base) and Romeo on "
         "a free joint, written by MuJoCo from `tests/data/*.urdf` with armature 0.1 on every hinge and slide "
         "(`bench/mjcf.py`); float64, random states in MuJoCo's layout. Errors against MuJoCo's C library (`mj_inverse`, "
         "`mj_forward`'s `qacc`) on the leading samples. \"x MJX\": this row's samples/s over MJX's faster row at the "
-        "same model and operation (> 1: faster).",
-        "",
-        "| model | operation | library | method | batch | us/sample | samples/s [min, max] | compile s | rel. err vs MuJoCo | x MJX | note |",
-        "| --- | --- | --- | --- | ---: | ---: | --- | ---: | ---: | ---: | --- |",
-    ]
-    for r in rows:
+        "same model and operation (> 1: faster)."
+    )
+
+    def ratio(r):
         peers = [
             p for p in rows if p.library == "mjx" and p.model == r.model and p.operation == r.operation and p.seconds_per_call
         ]
-        ref = max(peers, key=lambda p: p.samples_per_s, default=None)
-        rate = _rate_with_range(r)
-        lines.append(
-            f"| {r.model} | {r.operation.removeprefix('mjcf_')} | {r.library} | {r.method} | {r.batch} | {_us(r)} | {rate} | "
-            f"{_num(r.compile_s, '.2f')} | {_num(r.rel_err, '.1e')} | {_ratio(ref, r)} | {r.note} |"
-        )
-    return lines + [""]
+        return _ratio(max(peers, key=lambda p: p.samples_per_s, default=None), r)
+
+    operation = ("operation", "---", lambda r: r.operation.removeprefix("mjcf_"))
+    error = ("rel. err vs MuJoCo", "---:", ERROR[2])
+    columns = [
+        _column("model"),
+        operation,
+        LIBRARY,
+        METHOD,
+        BATCH,
+        US,
+        RATE_RANGE,
+        COMPILE,
+        error,
+        ("x MJX", "---:", ratio),
+        NOTE,
+    ]
+    return _table(intro, columns, rows)
 
 
 def markdown(records: list[Record], meta: dict, peers: dict, config, goal_rows, exps, plot_name) -> str:

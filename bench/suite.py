@@ -1,10 +1,7 @@
-"""The benchmark's sections: inverse dynamics, forward dynamics, Coriolis, scaling with n, compile
-times, and the Jacobians, Hessians and Jacobian time derivatives of all bodies, the
-derivatives of inverse and forward dynamics, and the growth of J and H with n. Each measurement
-becomes a :class:`~bench._timing.Record`; every JAX function is ``jax.jit(jax.vmap(f))``
-(kronjax: ``jax.jit(kj.chunked_vmap(f))``) compiled ahead of time (the compile time is recorded)
-and timed by :func:`~bench._timing.best_time`; every result is compared with Pinocchio on the
-same samples.
+"""The benchmark's sections (``SECTIONS``; docs/benchmarks/ says what each measures). Each
+measurement becomes a :class:`~bench._timing.Record`: every JAX function is ``jax.jit(jax.vmap(f))``
+(kronjax: ``jax.jit(kj.chunked_vmap(f))``) compiled ahead of time and timed by
+:func:`~bench._timing.best_time`, and compared with Pinocchio on the same samples.
 """
 
 from __future__ import annotations
@@ -78,6 +75,16 @@ class Config:
         return int(np.clip(self.scaling_work // n**3, 16, 1024))
 
 
+class Build:
+    """A function that :meth:`Suite.jax_record` builds first: a peer's construction, which may fail."""
+
+    def __init__(self, make: Callable):
+        self.make = make
+
+    def __call__(self):
+        return self.make()
+
+
 def _kron_rows(a: np.ndarray) -> np.ndarray:
     """Row-wise ``a ⊗ a``."""
     return np.einsum("bi,bj->bij", a, a).reshape(a.shape[0], -1)
@@ -128,14 +135,6 @@ class Suite:
         rotations, origins = kj.forward_kinematics(model, jnp.asarray(q))
         return pin.body_frames(model.joint_names, np.asarray(rotations), np.asarray(origins), q)
 
-    def missing(self, name: str, **fields) -> bool:
-        """Whether this kronjax lacks ``kj.<name>`` (then a skipped record says so, as for a missing
-        peer): the suite also measures a kronjax older than these functions."""
-        if hasattr(kj, name):
-            return False
-        self.add(Record(**fields, note=f"skipped: kj.{name} is not in this kronjax"))
-        return True
-
     # ----------------------------------------------------------------------------------------
     # recording
     # ----------------------------------------------------------------------------------------
@@ -156,21 +155,21 @@ class Suite:
         self.log("".join(traceback.format_exception(exc, limit=-3)).rstrip())
         return self.add(Record(**fields, note=line))
 
+    def failed_each(self, exc: BaseException, methods: dict[str, str], **fields) -> None:
+        """A failed row for each ``operation: method`` of ``methods``."""
+        for operation, method in methods.items():
+            self.failed(exc, operation=operation, method=method, **fields)
+
     def jax_record(self, operation, library, method, fn, arrays, batch, precision, compare, model="panda", n_dof=None):
         """Time ``jit(vmap(fn))`` on the first ``batch`` rows of ``arrays`` (for kronjax its batched
         entry point, ``kj.chunked_vmap``, which is one ``vmap`` at these batches); ``compare(head)`` gives
         the relative error of the leading outputs against Pinocchio (``head`` has the structure of
-        ``fn``'s output: an array, or a tuple of arrays)."""
-        fields = dict(
-            operation=operation,
-            library=library,
-            method=method,
-            batch=batch,
-            precision=precision,
-            model=model,
-            n_dof=n_dof or self.n,
-        )
+        ``fn``'s output: an array, or a tuple of arrays). ``fn`` may be a :class:`Build`, called
+        first (a peer whose construction fails is a failed row)."""
+        fields = dict(operation=operation, library=library, method=method, batch=batch, precision=precision)
+        fields.update(model=model, n_dof=n_dof or self.n)
         try:
+            fn = fn() if isinstance(fn, Build) else fn
             dtype = jnp.float64 if precision == "float64" else jnp.float32
             args = tuple(jnp.asarray(a[:batch], dtype) for a in arrays)
             batched = kj.chunked_vmap(fn) if library == "kronjax" else jax.vmap(fn)
@@ -230,13 +229,8 @@ class Suite:
     def frax_record(self, operation, method, function, arrays, compare, derivatives=False):
         """frax's ``function`` (of :func:`~bench.peers.frax_functions`), or with ``derivatives``
         its ``jax.jacfwd`` with respect to every argument, float64 at the peers' batch."""
-        fields = dict(operation=operation, library="frax", method=method, batch=self.config.big, precision="float64")
-        try:
-            fn = self.frax[function]
-        except Exception as exc:
-            return self.failed(exc, **fields)
-        if derivatives:
-            fn = jax.jacfwd(fn, argnums=tuple(range(len(arrays))))
+        argnums = tuple(range(len(arrays)))
+        fn = Build(lambda: jax.jacfwd(self.frax[function], argnums) if derivatives else self.frax[function])
         return self.jax_record(operation, "frax", method, fn, arrays, self.config.big, "float64", compare)
 
     # ----------------------------------------------------------------------------------------
@@ -270,73 +264,37 @@ class Suite:
         self.pin_records("inverse_dynamics", "rnea", arrays, batches)
         if self.available("adam"):
             for precision in ("float64",) + (("float32",) if c.float32 else ()):
-                try:
-                    fn = adam_inverse_dynamics(self.urdf, self.panda["float64"].joint_names, jnp.dtype(precision))
-                except Exception as exc:
-                    self.failed(
-                        exc, operation="inverse_dynamics", library="adam", method="M qdd + h", batch=c.big, precision=precision
-                    )
-                    continue
+                names, dtype = self.panda["float64"].joint_names, jnp.dtype(precision)
+                fn = Build(lambda names=names, dtype=dtype: adam_inverse_dynamics(self.urdf, names, dtype))
                 self.jax_record("inverse_dynamics", "adam", "M qdd + h", fn, arrays, c.big, precision, self._tau_error)
         if self.available("jaxsim"):
-            try:
-                fn, _ = jaxsim_functions(self.urdf)
-                self.jax_record("inverse_dynamics", "jaxsim", "inverse_dynamics", fn, arrays, c.big, "float64", self._tau_error)
-            except Exception as exc:
-                self.failed(
-                    exc,
-                    operation="inverse_dynamics",
-                    library="jaxsim",
-                    method="inverse_dynamics",
-                    batch=c.big,
-                    precision="float64",
-                )
+            fn = Build(lambda: jaxsim_functions(self.urdf)[0])
+            self.jax_record("inverse_dynamics", "jaxsim", "inverse_dynamics", fn, arrays, c.big, "float64", self._tau_error)
         if self.available("frax"):
             self.frax_record("inverse_dynamics", "rnea", "inverse_dynamics", arrays, self._tau_error)
         if self.available("mjx"):
             self.mjx()
 
     def mjx(self):
-        """MJX in subprocesses: default XLA flags and ``--xla_cpu_use_fusion_emitters=false``."""
+        """MJX in subprocesses (:mod:`bench._mjx`): default XLA flags and ``--xla_cpu_use_fusion_emitters=false``."""
         c = self.config
         variants = [("default XLA flags", False, "float64"), ("no fusion emitters", True, "float64")]
-        if c.float32:
-            variants.append(("no fusion emitters", True, "float32"))
+        variants += [("no fusion emitters", True, "float32")] if c.float32 else []
         with tempfile.TemporaryDirectory(prefix="kronjax-bench-") as tmp:
             urdf, samples = Path(tmp, "panda.urdf"), Path(tmp, "samples.npz")
             urdf.write_text(self.urdf)
             np.savez(samples, **{k: self.samples[k][: c.big] for k in ("q", "qd", "qdd")})
+            spec = {"urdf": str(urdf), "samples": str(samples), "batch": c.big, "probe": c.mjx_probe, "timing": self.timing}
+            spec.update(max_call_s=c.mjx_max_call_s, check=c.check, out=str(Path(tmp, "result.json")))
             for label, no_fusion, precision in variants:
-                method = f"inverse ({label})"
-                spec = {
-                    "urdf": str(urdf),
-                    "samples": str(samples),
-                    "batch": c.big,
-                    "probe": c.mjx_probe,
-                    "max_call_s": c.mjx_max_call_s,
-                    "precision": precision,
-                    "timing": self.timing,
-                    "check": c.check,
-                    "out": str(Path(tmp, "result.json")),
-                }
-                fields = dict(operation="inverse_dynamics", library="mjx", method=method, batch=c.big, precision=precision)
+                fields = dict(operation="inverse_dynamics", library="mjx", method=f"inverse ({label})", precision=precision)
                 try:
-                    result = run_module("bench._mjx", spec, no_fusion, tmp)
+                    r = run_module("bench._mjx", {**spec, "precision": precision}, no_fusion, tmp)
                 except Exception as exc:
-                    self.failed(exc, **fields)
+                    self.failed(exc, **fields, batch=c.big)
                     continue
-                fields["batch"] = result["batch"]
-                head = np.asarray(result["head"])
-                self.add(
-                    Record(
-                        **fields,
-                        seconds_per_call=result["seconds_per_call"],
-                        compile_s=result["compile_s"],
-                        rel_err=self._tau_error(head),
-                        note=result["note"],
-                        extra={"xla_flags": result["xla_flags"], "dtype": result["dtype"]},
-                    )
-                )
+                r["extra"] = {**r["extra"], "xla_flags": r["xla_flags"], "dtype": r["dtype"]}
+                floating.subprocess_record(self, r, self._tau_error, **fields, batch=r["batch"])
 
     def section_forward(self):
         c, s = self.config, self.samples
@@ -375,21 +333,11 @@ class Suite:
         self.jax_record("coriolis", "kronjax", "coriolis_matrix", fn, (s["q"], s["qd"]), c.big, "float64", matrix_error)
         self.pin_records("coriolis", "computeCoriolisMatrix", (s["q"], s["qd"]), (), parallel=False)
         if self.available("jaxsim"):
-            try:
-                _, fn = jaxsim_functions(self.urdf)
-                record = self.jax_record(
-                    "coriolis", "jaxsim", "free_floating_coriolis_matrix", fn, (s["q"], s["qd"]), c.big, "float64", force_error
-                )
+            fn = Build(lambda: jaxsim_functions(self.urdf)[1])
+            method = "free_floating_coriolis_matrix"
+            record = self.jax_record("coriolis", "jaxsim", method, fn, (s["q"], s["qd"]), c.big, "float64", force_error)
+            if not record.note.startswith("failed"):
                 record.note = (record.note + "; " if record.note else "") + "err of C qd (another factorisation of C)"
-            except Exception as exc:
-                self.failed(
-                    exc,
-                    operation="coriolis",
-                    library="jaxsim",
-                    method="free_floating_coriolis_matrix",
-                    batch=c.big,
-                    precision="float64",
-                )
 
     def chain(self, n: int):
         """The scaling sections' random arm of ``n`` joints: ``(model, name, samples, Pinocchio's
@@ -434,15 +382,8 @@ class Suite:
         ):
             x = jnp.asarray(models.samples(model, 1, seed=1)["q"][0])
             for method in ("rnea", "kron"):
-                fields = dict(
-                    operation="compile",
-                    library="kronjax",
-                    method=f"inverse_dynamics {method}",
-                    batch=1,
-                    precision="float64",
-                    model=name,
-                    n_dof=model.n_dof,
-                )
+                fields = dict(operation="compile", library="kronjax", method=f"inverse_dynamics {method}", batch=1)
+                fields.update(precision="float64", model=name, n_dof=model.n_dof)
                 try:
                     fn = jax.jit(lambda q, qd, qdd, m=method, model=model: kj.inverse_dynamics(model, q, qd, qdd, method=m))
                     start = time.perf_counter()
@@ -451,17 +392,9 @@ class Suite:
                     compiled = lowered.compile()
                     done = time.perf_counter()
                     jax.block_until_ready(compiled(x, x, x))
-                    self.add(
-                        Record(
-                            **fields,
-                            compile_s=done - start,
-                            extra={
-                                "trace_lower_s": traced - start,
-                                "xla_compile_s": done - traced,
-                                "hlo_lines": len(compiled.as_text().splitlines()),
-                            },
-                        )
-                    )
+                    lines = len(compiled.as_text().splitlines())
+                    extra = {"trace_lower_s": traced - start, "xla_compile_s": done - traced, "hlo_lines": lines}
+                    self.add(Record(**fields, compile_s=done - start, extra=extra))
                 except Exception as exc:
                     self.failed(exc, **fields)
 
@@ -476,9 +409,6 @@ class Suite:
             model = self.panda[precision]
             for operation, method, function, derivatives in rows:
                 arrays, _, ref = cases[operation]
-                fields = dict(operation=operation, library="kronjax", method=method, batch=c.big, precision=precision)
-                if self.missing(function, **fields):
-                    continue
                 fn = functools.partial(getattr(kj, function), model)
                 if derivatives:
                     fn = jax.jacfwd(fn, argnums=tuple(range(len(arrays))))
@@ -576,17 +506,8 @@ class Suite:
                 ("jacobians", "computeJointJacobians", c.scaling_rnea_batch, pin.jacobians(head["q"], frames)),
                 ("hessians", "computeJointKinematicHessians", c.scaling_batch(n), pin.hessians(head["q"], frames)),
             ):
-                if not self.missing(function, operation="scaling", library="kronjax", method=function, batch=batch, **common):
-                    self.jax_record(
-                        "scaling",
-                        "kronjax",
-                        function,
-                        functools.partial(getattr(kj, function), model),
-                        (s["q"],),
-                        batch,
-                        compare=_pieces_error(ref),
-                        **common,
-                    )
+                fn = functools.partial(getattr(kj, function), model)
+                self.jax_record("scaling", "kronjax", function, fn, (s["q"],), batch, compare=_pieces_error(ref), **common)
                 self.pin_records("scaling", pin_name, (s["q"],), (), model=name, n_dof=n, pin=pin, parallel=False)
 
     def section_floating(self):

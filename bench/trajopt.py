@@ -1,33 +1,20 @@
-"""Trajectory optimisation of the Panda (7 joints) with 64 initial guesses at once (``jax.vmap``):
-time per L-BFGS iteration of the augmented Lagrangian, per evaluation of the cost and its gradient,
-and of a solve to convergence by the interior-point method (the default solver; 8 guesses),
-with the inverse dynamics in the cost by the fast method (``method="rnea"``) and by the papers'
-``M qdd + C* (qd ⊗ qd) + g`` (``method="kron"``), in one run:
+"""Trajectory optimisation of the Panda (docs/benchmarks/trajopt.md and measurements.md give the
+setting and the results):
 
-    python -m bench.trajopt [--guesses 64] [--iterations 50] [--ip-guesses 8]
+    python -m bench.trajopt [--guesses 64] [--iterations 50] [--ip-guesses 8] [--no-peers]
+    python -m bench.trajopt --first-calls N  # first calls, compilation included, fresh processes
 
-The problem is the notebook's (notebooks/trajectory_optimization.ipynb): rest to rest in 1 s,
-torque effort, Franka's limits with the torques derated to 50 %, 10 control points per joint.
-An L-BFGS iteration is one step of every guess (its line search included); a Newton step of the
-interior-point method costs a Hessian of the Lagrangian per guess. Compile times are reported
-apart. Prints a table; asserts nothing (the targets are the project's goals for trajectory optimisation).
-
-With ``--first-calls N`` it only times the first call (compilation included) of kronjax's
-interior-point method and of SLSQP on the two problems below, each in a fresh process, N rounds.
-
-With ``--peers`` (the default when CasADi is installed) the Panda problem and a
-UR5 one (rest to rest from 0 to ``UR5_GOAL`` in 1.1 s, the model's limits) are solved from one
-guess, the minimum-jerk fit, by (a) kronjax's ``trajopt.optimize`` (the interior-point method, with its default Gauss-Newton
-Hessians and with exact ones),
-(b) scipy's SLSQP on kronjax's transcription (JAX-jitted cost, constraints and derivatives) and
-(c) IPOPT through CasADi with CasADi's exact Hessian, on the same program written again in CasADi
-(bench/_casadi_dynamics.py; checked first against kronjax and Pinocchio to 1e-12, or the run stops).
-Per solver: iterations, the time to a solution (the timed call, where its result is within
-``violation <= 1e-6`` and ``1e-4`` of the best cost of the three; every result is judged by
-kronjax's own ``objective`` and ``violation``), the first call (compilation or CasADi's
-construction of the expressions and derivatives included), the second call (median and range of
-3), the cost, the violation, and whether the solver's own stopping test passed (``ok``, else its
-message). The load average is printed with each problem: the timings are wall times.
+Without options: 64 initial guesses at once (``jax.vmap``), the time per L-BFGS iteration of the
+augmented Lagrangian, per evaluation of the cost and its gradient, and of a solve by the
+interior-point method (8 guesses), with the inverse dynamics in the cost by ``method="rnea"`` and
+``"kron"``; the problem is the notebook's (rest to rest in 1 s, torque effort, Franka's limits
+with the torques derated to 50 %, 10 control points per joint). With the peers (the default where
+CasADi and Pinocchio are installed), one guess (the minimum-jerk fit) on the Panda and a UR5,
+solved by kronjax's interior point (Gauss-Newton and exact Hessians), scipy's SLSQP on kronjax's
+transcription and IPOPT on the same program written in CasADi (bench/_casadi_dynamics.py, checked
+first to 1e-12), then re-planned with warm starts; a result counts as a solution within
+``VIOLATION_TOL`` and ``COST_RTOL`` of the best cost, every one judged by kronjax's ``objective``
+and ``violation``. Prints tables; asserts nothing.
 """
 
 from __future__ import annotations
@@ -42,6 +29,8 @@ import time
 import warnings
 
 import numpy as np
+
+from .models import relative_error as _relative
 
 UR5_GOAL = (1.5, -1.0, 1.2, 0.5, -0.8, 1.0)
 VIOLATION_TOL, COST_RTOL = 1e-6, 1e-4  # what counts as a solution in the peers' table
@@ -248,11 +237,6 @@ def first_calls(rounds: int) -> dict:
         )
         print(f"  {name:<6} {row}")
     return {f"{name} {solver}": seconds for (name, solver), seconds in times.items()}
-
-
-def _relative(got, expected) -> float:
-    got, expected = np.asarray(got, float), np.asarray(expected, float)
-    return float(np.max(np.abs(got - expected)) / np.max(np.abs(expected)))
 
 
 def check_casadi(problem, states: int = 20, guesses: int = 5, seed: int = 0) -> dict:

@@ -16,7 +16,7 @@ of ``Phi(q ⊕ s v)`` in ``s`` (kronjax/constrained/__init__.py, module doc). Or
   against three slides and Euler angles (``platform="euler"``, 1-DoF joints; both checked
   against Huang's tables in ``tests/test_stewart3.py``): the same accelerations and leg forces
   at matching states. (A 0.1 s simulation of both, agreeing to 1e-10 with the constraints and
-  energy kept, compiled for 105 s: left out to keep CI under 30 minutes; ``bench/stewart3.py``
+  energy kept, compiled for 105 s: left out to keep CI under 30 minutes; ``docs/tools/stewart3.py``
   runs the mechanism.)
 """
 

@@ -1,4 +1,4 @@
-"""The long batched run of bench/soak.py (issue 18, part 5) on a tiny configuration: 8 free Panda
+"""The long batched run of tests/soak.py on a tiny configuration: 8 free Panda
 rollouts of 2000 steps in 4 chunks, float64 and float32. Checked against first principles and
 Pinocchio, never against kronjax itself:
 
@@ -39,8 +39,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from soak import main, soak  # noqa: E402  (tests/soak.py)
+
 import kronjax as kj  # noqa: E402
-from bench.soak import main, soak  # noqa: E402
 
 pytestmark = pytest.mark.extended  # `make test-extended` only
 

@@ -119,7 +119,7 @@ def stewart3(*, swap_j7_j8: bool = True, gravity=(0.0, 0.0, -9.81), platform: st
     of ``Phi_q`` lose rank) at ``pitch = +-pi/2``, i.e. when the platform's body ``x`` axis is
     vertical (the platform tilted 90 degrees); ``yaw`` (the twist about the vertical) is
     unrestricted. With the corrected table the platform stays within 9 degrees of level in the
-    motor-driven benchmark (``bench/stewart3.py``); with the table as printed it tips over and
+    motor-driven study (``docs/tools/stewart3.py``); with the table as printed it tips over and
     passes about 1 degree from the Euler angles' gimbal lock at t = 0.746 s, where these
     coordinates, not the mechanism, lose accuracy (the free joint has no such point).
 

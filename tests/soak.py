@@ -1,8 +1,10 @@
-"""Long batched runs: many free Panda rollouts of many fixed steps, in chunks.
+"""Long batched runs: many free Panda rollouts of many fixed steps, in chunks: a validation
+(energy conservation, finiteness, flat memory over 10^8 rollout-steps) with its speed. ``tests/test_soak.py``
+runs it on a tiny configuration; the full run is a script (from the repository root):
 
-    python -m bench.soak                        # the full run: 1000 rollouts x 10^5 steps, float64 and float32
-    python -m bench.soak --steps 25000 --chunk-steps 500   # a quarter of the steps: about 3.5 + 2 min on 2 cores
-    python -m bench.soak --rollouts 8 --steps 2000 --chunk-steps 500 --dtypes float64   # a smoke run
+    python tests/soak.py                        # the full run: 1000 rollouts x 10^5 steps, float64 and float32
+    python tests/soak.py --steps 25000 --chunk-steps 500   # a quarter of the steps: about 3.5 + 2 min on 2 cores
+    python tests/soak.py --rollouts 8 --steps 2000 --chunk-steps 500 --dtypes float64   # a smoke run
 
 The free system: ``kj.models.panda()`` (rigid bodies, no friction or damping in the model) with
 gravity ``(0, 0, -9.81)`` and no torques, from random states (``q`` uniform within the joint
@@ -45,13 +47,14 @@ from pathlib import Path
 
 import numpy as np
 
-RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "bench" / "results"
 DTYPES = ("float64", "float32")
 
 
 def parse(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m bench.soak", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python tests/soak.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--rollouts", type=int, default=1000, help="rollouts in the batch (default 1000)")
     parser.add_argument("--steps", type=int, default=100_000, help="fixed steps per rollout (default 10^5)")
@@ -360,10 +363,12 @@ def main(argv=None) -> dict:
 
     import kronjax as kj
 
-    from . import report
+    if str(ROOT) not in sys.path:  # run as a script: the environment's description is bench's
+        sys.path.insert(0, str(ROOT))
+    from bench import report
 
     meta = report.environment()
-    meta["command"] = " ".join(["python -m bench.soak", *(argv if argv is not None else sys.argv[1:])])
+    meta["command"] = " ".join(["python tests/soak.py", *(argv if argv is not None else sys.argv[1:])])
     print(
         f"kronjax soak on {meta['machine']} ({meta['cpu']}, {meta['cores']} cores), load average "
         f"{meta['load_average_start']}: {args.rollouts} free Panda rollouts x {args.steps} steps of "

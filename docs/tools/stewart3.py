@@ -1,8 +1,8 @@
 """The 3-leg Stewart platform of Huang et al. (sec. 12, Figs. 10-11) driven by its three motors.
 
-    .venv/bin/python -m bench.stewart3                    # about 3-4 minutes on 2 cores
-    .venv/bin/python -m bench.stewart3 --no-checks        # without the mirror, dt/2 and no-gravity runs
-    .venv/bin/python -m bench.stewart3 --platform euler   # the 12-coordinate Euler-angle platform
+    .venv/bin/python docs/tools/stewart3.py                    # about 3-4 minutes on 2 cores
+    .venv/bin/python docs/tools/stewart3.py --no-checks        # without the mirror, dt/2 and no-gravity runs
+    .venv/bin/python docs/tools/stewart3.py --platform euler   # the 12-coordinate Euler-angle platform
 
 The motors J7, J8, J9 each apply a constant 10 N m "counter-clockwise" (the paper), taken as
 ``+10`` about each motor's tabulated axis direction (right-hand rule: counter-clockwise seen from
@@ -24,8 +24,8 @@ Reported: jumps of ``dv_z/dt`` (an isolated step change far above its neighbours
 but fast change of ``a_z`` is not a jump, and halving ``dt`` separates the two: the per-step
 change of a continuous ``a_z`` halves), the smallest singular value of ``Phi_q`` (rank loss =
 kinematic singularity; the Lagrange solver raises there) and of two of its blocks, and the
-paper's times 0.76, 1.32, 1.72 s. Writes ``bench/results/stewart3-vz.png`` and
-``bench/results/stewart3.md``.
+paper's times 0.76, 1.32, 1.72 s. Writes ``docs/details/stewart3-vz.png`` and
+``docs/details/stewart3.md`` (the site's page on this study).
 
 ``EQX_ON_ERROR=nan`` is set for this process (unless already set) so that a Lagrange solve at a
 rank-deficient ``Phi_q`` turns into NaNs from that step on instead of discarding the whole run;
@@ -46,8 +46,8 @@ PAPER_TIMES = (0.76, 1.32, 1.72)
 DT = 0.002
 DURATION = 2.0
 TORQUE = 10.0
-RESULTS = Path(__file__).resolve().parent / "results"
-COMMAND = ".venv/bin/python -m bench.stewart3"
+RESULTS = Path(__file__).resolve().parents[1] / "details"
+COMMAND = ".venv/bin/python docs/tools/stewart3.py"
 PLATFORMS = ("free", "euler")
 LAYOUT = {
     "free": "platform on one free joint: nq 13, nv 12, a unit quaternion; 3 spherical loop closures, 3 DOF",
@@ -364,8 +364,7 @@ def report(results: dict, checks: dict, total: float, platform: str = "free") ->
         f"Motors J7-J9: +{TORQUE:g} N m about their axis directions, from rest at the tables' configuration; "
         f"dt = {DT * 1e3:g} ms, {DURATION:g} s, projection on; `lagrange` integrates with Tsit5.",
         "",
-        "Plot: `bench/results/stewart3-vz.png` (v_z, dv_z/dt and smallest singular values; dotted lines at the "
-        "paper's 0.76, 1.32, 1.72 s).",
+        "![v_z, dv_z/dt and the smallest singular values; dotted lines at the paper's 0.76, 1.32, 1.72 s](stewart3-vz.png)",
         "",
         singular + "'twist' replaces the three angular columns by the platform's angular velocity in world axes "
         "(rank loss = a physical "
@@ -487,10 +486,10 @@ def report(results: dict, checks: dict, total: float, platform: str = "free") ->
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bench.stewart3", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python docs/tools/stewart3.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--no-checks", action="store_true", help="skip the torque-sign (mirror), dt = 1 ms and no-gravity runs")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="results folder (default bench/results)")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="output folder (default docs/details)")
     parser.add_argument(
         "--platform",
         choices=PLATFORMS,
