@@ -63,7 +63,7 @@ def inverse_dynamics(model: Model, q, qd, qdd):
         for x in (tree.axes, tree.pre_rotation, tree.pre_translation, tree.post_rotation, tree.post_translation)
     )
     mass, com, inertia = (np.asarray(x, float) for x in (model.inertials.mass, model.inertials.com, model.inertials.inertia))
-    armature = np.zeros(model.n_dof) if model.armature is None else np.asarray(model.armature, float)
+    armature = np.zeros(model.nv) if model.armature is None else np.asarray(model.armature, float)
     zero = ca.DM.zeros(3)
     # per body, in its own frame: angular velocity w, angular acceleration dw, origin acceleration a
     w, dw, a, rotation, origin = [], [], [], [], []
@@ -95,7 +95,7 @@ def inverse_dynamics(model: Model, q, qd, qdd):
         dw.append(dw_i)
         a.append(a_i)
     # backward: force f and moment n (about the body origin) that the parent exerts on body i
-    force, moment, tau = [None] * len(w), [None] * len(w), [None] * model.n_dof
+    force, moment, tau = [None] * len(w), [None] * len(w), [None] * model.nv
     for i in reversed(range(len(w))):
         a_c = a[i] + ca.cross(dw[i], com[i]) + ca.cross(w[i], ca.cross(w[i], com[i]))
         f_i = mass[i] * a_c
@@ -117,7 +117,7 @@ def inverse_dynamics(model: Model, q, qd, qdd):
 
 def inverse_dynamics_function(model: Model) -> ca.Function:
     """``tau = f(q, qd, qdd)`` as a CasADi Function of SX symbols."""
-    q, qd, qdd = (ca.SX.sym(name, model.n_dof) for name in ("q", "qd", "qdd"))
+    q, qd, qdd = (ca.SX.sym(name, model.nv) for name in ("q", "qd", "qdd"))
     return ca.Function("inverse_dynamics", [q, qd, qdd], [inverse_dynamics(model, q, qd, qdd)])
 
 

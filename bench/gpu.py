@@ -373,7 +373,7 @@ def _child(args) -> int:
             names = [op for op in names if _library(op) != peer]
 
     base = models.panda()
-    n = base.n_dof
+    n = base.nv
     lower, upper = (np.asarray(x, float) for x in (base.limits.lower, base.limits.upper))
     records: list[Record] = []
     samples: dict[str, np.ndarray] = {}  # each batch's leading and trailing samples, by _key

@@ -66,7 +66,7 @@ def samples(model, batch: int, seed: int = 0) -> dict[str, np.ndarray]:
     """Random states ``q`` (inside the joint limits where there are any), ``qd``, ``qdd`` and
     torques ``tau``, each ``(batch, n)`` float64."""
     rng = np.random.default_rng(seed)
-    n = model.n_dof
+    n = model.nv
     lower, upper = np.full(n, -np.pi), np.full(n, np.pi)
     if model.limits is not None:
         lo, up = np.asarray(model.limits.lower, float), np.asarray(model.limits.upper, float)

@@ -109,7 +109,7 @@ class Suite:
         self.timing = config.timing
         self.urdf = models.panda_urdf()
         self.panda = {"float64": models.panda(jnp.float64), "float32": models.panda(jnp.float32)}
-        self.n = self.panda["float64"].n_dof
+        self.n = self.panda["float64"].nv
         size = max(max(config.batches), config.big, config.check)
         self.samples = models.samples(self.panda["float64"], size, seed=0)
         self.pin = Pinocchio(self.urdf, config.threads)
@@ -383,7 +383,7 @@ class Suite:
             x = jnp.asarray(models.samples(model, 1, seed=1)["q"][0])
             for method in ("rnea", "kron"):
                 fields = dict(operation="compile", library="kronjax", method=f"inverse_dynamics {method}", batch=1)
-                fields.update(precision="float64", model=name, n_dof=model.n_dof)
+                fields.update(precision="float64", model=name, n_dof=model.nv)
                 try:
                     fn = jax.jit(lambda q, qd, qdd, m=method, model=model: kj.inverse_dynamics(model, q, qd, qdd, method=m))
                     start = time.perf_counter()

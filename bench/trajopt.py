@@ -69,7 +69,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--guesses", type=int, default=64, help="initial guesses solved at once (vmap)")
     parser.add_argument("--iterations", type=int, default=50, help="L-BFGS iterations timed")
     parser.add_argument("--ip-guesses", type=int, default=8, help="guesses the interior-point method solves")
-    parser.add_argument("--methods", nargs="+", default=["rnea", "kron"], choices=["rnea", "kron", "lagrangian"])
+    parser.add_argument("--methods", nargs="+", default=["rnea", "kron"], choices=["rnea", "kron", "euler_lagrange"])
     parser.add_argument(
         "--peers",
         action=argparse.BooleanOptionalAction,

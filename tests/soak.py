@@ -217,7 +217,7 @@ def initial_states(model, rollouts: int, seed: int = 0) -> tuple[np.ndarray, np.
     rng = np.random.default_rng(seed)
     lower, upper = np.asarray(model.limits.lower, float), np.asarray(model.limits.upper, float)
     speed = 0.5 * np.asarray(model.limits.velocity, float)
-    n = model.n_dof
+    n = model.nv
     return rng.uniform(lower, upper, (rollouts, n)), rng.uniform(-speed, speed, (rollouts, n))
 
 
@@ -254,7 +254,7 @@ def soak(
     def one(q, qd):
         # max_steps leaves room for a last, clipped step where float32 sums of dt fall short of ts[-1]
         out = kj.simulate.rollout(model, q, qd, None, ts, dt=dt, max_steps=chunk_steps + 8, throw=False)
-        return out.q[-1], out.qd[-1], out.num_steps
+        return out.q[-1], out.v[-1], out.num_steps
 
     advance = kj.chunked_vmap(one, chunk_rollouts or batch)
     start = time.perf_counter()

@@ -70,14 +70,14 @@ def simulate(mech, method: str, *, torque: float = TORQUE, dt: float = DT, durat
 
     from kronjax.constrained import simulate as run
 
-    n = mech.model.n_dof
+    n = mech.model.nv
     tau = jnp.zeros(n).at[:3].set(torque)
     steps = round(duration / dt)
     start = time.perf_counter()
     out = run(mech.model, mech.constraints, mech.q0, jnp.zeros(n), lambda t, q, qd: tau, dt=dt, steps=steps, method=method)
     jax.block_until_ready(out.q)
     wall = time.perf_counter() - start
-    ts, q, qd = (np.asarray(x) for x in (out.ts, out.q, out.qd))
+    ts, q, qd = (np.asarray(x) for x in (out.ts, out.q, out.v))
     residual = np.asarray(out.residual)
     # states 0..good-1 are finite and on the constraints (projection keeps a sound run at ~1e-15)
     valid = np.all(np.isfinite(q), axis=1) & np.all(np.isfinite(qd), axis=1) & (residual < 1e-8)
