@@ -32,7 +32,6 @@ LAYER = {unit: k for k, units in enumerate(LAYERS) for unit in units}
 
 MODULE_LINES, FUNCTION_LINES = 600, 80
 TO_SPLIT = {
-    "trajopt/_interior_point.py",
     "trajopt/_transcription.py",
     "mjcf.py:load_mjcf",
     "trajopt/_transcription.py:transcribe",
