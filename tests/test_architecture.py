@@ -32,9 +32,7 @@ LAYER = {unit: k for k, units in enumerate(LAYERS) for unit in units}
 
 MODULE_LINES, FUNCTION_LINES = 600, 80
 TO_SPLIT = {
-    "trajopt/_transcription.py",
     "mjcf.py:load_mjcf",
-    "trajopt/_transcription.py:transcribe",
     "urdf/_load.py:load_urdf",
     "urdf/_write.py:to_urdf",
 }

@@ -80,8 +80,8 @@ from jaxtyping import Array
 
 from ._iteration import InteriorPointState, Settings, iteration, start
 from ._linearisation import variables
+from ._problem import Problem
 from ._solver import CONVERGED, Progress, Solution, SolverReport, compile_clock, status_names
-from ._transcription import Problem
 
 
 class InteriorPoint(eqx.Module):

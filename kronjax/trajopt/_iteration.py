@@ -16,8 +16,8 @@ import jax.numpy as jnp
 from jaxtyping import Array
 
 from ._linearisation import functions, linearisation, linearised_functions, sr1, states_at
+from ._problem import Problem
 from ._solver import CONVERGED, INFEASIBLE, NON_FINITE, RUNNING
-from ._transcription import Problem
 
 _KAPPA_SIGMA = 1e10  # Wächter and Biegler's bound on how far lam may drift from mu / s
 _SCALE_MAX = 100.0  # their s_max, for the scaled KKT error

@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ._transcription import Problem
+from ._problem import Problem
 
 
 def variables(problem: Problem, x):
