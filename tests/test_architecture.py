@@ -33,8 +33,6 @@ LAYER = {unit: k for k, units in enumerate(LAYERS) for unit in units}
 MODULE_LINES, FUNCTION_LINES = 600, 80
 TO_SPLIT = {
     "mjcf.py:load_mjcf",
-    "urdf/_load.py:load_urdf",
-    "urdf/_write.py:to_urdf",
 }
 
 
