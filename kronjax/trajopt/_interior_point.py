@@ -59,8 +59,8 @@ step and starts a new filter.
 
 A guess also stops where the cost, the constraints or their derivatives at the current point are
 not finite (the report names the first such quantity), and where its violation has stayed above
-``10 violation_tol`` and within 1 % of itself for ``_STALL`` iterations (30, in ``_iteration``) (stalled: the problem is
-likely infeasible; the report says so and the guess returns its point of least violation).
+``10 violation_tol`` and within 1 % of itself for 30 iterations (``_iteration._STALL``; stalled: the
+problem is likely infeasible; the report says so and the guess returns its point of least violation).
 
 The iterations run in one ``lax.while_loop`` over all the initial guesses at once; a guess that
 has stopped stays put while the others go on.

@@ -58,9 +58,9 @@ class InteriorPointState(NamedTuple):
 
 class Settings(NamedTuple):
     """What an iteration reads of its :class:`~kronjax.trajopt.InteriorPoint` (the solver passes
-    these rather than itself: it is defined in ``_interior_point``, which imports this module): the scaled KKT
-    error and duality gap at which a guess stops, the largest violation of a converged guess, the
-    first barrier parameter of a cold and of a warm start, and whether the Hessians are
+    these rather than itself: it is defined in ``_interior_point``, which imports this module): the
+    scaled KKT error and duality gap at which a guess stops, the largest violation of a converged
+    guess, the first barrier parameter of a cold and of a warm start, and whether the Hessians are
     Gauss-Newton's (else exact)."""
 
     tol: float
