@@ -22,7 +22,7 @@ import numpy as np
 
 from kronjax.chain import Model, Tree
 from kronjax.trajopt import Problem, TorqueEffort
-from kronjax.trajopt._transcription import _limit_scales  # the limits as kronjax scales them
+from kronjax.trajopt._problem import limit_scales  # the limits as kronjax scales them
 
 
 def _check_model(model: Model) -> Tree:
@@ -163,7 +163,7 @@ def transcription(problem: Problem) -> tuple[ca.SX, ca.SX, ca.SX]:
     f = ca.dot(ca.DM(weights), (tau * tau) @ ca.DM(joint_weights))
 
     lower, upper, scale, lo_mask, up_mask, vel, vel_mask, eff, eff_mask = (
-        np.asarray(x) for x in _limit_scales(problem.limits, problem.margin, design.dtype)
+        np.asarray(x) for x in limit_scales(problem.limits, problem.margin, design.dtype)
     )
     position = _limit_rows(q, lower, upper, scale, lo_mask, up_mask)
     velocity = _limit_rows(qd, -vel, vel, vel, vel_mask, vel_mask)

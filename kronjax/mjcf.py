@@ -367,40 +367,10 @@ def load_mjcf(source, *, gravity=None, sites: bool = False) -> Model | Mechanism
         closing = bool(ids) and kind_of[-1] == "spherical" and bool(np.any(m.jnt_pos[ids[-1]]))
         for k, j in enumerate(ids):
             joint, kind = _name(mujoco, m, joint_obj, j, "joint"), kind_of[k]
-            axis, anchor = np.asarray(m.jnt_axis[j], float), np.asarray(m.jnt_pos[j], float)
-            ref = float(m.qpos0[m.jnt_qposadr[j]]) if kind in ("R", "P") else 0.0
-            # MuJoCo moves the frame by (qpos - ref): a rotation about the anchor for a hinge or a
-            # ball, a translation along the axis for a slide; the kronjax joint frame sits at the
-            # anchor (turned or shifted back by ref) and the body frame is offset from it by -anchor.
-            # A free joint's body pose is qpos itself (its pos/quat only set qpos0; MuJoCo allows it
-            # on top-level bodies only and ignores its anchor).
-            if kind == "free":
-                joint_rotation, joint_translation, anchor = np.eye(3), np.zeros(3), np.zeros(3)
-            elif kind == "P":
-                joint_rotation, joint_translation = rotation, translation + rotation @ (anchor - ref * axis)
-            else:
-                joint_rotation = rotation @ _axis_rotation(mujoco, axis, -ref) if kind == "R" else rotation
-                joint_translation = translation + rotation @ anchor
+            body_name = body if k == len(ids) - 1 and not closing else f"{body}.{joint}"
+            made, anchor = _joint(mujoco, m, j, kind, parent, joint, body_name, rotation, translation, efforts)
+            joints.append(made)
             single = kind in ("R", "P")
-            lower, upper = m.jnt_range[j] if single and m.jnt_limited[j] else (-np.inf, np.inf)
-            joints.append(
-                Joint(
-                    kind=kind,
-                    parent=parent,
-                    axis=axis if single else (0.0, 0.0, 1.0),
-                    rotation=joint_rotation,
-                    translation=joint_translation,
-                    name=joint,
-                    body_name=body if k == len(ids) - 1 and not closing else f"{body}.{joint}",
-                    lower=lower,
-                    upper=upper,
-                    effort=efforts.get(j, np.inf) if single else np.inf,
-                    # one value for all of a joint's dofs, as MJCF's attributes are per joint
-                    armature=float(m.dof_armature[m.jnt_dofadr[j]]),
-                    damping=float(m.dof_damping[m.jnt_dofadr[j]]),
-                    friction=float(m.dof_frictionloss[m.jnt_dofadr[j]]),
-                )
-            )
             posts.append(-anchor if single else np.zeros(3))
             parent = len(joints) - 1
             rotation, translation = np.eye(3), (np.zeros(3) if single else -anchor)
@@ -445,6 +415,47 @@ def load_mjcf(source, *, gravity=None, sites: bool = False) -> Model | Mechanism
     model = eqx.tree_at(lambda model: model.kinematics.post_translation, model, post)
     parts = _equalities(mujoco, m, model, last)
     return model if not parts else _mechanism(model, parts, m.qpos0, what)
+
+
+def _joint(
+    mujoco, m, j: int, kind: str, parent: int, name: str, body_name: str, rotation, translation, efforts: dict[int, float]
+) -> tuple[Joint, np.ndarray]:
+    """``(joint, anchor)``: the kronjax joint of MuJoCo joint ``j`` (``kind`` already kronjax's) at
+    ``rotation``, ``translation`` in kronjax body ``parent``'s frame, with its range, actuator effort
+    limit, armature, damping and friction loss; the anchor it turns about (zero for a free joint)."""
+    axis, anchor = np.asarray(m.jnt_axis[j], float), np.asarray(m.jnt_pos[j], float)
+    ref = float(m.qpos0[m.jnt_qposadr[j]]) if kind in ("R", "P") else 0.0
+    # MuJoCo moves the frame by (qpos - ref): a rotation about the anchor for a hinge or a ball, a
+    # translation along the axis for a slide; the kronjax joint frame sits at the anchor (turned or
+    # shifted back by ref) and the body frame is offset from it by -anchor. A free joint's body pose
+    # is qpos itself (its pos/quat only set qpos0; MuJoCo allows it on top-level bodies only and
+    # ignores its anchor).
+    if kind == "free":
+        joint_rotation, joint_translation, anchor = np.eye(3), np.zeros(3), np.zeros(3)
+    elif kind == "P":
+        joint_rotation, joint_translation = rotation, translation + rotation @ (anchor - ref * axis)
+    else:
+        joint_rotation = rotation @ _axis_rotation(mujoco, axis, -ref) if kind == "R" else rotation
+        joint_translation = translation + rotation @ anchor
+    single = kind in ("R", "P")
+    lower, upper = m.jnt_range[j] if single and m.jnt_limited[j] else (-np.inf, np.inf)
+    joint = Joint(
+        kind=kind,
+        parent=parent,
+        axis=axis if single else (0.0, 0.0, 1.0),
+        rotation=joint_rotation,
+        translation=joint_translation,
+        name=name,
+        body_name=body_name,
+        lower=lower,
+        upper=upper,
+        effort=efforts.get(j, np.inf) if single else np.inf,
+        # one value for all of a joint's dofs, as MJCF's attributes are per joint
+        armature=float(m.dof_armature[m.jnt_dofadr[j]]),
+        damping=float(m.dof_damping[m.jnt_dofadr[j]]),
+        friction=float(m.dof_frictionloss[m.jnt_dofadr[j]]),
+    )
+    return joint, anchor
 
 
 def _mechanism(model: Model, parts: list, qpos0, what: str):

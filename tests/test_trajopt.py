@@ -275,7 +275,7 @@ def test_gauss_newton_hessian_plus_the_dynamics_curvature_is_the_exact_hessian(t
     equations by autodiff, ``method="euler_lagrange"``), is ``jax.hessian`` of the exact problem: what
     Gauss-Newton leaves out is exactly what the solver's SR1 blocks approximate. With a free
     duration ``u_k`` is not linear in ``x``; a sphere constraint adds forward kinematics."""
-    from kronjax.trajopt._interior_point import _functions, _linearisation, _linearised_functions, _states
+    from kronjax.trajopt._linearisation import functions, linearisation, linearised_functions, states_at
 
     model, bc = two_link_problem
     avoid = to.AvoidSpheres(("link2",), [[0.5, 0.0, 0.0]], [[0.3, 0.4, 0.0]], [0.1])
@@ -287,17 +287,17 @@ def test_gauss_newton_hessian_plus_the_dynamics_curvature_is_the_exact_hessian(t
     x = (problem.preconditioner_inverse @ z).ravel()
     if free_time:
         x = jnp.append(x, 1.1)
-    _, c, _ = _functions(problem)(x)
+    _, c, _ = functions(problem)(x)
     lam = jnp.asarray(rng.uniform(0.0, 1.0, c.shape))
 
     def lagrangian(values):
         f, c, _ = values
         return f + lam @ c
 
-    states, torques, jacobian = _linearisation(problem, x)
-    linearised = _linearised_functions(problem, states, torques, jacobian)
+    states, torques, jacobian = linearisation(problem, x)
+    linearised = linearised_functions(problem, states, torques, jacobian)
     zero = jnp.zeros_like(torques)
-    exact = jax.jit(lambda x: lagrangian(_functions(problem)(x)))
+    exact = jax.jit(lambda x: lagrangian(functions(problem)(x)))
     local = jax.jit(lambda x, extra: lagrangian(linearised(x, extra)))
 
     def close(a, b, rtol=1e-11):
@@ -305,14 +305,14 @@ def test_gauss_newton_hessian_plus_the_dynamics_curvature_is_the_exact_hessian(t
 
     close(local(x, zero), exact(x))
     close(jax.grad(local)(x, zero), jax.grad(exact)(x))
-    close(jax.jacfwd(lambda x: linearised(x, zero)[1])(x), jax.jacfwd(lambda x: _functions(problem)(x)[1])(x))
+    close(jax.jacfwd(lambda x: linearised(x, zero)[1])(x), jax.jacfwd(lambda x: functions(problem)(x)[1])(x))
     adjoint = jax.grad(local, argnums=1)(x, zero)  # (K, n)
 
     def weighted(w, u):
         return w @ kj.inverse_dynamics(model, u[:2], u[2:4], u[4:], method="euler_lagrange")
 
     curvature = jax.vmap(jax.hessian(weighted, argnums=1))(adjoint, states)  # (K, 6, 6)
-    samples = jax.jacfwd(lambda x: _states(problem, x))(x)  # (K, 6, len(x))
+    samples = jax.jacfwd(lambda x: states_at(problem, x))(x)  # (K, 6, len(x))
     gauss_newton = jax.hessian(local)(x, zero)
     print(f"\nGauss-Newton leaves out {float(jnp.abs(gauss_newton - jax.hessian(exact)(x)).max()):.3g} of the Hessian's entries")
     close(gauss_newton + jnp.einsum("kai,kab,kbj->ij", samples, curvature, samples), jax.hessian(exact)(x), 1e-10)

@@ -44,8 +44,10 @@ The transcription (a direct method, "differentiate the inverse dynamics"):
   run many initial guesses at once (the best feasible one is returned), in one compiled
   function per problem structure, and warm-start from an earlier :class:`Result`.
 
-Modules: ``_spline`` (B-splines), ``_costs``, ``_constraints``, ``_transcription`` (boundary conditions,
-:class:`Problem`, :func:`transcribe`), ``_interior_point``, ``_augmented_lagrangian``,
+Modules: ``_spline`` (B-splines), ``_costs``, ``_constraints``, ``_boundary`` (boundary conditions,
+:class:`FreeTime`), ``_problem`` (:class:`Problem`), ``_transcription`` (:func:`transcribe`),
+``_interior_point`` (:class:`InteriorPoint` and its solve; one iteration in ``_iteration``, the
+problem in its variables and the Gauss-Newton model in ``_linearisation``), ``_augmented_lagrangian``,
 ``_optimize`` (:func:`optimize`).
 
 Entry points: :func:`optimize` (model, boundary conditions, cost -> :class:`Result` with the
@@ -56,6 +58,7 @@ objective and constraints as functions of ``z``, for other solvers).
 from __future__ import annotations
 
 from ._augmented_lagrangian import AugmentedLagrangian, AugmentedLagrangianState
+from ._boundary import BoundaryConditions, FreeTime
 from ._constraints import AbstractConstraint, AvoidSpheres, TaskConstraint
 from ._costs import (
     AbstractCost,
@@ -72,9 +75,10 @@ from ._costs import (
 )
 from ._interior_point import InteriorPoint, InteriorPointState
 from ._optimize import NotConvergedWarning, Result, optimize, print_progress
+from ._problem import Problem
 from ._solver import Progress, SolverReport
 from ._spline import BSpline
-from ._transcription import BoundaryConditions, FreeTime, Problem, transcribe
+from ._transcription import transcribe
 
 __all__ = [
     "BSpline",

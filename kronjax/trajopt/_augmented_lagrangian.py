@@ -13,6 +13,7 @@ import numpy as np
 import optax
 from jaxtyping import Array
 
+from ._problem import Problem
 from ._solver import (
     CONVERGED,
     NON_FINITE,
@@ -24,7 +25,6 @@ from ._solver import (
     compile_clock,
     status_names,
 )
-from ._transcription import Problem
 
 # the status of a guess whose constraints (inequalities and equalities together) or whose gradient
 # of the augmented Lagrangian are not finite

@@ -16,11 +16,13 @@ from jaxtyping import Array, ArrayLike, Float
 from ..chain import Model
 from ..chain._model import require_one_dof_joints
 from ._augmented_lagrangian import AugmentedLagrangian, AugmentedLagrangianState
+from ._boundary import BoundaryConditions
 from ._costs import AbstractCost
 from ._interior_point import InteriorPoint, InteriorPointState
+from ._problem import Problem
 from ._solver import Progress, SolverReport
 from ._spline import BSpline
-from ._transcription import BoundaryConditions, Problem, transcribe
+from ._transcription import transcribe
 
 
 class NotConvergedWarning(RuntimeWarning):

@@ -17,6 +17,7 @@ from ._elements import (
     ROOT_JOINT,
     LinkMass,
     URDFError,
+    UrdfJoint,
     link_masses,
     read_file,
     read_joint,
@@ -208,74 +209,17 @@ def load_urdf(
     masses, repaired = link_masses(links, inertia)
     has_inertials = any(link.find("inertial") is not None for link in links.values())
     primaries = _moving_joints(children, root, keep) if mimic == "coupled" else set()
-
-    joints: list[Joint] = []
-    body_mass: list[LinkMass] = []
-    merged: list[list[str]] = []  # the links that make up each body
-    odd: dict[str, list[str]] = {"axis": [], "degenerate": [], "fixed mimic": [], "lost mimic": []}  # for the warnings
-    body_of: dict[str, tuple[int, np.ndarray]] = {root: (-1, np.eye(4))}
-    if floating_base:
-        joints.append(Joint(kind="free", name=ROOT_JOINT, body_name=root))
-        body_mass.append(masses[root])
-        merged.append([root])
-        body_of[root] = (0, np.eye(4))
-    stack = list(reversed(children.get(root, [])))
-    with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked for below, by name
-        while stack:  # depth first, children in file order: parents before children, like Pinocchio
-            joint = stack.pop()
-            stack.extend(reversed(children.get(joint.child, [])))
-            if keep is not None and joint.child not in keep and (joint.kind != "fixed" or joint.parent not in body_of):
-                continue  # off the chain, unless rigidly attached to one of its bodies
-            parent_body, placement = body_of[joint.parent]
-            to_child = placement @ joint.origin  # child link frame in the parent body's frame
-            if not np.all(np.isfinite(to_child)):
-                raise URDFError(f"joint {joint.name!r}: the placement of link {joint.child!r} overflows float64")
-            if joint.fixed_mimic:
-                odd["fixed mimic"].append(repr(joint.name))
-            if joint.unit_axis is not None:
-                odd["axis"].append(joint.unit_axis)
-            if joint.kind == "fixed" and merge_fixed:
-                body_of[joint.child] = (parent_body, to_child)
-                if parent_body >= 0:
-                    body_mass[parent_body] = body_mass[parent_body] + masses[joint.child].moved(to_child)
-                    merged[parent_body].append(joint.child)
-                continue
-            limits = {}
-            if joint.kind in MOVING_KINDS:  # <dynamics> too, as Pinocchio (not on fixed, floating, planar joints)
-                limits, dropped = settled_limits(joint, strict_limits)
-                limits |= joint.passive
-                if dropped:
-                    odd["degenerate"].append(f"{joint.name!r} ({', '.join(dropped)})")
-            if joint.kind in KIND_FROM_URDF:
-                if floating_base and joint.kind == "floating" and parent_body == 0:
-                    raise URDFError(
-                        f"joint {joint.name!r}: the root link {root!r} already holds link {joint.child!r} by a "
-                        "floating joint; floating_base=True would add a second free-flyer: load with "
-                        "floating_base=False"
-                    )
-                limits = {key: joint.limits[key] for key in ("velocity", "effort")}
-            coupled = joint.mimic if mimic == "coupled" else None
-            if coupled is not None and coupled[0] not in primaries:
-                odd["lost mimic"].append(f"{joint.name!r} (<mimic joint={coupled[0]!r}>)")
-                coupled = None
-            if coupled is not None:
-                limits = {}
-            joints.append(
-                Joint(
-                    mimic=coupled,
-                    kind=MOVING_KINDS.get(joint.kind) or KIND_FROM_URDF.get(joint.kind, "F"),
-                    parent=parent_body,
-                    axis=joint.axis if joint.kind in MOVING_KINDS else (0.0, 0.0, 1.0),
-                    rotation=to_child[:3, :3],
-                    translation=to_child[:3, 3],
-                    name=joint.name,
-                    body_name=joint.child,
-                    **limits,
-                )
-            )
-            body_mass.append(masses[joint.child])
-            merged.append([joint.child])
-            body_of[joint.child] = (len(joints) - 1, np.eye(4))
+    joints, body_mass, merged, odd = _walk(
+        children,
+        root,
+        keep,
+        masses,
+        primaries,
+        merge_fixed=merge_fixed,
+        strict_limits=strict_limits,
+        floating_base=floating_base,
+        mimic=mimic,
+    )
     if not joints:
         raise URDFError(
             f"no moving joint below root link {root!r}"
@@ -306,6 +250,124 @@ def load_urdf(
             "below it an <inertial>, make it a fixed joint, or load a chain that ends above it (tip=...)"
         )
     return model
+
+
+def _walk(
+    children: dict,
+    root: str,
+    keep: set[str] | None,
+    masses: dict[str, LinkMass],
+    primaries: set[str],
+    *,
+    merge_fixed: bool,
+    strict_limits: bool,
+    floating_base: bool,
+    mimic: str,
+) -> tuple[list[Joint], list[LinkMass], list[list[str]], dict[str, list[str]]]:
+    """The kronjax joints of the tree below ``root``, depth first with children in file order
+    (parents before children, like Pinocchio): ``(joints, body_mass, merged, odd)``, each body's
+    mass properties (its links' combined where ``merge_fixed`` merges a fixed link into the body it
+    hangs from), the links that make up each body, and what :func:`_warn_odd` warns about. Off the
+    ``keep`` chain a joint is left out, unless it rigidly attaches a link to one of the chain's
+    bodies. The options are :func:`load_urdf`'s."""
+    joints: list[Joint] = []
+    body_mass: list[LinkMass] = []
+    merged: list[list[str]] = []  # the links that make up each body
+    odd: dict[str, list[str]] = {"axis": [], "degenerate": [], "fixed mimic": [], "lost mimic": []}  # for the warnings
+    body_of: dict[str, tuple[int, np.ndarray]] = {root: (-1, np.eye(4))}
+    if floating_base:
+        joints.append(Joint(kind="free", name=ROOT_JOINT, body_name=root))
+        body_mass.append(masses[root])
+        merged.append([root])
+        body_of[root] = (0, np.eye(4))
+    stack = list(reversed(children.get(root, [])))
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is checked for by name (inertials: in load_urdf)
+        while stack:  # depth first, children in file order: parents before children, like Pinocchio
+            joint = stack.pop()
+            stack.extend(reversed(children.get(joint.child, [])))
+            if keep is not None and joint.child not in keep and (joint.kind != "fixed" or joint.parent not in body_of):
+                continue  # off the chain, unless rigidly attached to one of its bodies
+            parent_body, placement = body_of[joint.parent]
+            to_child = placement @ joint.origin  # child link frame in the parent body's frame
+            if not np.all(np.isfinite(to_child)):
+                raise URDFError(f"joint {joint.name!r}: the placement of link {joint.child!r} overflows float64")
+            if joint.fixed_mimic:
+                odd["fixed mimic"].append(repr(joint.name))
+            if joint.unit_axis is not None:
+                odd["axis"].append(joint.unit_axis)
+            if joint.kind == "fixed" and merge_fixed:
+                body_of[joint.child] = (parent_body, to_child)
+                if parent_body >= 0:
+                    body_mass[parent_body] = body_mass[parent_body] + masses[joint.child].moved(to_child)
+                    merged[parent_body].append(joint.child)
+                continue
+            joints.append(
+                _joint(
+                    joint,
+                    parent_body,
+                    to_child,
+                    root,
+                    primaries,
+                    odd,
+                    strict_limits=strict_limits,
+                    floating_base=floating_base,
+                    mimic=mimic,
+                )
+            )
+            body_mass.append(masses[joint.child])
+            merged.append([joint.child])
+            body_of[joint.child] = (len(joints) - 1, np.eye(4))
+    return joints, body_mass, merged, odd
+
+
+def _joint(
+    joint: UrdfJoint,
+    parent_body: int,
+    to_child: np.ndarray,
+    root: str,
+    primaries: set[str],
+    odd: dict[str, list[str]],
+    *,
+    strict_limits: bool,
+    floating_base: bool,
+    mimic: str,
+) -> Joint:
+    """The kronjax joint of a URDF joint that makes a body (a moving one, or a fixed one that is not
+    merged): its kind, placement ``to_child`` in the parent body's frame, limits and ``<dynamics>``
+    (as Pinocchio, on revolute, continuous and prismatic joints only), and its ``<mimic>`` coupling
+    where ``mimic="coupled"`` and the joint it follows is one of ``primaries``; the degenerate limits
+    and the mimics it drops go to ``odd``. The options are :func:`load_urdf`'s."""
+    limits = {}
+    if joint.kind in MOVING_KINDS:  # <dynamics> too, as Pinocchio (not on fixed, floating, planar joints)
+        limits, dropped = settled_limits(joint, strict_limits)
+        limits |= joint.passive
+        if dropped:
+            odd["degenerate"].append(f"{joint.name!r} ({', '.join(dropped)})")
+    if joint.kind in KIND_FROM_URDF:
+        if floating_base and joint.kind == "floating" and parent_body == 0:
+            raise URDFError(
+                f"joint {joint.name!r}: the root link {root!r} already holds link {joint.child!r} by a "
+                "floating joint; floating_base=True would add a second free-flyer: load with "
+                "floating_base=False"
+            )
+        limits = {key: joint.limits[key] for key in ("velocity", "effort")}
+    coupled = joint.mimic if mimic == "coupled" else None
+    if coupled is not None and coupled[0] not in primaries:
+        odd["lost mimic"].append(f"{joint.name!r} (<mimic joint={coupled[0]!r}>)")
+        coupled = None
+    if coupled is not None:
+        limits = {}
+    return Joint(
+        mimic=coupled,
+        kind=MOVING_KINDS.get(joint.kind) or KIND_FROM_URDF.get(joint.kind, "F"),
+        parent=parent_body,
+        axis=joint.axis if joint.kind in MOVING_KINDS else (0.0, 0.0, 1.0),
+        rotation=to_child[:3, :3],
+        translation=to_child[:3, 3],
+        name=joint.name,
+        body_name=joint.child,
+        **limits,
+    )
 
 
 def _moving_joints(children: dict, root: str, keep: set[str] | None) -> set[str]:

@@ -40,6 +40,35 @@ def _joint_values(model: Model, arrays: dict, i: int, kind: str, k: int, element
     return out
 
 
+def _inertial_element(link: ET.Element, mass, com: np.ndarray, inertia: np.ndarray, post_rotation, post_translation) -> None:
+    """``link``'s ``<inertial>``: the body's ``mass``, centre of mass ``com`` and rotational
+    ``inertia`` (about the centre of mass, body axes), placed in the link frame, which is the joint
+    frame: the body frame is ``post_rotation``, ``post_translation`` further (D-H's ``Post``)."""
+    inertial = ET.SubElement(link, "inertial")
+    _origin_element(inertial, "origin", post_rotation, post_rotation @ com + post_translation)
+    ET.SubElement(inertial, "mass", value=_fmt(mass))
+    ET.SubElement(
+        inertial,
+        "inertia",
+        **{
+            key: _fmt(inertia[a, b])
+            for key, (a, b) in zip(("ixx", "ixy", "ixz", "iyy", "iyz", "izz"), ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)))
+        },
+    )
+
+
+def _limit_element(joint: ET.Element, urdf_kind: str, lower: float, upper: float, rates: dict) -> None:
+    """``joint``'s ``<limit>``: the position bounds ``lower``, ``upper`` (where the URDF joint type
+    has them) and the ``effort`` and ``velocity`` of ``rates``, unlimited values as the largest
+    double; none at all where nothing is limited."""
+    unbounded = urdf_kind in ("continuous", *_URDF_KIND.values())  # no position limits to write
+    if unbounded and not any(np.isfinite(list(rates.values()))):
+        return  # no <limit> at all: unlimited to urdfdom too (which requires one for the others)
+    bounds = {} if unbounded else {"lower": lower, "upper": upper}  # absent is 0 to urdfdom
+    attributes = {key: _fmt(np.clip(value, -UNLIMITED, UNLIMITED)) for key, value in (bounds | rates).items()}
+    ET.SubElement(joint, "limit", **attributes)
+
+
 def to_urdf(model: Model, name: str = "kronjax_model") -> str:
     """URDF text of a :class:`~kronjax.chain.Tree` model, which :func:`load_urdf` and Pinocchio load
     back to the same dynamics.
@@ -122,20 +151,7 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
     for i, (parent, kind, k) in enumerate(zip(tree.parents, tree.kinds, tree.v_index)):
         link = ET.SubElement(robot, "link", name=model.body_names[i])
         if model.inertials is not None:
-            inertial = ET.SubElement(link, "inertial")
-            _origin_element(inertial, "origin", post_r[i], post_r[i] @ coms[i] + post_p[i])
-            ET.SubElement(inertial, "mass", value=_fmt(masses[i]))
-            c = inertias[i]
-            ET.SubElement(
-                inertial,
-                "inertia",
-                **{
-                    key: _fmt(c[a, b])
-                    for key, (a, b) in zip(
-                        ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"), ((0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))
-                    )
-                },
-            )
+            _inertial_element(link, masses[i], coms[i], inertias[i], post_r[i], post_p[i])
         lower, upper = -np.inf, np.inf
         if kind in ("R", "P") and k >= 0 and limits is not None:
             lower, upper = float(limits["lower"][k]), float(limits["upper"][k])
@@ -167,11 +183,6 @@ def to_urdf(model: Model, name: str = "kronjax_model") -> str:
         rates = {"effort": np.inf, "velocity": np.inf}
         if own and limits is not None:
             rates = _joint_values(model, {key: limits[key] for key in rates}, i, kind, k, "<limit>")
-        unbounded = urdf_kind in ("continuous", *_URDF_KIND.values())  # no position limits to write
-        if unbounded and not any(np.isfinite(list(rates.values()))):
-            continue  # no <limit> at all: unlimited to urdfdom too (which requires one for the others)
-        bounds = {} if unbounded else {"lower": lower, "upper": upper}  # absent is 0 to urdfdom
-        attributes = {key: _fmt(np.clip(value, -UNLIMITED, UNLIMITED)) for key, value in (bounds | rates).items()}
-        ET.SubElement(joint, "limit", **attributes)
+        _limit_element(joint, urdf_kind, lower, upper, rates)
     ET.indent(robot)
     return '<?xml version="1.0"?>\n' + ET.tostring(robot, encoding="unicode") + "\n"

@@ -1,0 +1,86 @@
+"""The problem as :class:`~kronjax.trajopt.InteriorPoint` sees it: a function of the solver's
+variables ``x`` (the preconditioned free control points and, with ``free_time``, the relative
+duration), exactly (:func:`functions`) or with the torques linearised at the samples
+(:func:`linearised_functions`: Gauss-Newton's model, whose Hessian lacks only the curvature of the
+inverse dynamics), and the symmetric-rank-one update (:func:`sr1`) of the per-sample blocks that
+approximate what it lacks. The algorithm is in ``_interior_point``'s module docstring.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from ._problem import Problem
+
+
+def variables(problem: Problem, x):
+    """``(z, duration)`` from the solver's variables ``x``: the preconditioned free control points,
+    flattened, and with ``free_time`` the duration relative to ``boundary.duration``."""
+    size = problem.shape[0] * problem.shape[1]
+    z = problem.preconditioner.astype(x.dtype) @ x[:size].reshape(problem.shape)
+    duration = None if problem.free_time is None else x[size] * problem.boundary.duration.astype(x.dtype)
+    return z, duration
+
+
+def functions(problem: Problem):
+    """``x -> (f, g, h)`` in the solver's variables (the cost not scaled)."""
+
+    def fun(x):
+        z, duration = variables(problem, x)
+        return (problem if duration is None else problem.at_duration(duration)).evaluate(z)
+
+    return fun
+
+
+def states_at(problem: Problem, x):
+    """The states ``u_k = (q, qd, qdd)`` at ``x``'s samples: ``(K, 3n)``."""
+    z, duration = variables(problem, x)
+    at = problem if duration is None else problem.at_duration(duration)
+    samples = at._samples(z, lambda q, qd, qdd: q)  # the states alone (a placeholder for tau)
+    return jnp.concatenate([samples.q, samples.qd, samples.qdd], axis=1)
+
+
+def linearisation(problem: Problem, x):
+    """The inverse dynamics at ``x``'s samples: the states ``u_k`` (:func:`states_at`), the torques
+    ``tau_k`` (``(K, n)``) and their Jacobians ``A_k = d tau_k / d u_k`` (``(K, n, 3n)``, the
+    analytical derivatives of :func:`~kronjax.inverse_dynamics`)."""
+    states = states_at(problem, x)
+    n = problem.n_dof
+
+    def tau(u):
+        value = problem._torques(u[None, :n], u[None, n : 2 * n], u[None, 2 * n :], derivatives="analytic")[0]
+        return value, value
+
+    jacobian, torques = jax.vmap(jax.jacfwd(tau, has_aux=True))(states)
+    return states, torques, jacobian
+
+
+def linearised_functions(problem: Problem, states, torques, jacobian):
+    """``(x, extra) -> (f, g, h)`` with the torques linearised about ``states``: ``tau_k(x) =
+    torques_k + A_k (u_k(x) - states_k) + extra_k`` (the cotangent of ``extra`` is the adjoint of
+    the torques). Its value, gradient and constraint Jacobian at the linearisation point are
+    exact; its Hessian is the generalised Gauss-Newton matrix, exact but for the curvature of the
+    inverse dynamics themselves (Schraudolph, Neural Comput. 14, 2002)."""
+
+    def linear(q, qd, qdd, extra):
+        return torques + jnp.einsum("kij,kj->ki", jacobian, jnp.concatenate([q, qd, qdd], axis=1) - states) + extra
+
+    def fun(x, extra):
+        z, duration = variables(problem, x)
+        at = problem if duration is None else problem.at_duration(duration)
+        return at._evaluate(z, lambda q, qd, qdd: linear(q, qd, qdd, extra))
+
+    return fun
+
+
+def sr1(curvature, step, change):
+    """The symmetric-rank-one update of one sample's ``3n x 3n`` curvature (N&W eq. 6.24), skipped
+    where ``|s^T (y - B s)| < r |s| |y - B s|``, ``r = sqrt(eps)`` (N&W eq. 6.26 with ``r = 1e-8``;
+    float32 needs the larger ``r``)."""
+    residual = change - curvature @ step
+    denominator = residual @ step
+    r = jnp.sqrt(jnp.finfo(step.dtype).eps)
+    ok = jnp.abs(denominator) >= r * jnp.linalg.norm(step) * jnp.linalg.norm(residual)
+    ok = ok & (denominator != 0.0)
+    return curvature + jnp.where(ok, 1.0, 0.0) * jnp.outer(residual, residual) / jnp.where(ok, denominator, 1.0)
