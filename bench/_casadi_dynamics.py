@@ -148,7 +148,7 @@ def transcription(problem: Problem) -> tuple[ca.SX, ca.SX, ca.SX]:
         raise NotImplementedError(f"the CasADi transcription has the torque effort only, not {problem.cost!r}")
     if problem.extra_constraints or problem.free_time is not None:
         raise NotImplementedError("the CasADi transcription has the joint limits only: no further constraints, no free time")
-    model, (m, n) = problem.model, (problem.num_control_points, problem.n_dof)
+    model, (m, n) = problem.model, (problem.num_control_points, problem.nv)
     duration = float(problem.boundary.duration)
     c0, jacobian = _affine_control_points(problem)
     z = ca.SX.sym("z", int(np.prod(problem.shape)))

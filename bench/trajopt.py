@@ -253,7 +253,7 @@ def check_casadi(problem, states: int = 20, guesses: int = 5, seed: int = 0) -> 
 
     from ._casadi_dynamics import inverse_dynamics_function, transcription
 
-    model, n = problem.model, problem.n_dof
+    model, n = problem.model, problem.nv
     limits = problem.limits
     rng = np.random.default_rng(seed)
     q = rng.uniform(np.asarray(limits.lower), np.asarray(limits.upper), (states, n))

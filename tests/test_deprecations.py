@@ -184,3 +184,24 @@ def test_rollout_passive_default_warns_only_where_it_matters(arm):
     free = kj.simulate.rollout(damped, q, v, None, ts, dt=1e-3, passive=False).v
     assert float(jnp.max(jnp.abs(free - old.v))) > 1e-6  # the damping acted
     kj.simulate.rollout(model, q, v, None, ts, dt=1e-3)  # no damping, no friction: no warning (an error here)
+
+
+def test_trajectory_optimisation_names():
+    bc = kj.trajopt.BoundaryConditions([0.0], [1.0], 1.0, vd_start=None, vd_end=None)
+    with pytest.warns(DeprecationWarning, match=r"\(qdd_start=\.\.\.\) " + DEPRECATED + " vd_start="):
+        old = kj.trajopt.BoundaryConditions([0.0], [1.0], 1.0, qdd_start=None, vd_end=None)
+    assert old.vd_start is None and bc.vd_start is None
+    with pytest.warns(DeprecationWarning, match=r"BoundaryConditions\.qd_end " + DEPRECATED + r" BoundaryConditions\.v_end"):
+        np.testing.assert_array_equal(bc.qd_end, bc.v_end)
+    with pytest.warns(DeprecationWarning, match=r"BoundaryConditions\.n_dof"):
+        assert bc.n_dof == bc.nv == 1
+    rotor = kj.from_joints([kj.Joint("R", armature=0.1)], [kj.Inertial(0.0)], gravity=(0.0, 0.0, 0.0))
+    problem = kj.trajopt.transcribe(rotor, bc, kj.trajopt.TorqueEffort(), num_control_points=6)
+    with pytest.warns(DeprecationWarning, match=r"Problem\.n_dof"):
+        assert problem.n_dof == 1
+    samples = problem.samples(problem.initial_guess())
+    for old_name, new_name in (("qd", "v"), ("qdd", "vd"), ("qddd", "vdd")):
+        with pytest.warns(DeprecationWarning, match=rf"Samples\.{old_name} " + DEPRECATED + rf" Samples\.{new_name}\b"):
+            np.testing.assert_array_equal(getattr(samples, old_name), getattr(samples, new_name))
+    with pytest.warns(DeprecationWarning, match=r"transcribe\(method=\.\.\.\) = 'lagrangian'"):
+        kj.trajopt.transcribe(rotor, bc, kj.trajopt.TorqueEffort(), num_control_points=6, method="lagrangian")

@@ -121,7 +121,7 @@ def test_cost_decreases_and_boundary_conditions_are_exact(min_jerk):
 def test_rotor_torque_effort_with_free_end_accelerations():
     """tau = I qdd: min int tau^2 with q, qd fixed at both ends is the cubic, I^2 12 dq^2 / T^3."""
     dq, duration = 1.2, 0.8
-    bc = to.BoundaryConditions([0.3], [0.3 + dq], duration, qdd_start=None, qdd_end=None)
+    bc = to.BoundaryConditions([0.3], [0.3 + dq], duration, vd_start=None, vd_end=None)
     result = to.optimize(rotor(), bc, to.TorqueEffort(), num_control_points=8)
     expected = ROTOR_INERTIA**2 * 12 * dq**2 / duration**3
     np.testing.assert_allclose(result.report.cost, expected, rtol=1e-9)
@@ -174,7 +174,7 @@ def _jit_oracle(fn):
 @pytest.fixture(scope="module")
 def two_link_problem():
     model = two_link()
-    bc = to.BoundaryConditions([-np.pi / 2, 0.0], [0.8, 0.6], 1.0, qdd_start=None, qdd_end=None)
+    bc = to.BoundaryConditions([-np.pi / 2, 0.0], [0.8, 0.6], 1.0, vd_start=None, vd_end=None)
     return model, bc
 
 
@@ -337,7 +337,7 @@ def test_float32_reaches_the_float64_optimum(two_link_slsqp):
     float64 optimum to 1e-4, limits to 1e-5."""
     model = two_link().astype(jnp.float32)
     f32 = np.float32
-    bc = to.BoundaryConditions(f32([-np.pi / 2, 0.0]), f32([0.8, 0.6]), f32(1.0), qdd_start=None, qdd_end=None)
+    bc = to.BoundaryConditions(f32([-np.pi / 2, 0.0]), f32([0.8, 0.6]), f32(1.0), vd_start=None, vd_end=None)
     result = to.optimize(model, bc, to.TorqueEffort(), num_control_points=14)
     reference, _ = two_link_slsqp
     print(
@@ -354,7 +354,7 @@ def test_warm_start_and_no_recompilation(two_link_problem, two_link_solution):
     compile events from JAX); a warm start from the previous solution after a small change of the
     goal needs under half the iterations of a cold start and reaches the same optimum."""
     model, _ = two_link_problem
-    moved = to.BoundaryConditions([-np.pi / 2, 0.0], [0.81, 0.6], 1.02, qdd_start=None, qdd_end=None)
+    moved = to.BoundaryConditions([-np.pi / 2, 0.0], [0.81, 0.6], 1.02, vd_start=None, vd_end=None)
     cold = to.optimize(model, moved, to.TorqueEffort(), num_control_points=14)
     assert cold.report.compile_time == 0.0
     warm = to.optimize(model, moved, to.TorqueEffort(), num_control_points=14, init=two_link_solution)
@@ -365,7 +365,7 @@ def test_warm_start_and_no_recompilation(two_link_problem, two_link_solution):
     np.testing.assert_allclose(warm.report.cost, cold.report.cost, rtol=1e-7)
     again = to.optimize(
         model,
-        to.BoundaryConditions([-np.pi / 2, 0.1], [0.8, 0.55], 0.97, qdd_start=None, qdd_end=None),
+        to.BoundaryConditions([-np.pi / 2, 0.1], [0.8, 0.55], 0.97, vd_start=None, vd_end=None),
         to.TorqueEffort(),
         num_control_points=14,
         init=warm,
@@ -500,7 +500,7 @@ def test_minimum_time_rotor_approaches_the_bang_bang_bound():
         [kj.Inertial(mass=2.0, com=(0.1, 0, 0), inertia=(0.01, 0.01, 0.03))],
     )
     bound = 2 * np.sqrt(inertia * dq / tau_max)
-    bc = to.BoundaryConditions([0.0], [dq], 1.0, qdd_start=None, qdd_end=None)
+    bc = to.BoundaryConditions([0.0], [dq], 1.0, vd_start=None, vd_end=None)
     durations = {}
     for m in (10, 30):
         result = to.optimize(model, bc, to.Duration(), num_control_points=m, free_time=to.FreeTime(0.05, 5.0))

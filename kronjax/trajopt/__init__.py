@@ -8,14 +8,14 @@ The transcription (a direct method, "differentiate the inverse dynamics"):
       q(t) = sum_i N_{i,p}(t / T) c_i,        q^(j)(t) = T^-j d^j/ds^j q
 
   where ``N_{i,p}`` are the Cox-de Boor basis functions. Derivatives are splines of lower
-  degree with differenced control points (de Boor), so ``q``, ``qd``, ``qdd``, ``qddd`` are exact.
-* **Boundary conditions.** ``q``, ``qd`` and ``qdd`` at ``t = 0`` and ``t = T``
+  degree with differenced control points (de Boor), so ``q``, ``v``, ``vd``, ``vdd`` are exact.
+* **Boundary conditions.** ``q``, ``v`` and ``vd`` at ``t = 0`` and ``t = T``
   (:class:`BoundaryConditions`). At a clamped end the ``j``-th derivative depends only on the
   ``j + 1`` control points nearest that end, with a non-zero coefficient on the ``j``-th: the
   conditions fix those control points by substitution, and the remaining ones are the free
   decision variables ``z``. Every trajectory the optimiser can produce meets the boundary
   conditions exactly (``q`` to the last bit, derivatives to round-off); they are not constraints.
-* **Dynamics.** ``tau(t_k) = M qdd + C* (qd ⊗ qd) + g`` (Tuan 100) at ``K`` sample times by
+* **Dynamics.** ``tau(t_k) = M vd + C* (v ⊗ v) + g`` (Tuan 100) at ``K`` sample times by
   :func:`kronjax.inverse_dynamics` (default ``method="rnea"``, the fast method: no ``n x n^2``
   tensor); gradients flow through it.
 * **Costs** (:class:`TorqueEffort`, :class:`Energy`, :class:`Smoothness`, :class:`TimeWeighted`,
@@ -25,7 +25,7 @@ The transcription (a direct method, "differentiate the inverse dynamics"):
   spline).
 * **Constraints** from the model's :class:`~kronjax.chain.JointLimits` (URDF ``<limit>``) at the
   samples (the quadrature nodes and further equally spaced points), relative to the limit:
-  ``(q - upper) / range``, ``(lower - q) / range``, ``(|qd| - velocity) / velocity``,
+  ``(q - upper) / range``, ``(lower - q) / range``, ``(|v| - velocity) / velocity``,
   ``(|tau| - effort) / effort``, all ``<= 0`` (unlimited entries are constant ``-1`` rows). Between the samples
   a limit that is active over an interval can be exceeded by a fraction of a percent: ``margin``
   imposes the limits that much inside.

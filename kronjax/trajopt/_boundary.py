@@ -13,6 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
+from .._deprecation import renamed_attribute, renamed_keywords
+
 
 def _vector(x, n: int, what: str, dtype) -> Array:
     x = jnp.asarray(x, dtype)
@@ -33,8 +35,8 @@ class BoundaryConditions(eqx.Module):
         q_end: ``(n,)`` joint coordinates at ``t = T``, or ``None`` to leave them free (then a
             :class:`TaskTarget` usually says where to go).
         duration: ``T > 0`` in seconds (with ``free_time``, the initial guess of a free duration).
-        qd_start, qd_end: velocities at the ends (default ``0``: rest to rest); ``None`` frees them.
-        qdd_start, qdd_end: accelerations at the ends (default ``0``: the torque starts and ends
+        v_start, v_end: velocities at the ends (default ``0``: rest to rest); ``None`` frees them.
+        vd_start, vd_end: accelerations at the ends (default ``0``: the torque starts and ends
             at the holding torque ``g(q)``); ``None`` frees them.
 
     Scalars broadcast to ``(n,)``. The values are pytree leaves (they may be traced and batched);
@@ -45,11 +47,11 @@ class BoundaryConditions(eqx.Module):
 
         >>> from kronjax import trajopt
         >>> bc = trajopt.BoundaryConditions([0.0, 0.0], [1.0, -0.5], 2.0)
-        >>> bc.n_dof, bc.qd_end.tolist()
+        >>> bc.nv, bc.v_end.tolist()
         (2, [0.0, 0.0])
-        >>> [order for order, _ in bc.fixed("start")]  # q, qd and qdd fixed at t = 0
+        >>> [order for order, _ in bc.fixed("start")]  # q, v and vd fixed at t = 0
         [0, 1, 2]
-        >>> free = trajopt.BoundaryConditions([0.0, 0.0], [1.0, -0.5], 2.0, qdd_start=None, qdd_end=None)
+        >>> free = trajopt.BoundaryConditions([0.0, 0.0], [1.0, -0.5], 2.0, vd_start=None, vd_end=None)
         >>> [order for order, _ in free.fixed("end")]
         [0, 1]
     """
@@ -57,21 +59,28 @@ class BoundaryConditions(eqx.Module):
     duration: Float[Array, ""]
     q_start: Float[Array, " n"]
     q_end: Float[Array, " n"] | None
-    qd_start: Float[Array, " n"] | None
-    qd_end: Float[Array, " n"] | None
-    qdd_start: Float[Array, " n"] | None
-    qdd_end: Float[Array, " n"] | None
+    v_start: Float[Array, " n"] | None
+    v_end: Float[Array, " n"] | None
+    vd_start: Float[Array, " n"] | None
+    vd_end: Float[Array, " n"] | None
 
+    qd_start = renamed_attribute("qd_start", "v_start", "BoundaryConditions")
+    qd_end = renamed_attribute("qd_end", "v_end", "BoundaryConditions")
+    qdd_start = renamed_attribute("qdd_start", "vd_start", "BoundaryConditions")
+    qdd_end = renamed_attribute("qdd_end", "vd_end", "BoundaryConditions")
+    n_dof = renamed_attribute("n_dof", "nv", "BoundaryConditions")
+
+    @renamed_keywords(qd_start="v_start", qd_end="v_end", qdd_start="vd_start", qdd_end="vd_end")
     def __init__(
         self,
         q_start: Float[ArrayLike, " n"] | Sequence[float],
         q_end: Float[ArrayLike, " n"] | Sequence[float] | None,
         duration: Float[ArrayLike, ""],
         *,
-        qd_start: Float[ArrayLike, " n"] | Float[ArrayLike, ""] | Sequence[float] | None = 0.0,
-        qd_end: Float[ArrayLike, " n"] | Float[ArrayLike, ""] | Sequence[float] | None = 0.0,
-        qdd_start: Float[ArrayLike, " n"] | Float[ArrayLike, ""] | Sequence[float] | None = 0.0,
-        qdd_end: Float[ArrayLike, " n"] | Float[ArrayLike, ""] | Sequence[float] | None = 0.0,
+        v_start: Float[ArrayLike, " n"] | Float[ArrayLike, ""] | Sequence[float] | None = 0.0,
+        v_end: Float[ArrayLike, " n"] | Float[ArrayLike, ""] | Sequence[float] | None = 0.0,
+        vd_start: Float[ArrayLike, " n"] | Float[ArrayLike, ""] | Sequence[float] | None = 0.0,
+        vd_end: Float[ArrayLike, " n"] | Float[ArrayLike, ""] | Sequence[float] | None = 0.0,
     ):
         q_start = jnp.asarray(q_start)
         if q_start.ndim != 1:
@@ -92,20 +101,21 @@ class BoundaryConditions(eqx.Module):
             raise ValueError(f"duration must be positive, got {float(self.duration)}")
         for name, value in (
             ("q_end", q_end),
-            ("qd_start", qd_start),
-            ("qd_end", qd_end),
-            ("qdd_start", qdd_start),
-            ("qdd_end", qdd_end),
+            ("v_start", v_start),
+            ("v_end", v_end),
+            ("vd_start", vd_start),
+            ("vd_end", vd_end),
         ):
             setattr(self, name, None if value is None else _vector(value, n, name, dtype))
 
     @property
-    def n_dof(self) -> int:
+    def nv(self) -> int:
+        """The number of joints ``n``."""
         return self.q_start.shape[0]
 
     def fixed(self, end: str) -> list[tuple[int, Array]]:
         """``[(derivative order, value in t)]`` fixed at ``end`` (``"start"`` or ``"end"``)."""
-        values = (self.q_start, self.qd_start, self.qdd_start) if end == "start" else (self.q_end, self.qd_end, self.qdd_end)
+        values = (self.q_start, self.v_start, self.vd_start) if end == "start" else (self.q_end, self.v_end, self.vd_end)
         return [(j, v) for j, v in enumerate(values) if v is not None]
 
 
@@ -115,7 +125,7 @@ class FreeTime(eqx.Module):
     its initial guess. Pair it with the cost :class:`Duration` for minimum time.
 
     Example:
-        A rotor (``tau = 0.1 qdd``) from 0 to 1 rad in a free time between 0.1 s and 5 s; the last
+        A rotor (``tau = 0.1 vd``) from 0 to 1 rad in a free time between 0.1 s and 5 s; the last
         two inequalities of :meth:`Problem.evaluate` are the bounds on ``T``, ``(lower - T) /
         lower`` and ``(T - upper) / upper``, here at the initial guess ``T = 1``:
 

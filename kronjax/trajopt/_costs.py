@@ -13,6 +13,7 @@ import equinox as eqx
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
+from .._deprecation import renamed_attribute
 from ..chain import Model
 from ._spline import BSpline
 
@@ -24,12 +25,12 @@ class Samples(NamedTuple):
         t: ``(K,)`` sample times from ``0`` to ``T``.
         weights: ``(K,)`` quadrature weights (Gauss-Lobatto per knot span, ``sum = T``):
             ``int_0^T f dt ~ weights @ f``.
-        q, qd, qdd, qddd: ``(K, n)`` position, velocity, acceleration, jerk.
+        q, v, vd, vdd: ``(K, n)`` position, velocity, acceleration, jerk.
         tau: ``(K, n)`` joint torques by inverse dynamics (Tuan 100).
         duration: ``T``.
 
     Example:
-        A rotor (``tau = 0.1 qdd``) moving from rest at 0 to rest at 1 rad in 1 s along the
+        A rotor (``tau = 0.1 vd``) moving from rest at 0 to rest at 1 rad in 1 s along the
         minimum-jerk motion (:meth:`Problem.samples`, the initial guess of :func:`transcribe`):
 
         >>> import numpy as np
@@ -44,18 +45,22 @@ class Samples(NamedTuple):
         ((53,), (53, 1), (53, 1))
         >>> print(np.round(float(samples.weights.sum()), 12))  # the quadrature weights sum to T
         1.0
-        >>> bool(np.allclose(samples.tau, 0.1 * samples.qdd))  # the rotor's inverse dynamics, tau = I qdd
+        >>> bool(np.allclose(samples.tau, 0.1 * samples.vd))  # the rotor's inverse dynamics, tau = I vd
         True
     """
 
     t: Float[Array, " K"]
     weights: Float[Array, " K"]
     q: Float[Array, "K n"]
-    qd: Float[Array, "K n"]
-    qdd: Float[Array, "K n"]
-    qddd: Float[Array, "K n"]
+    v: Float[Array, "K n"]
+    vd: Float[Array, "K n"]
+    vdd: Float[Array, "K n"]
     tau: Float[Array, "K n"]
     duration: Float[Array, ""]
+
+    qd = renamed_attribute("qd", "v", "Samples")
+    qdd = renamed_attribute("qdd", "vd", "Samples")
+    qddd = renamed_attribute("qddd", "vdd", "Samples")
 
 
 def points_in_base(model: Model, q, bodies: tuple[int, ...], points):
@@ -72,7 +77,7 @@ class AbstractCost(eqx.Module):
 
     Example:
         A cost of one's own, the squared speed at mid-motion, evaluated on a rotor (``tau = 0.1
-        qdd``) moving from rest at 0 to rest at 1 rad in 1 s along the minimum-jerk motion, whose
+        vd``) moving from rest at 0 to rest at 1 rad in 1 s along the minimum-jerk motion, whose
         peak speed at ``T / 2`` is ``15 / 8`` rad/s:
 
         >>> import jax.numpy as jnp
@@ -111,8 +116,8 @@ class CostSum(AbstractCost):
     """``sum_i weights[i] * terms[i]``: what ``+`` and ``*`` of costs build.
 
     Example:
-        A rotor (``tau = 0.1 qdd``) moving from rest at 0 to rest at 1 rad in 1 s along the
-        minimum-jerk motion: ``int tau^2 dt = 0.1^2 * 120 / 7`` and ``int qddd^2 dt = 720``.
+        A rotor (``tau = 0.1 vd``) moving from rest at 0 to rest at 1 rad in 1 s along the
+        minimum-jerk motion: ``int tau^2 dt = 0.1^2 * 120 / 7`` and ``int vdd^2 dt = 720``.
 
         >>> import numpy as np
         >>> import kronjax as kj
@@ -140,9 +145,9 @@ class AbstractRunningCost(AbstractCost):
     """A cost ``int_0^T l(t) dt``: subclasses give the integrand ``l`` at the samples.
 
     Example:
-        A running cost of one's own, ``int |qd|^2 dt``, on a rotor (``tau = 0.1 qdd``) moving from
-        rest at 0 to rest at 1 rad in 1 s along the minimum-jerk motion (``qd = 30 t^2 (1 -
-        t)^2``, ``int qd^2 dt = 10 / 7``):
+        A running cost of one's own, ``int |v|^2 dt``, on a rotor (``tau = 0.1 vd``) moving from
+        rest at 0 to rest at 1 rad in 1 s along the minimum-jerk motion (``v = 30 t^2 (1 -
+        t)^2``, ``int v^2 dt = 10 / 7``):
 
         >>> import jax.numpy as jnp
         >>> import numpy as np
@@ -155,7 +160,7 @@ class AbstractRunningCost(AbstractCost):
         >>> trajectory, samples = problem.trajectory(z), problem.samples(z)
         >>> class Speed(trajopt.AbstractRunningCost):
         ...     def integrand(self, model, samples):
-        ...         return jnp.sum(samples.qd**2, axis=-1)
+        ...         return jnp.sum(samples.v**2, axis=-1)
         >>> print(np.round(float(Speed()(rotor, trajectory, samples)), 6), np.round(10 / 7, 6))
         1.428571 1.428571
     """
@@ -176,9 +181,9 @@ class TorqueEffort(AbstractRunningCost):
     scalar (default 1); ``1 / effort^2`` makes the joints count relative to their limits.
 
     Example:
-        A rotor (``tau = 0.1 qdd``) moving from rest at 0 to rest at 1 rad in 1 s along the
-        minimum-jerk motion: ``int tau^2 dt = 0.1^2 int qdd^2 dt = 0.1^2 * 120 / 7``; weights ``1 /
-        0.1^2`` leave ``int qdd^2 dt``.
+        A rotor (``tau = 0.1 vd``) moving from rest at 0 to rest at 1 rad in 1 s along the
+        minimum-jerk motion: ``int tau^2 dt = 0.1^2 int vd^2 dt = 0.1^2 * 120 / 7``; weights ``1 /
+        0.1^2`` leave ``int vd^2 dt``.
 
         >>> import numpy as np
         >>> import kronjax as kj
@@ -207,7 +212,7 @@ class Energy(AbstractRunningCost):
     differentiable (no regeneration: braking costs energy too).
 
     Example:
-        A rotor (``tau = 0.1 qdd``) moving from rest at 0 to rest at 1 rad in 1 s along the
+        A rotor (``tau = 0.1 vd``) moving from rest at 0 to rest at 1 rad in 1 s along the
         minimum-jerk motion: the rotor is given its peak kinetic energy ``0.1 qd_max^2 / 2``
         (``qd_max = 15 / 8`` rad/s) and brakes it away, ``0.1 qd_max^2`` in all.
 
@@ -227,7 +232,7 @@ class Energy(AbstractRunningCost):
     epsilon: float = 1e-3
 
     def integrand(self, model, samples):
-        power = samples.tau * samples.qd
+        power = samples.tau * samples.v
         return jnp.sum(jnp.sqrt(power**2 + self.epsilon**2) - self.epsilon, axis=-1)
 
 
@@ -236,9 +241,9 @@ class Smoothness(AbstractRunningCost):
     ``order=2`` the squared acceleration.
 
     Example:
-        A rotor (``tau = 0.1 qdd``) moving from rest at 0 to rest at 1 rad in 1 s along the
-        minimum-jerk motion (Flash and Hogan's, ``int qddd^2 dt = 720 (q1 - q0)^2 / T^5``, ``int
-        qdd^2 dt = 120 / 7``):
+        A rotor (``tau = 0.1 vd``) moving from rest at 0 to rest at 1 rad in 1 s along the
+        minimum-jerk motion (Flash and Hogan's, ``int vdd^2 dt = 720 (q1 - q0)^2 / T^5``, ``int
+        vd^2 dt = 120 / 7``):
 
         >>> import numpy as np
         >>> import kronjax as kj
@@ -261,7 +266,7 @@ class Smoothness(AbstractRunningCost):
             raise ValueError(f"Smoothness order must be 1, 2 or 3, got {self.order}")
 
     def integrand(self, model, samples):
-        x = (samples.qd, samples.qdd, samples.qddd)[self.order - 1]
+        x = (samples.v, samples.vd, samples.vdd)[self.order - 1]
         return jnp.sum(x**2, axis=-1)
 
 
@@ -274,8 +279,8 @@ class TimeWeighted(AbstractRunningCost):
     ``term`` and ``w`` a function of normalised time (default ``w(s) = s``: late costs count more).
 
     Example:
-        A rotor (``tau = 0.1 qdd``) moving from rest at 0 to rest at 1 rad in 1 s along the
-        minimum-jerk motion: its ``qdd^2`` is symmetric about ``T / 2``, so weighting it by ``w(s) =
+        A rotor (``tau = 0.1 vd``) moving from rest at 0 to rest at 1 rad in 1 s along the
+        minimum-jerk motion: its ``vd^2`` is symmetric about ``T / 2``, so weighting it by ``w(s) =
         s`` halves the torque effort.
 
         >>> import numpy as np

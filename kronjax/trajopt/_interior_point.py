@@ -27,9 +27,9 @@ N&W sec. 16.2), then ``dx = A^-1 (r - J_E^T (y + dy))``; ``y`` moves with the pr
 forward-over-reverse pass (``jax.jacfwd`` of the ``vjp``) through a function of ``x`` that equals the
 problem's in value and first derivatives at the current point: by default
 (``hessian="gauss-newton"``) the problem with the torques linearised at each sample, ``tau_k(x) ~
-tau_k + A_k (u_k(x) - u_k)``, ``u_k = (q, qd, qdd)`` at sample ``k`` and ``A_k = d tau_k / d u_k``
+tau_k + A_k (u_k(x) - u_k)``, ``u_k = (q, v, vd)`` at sample ``k`` and ``A_k = d tau_k / d u_k``
 from the analytical derivatives of the inverse dynamics. Its Hessian, the generalised Gauss-Newton
-matrix, holds the exact curvature of the costs and constraints in ``tau``, ``q``, ``qd``, ``qdd``
+matrix, holds the exact curvature of the costs and constraints in ``tau``, ``q``, ``v``, ``vd``
 and lacks only the curvature of the inverse dynamics, ``sum_k w_k . d^2 tau_k / d u_k^2`` (``w_k``
 the torques' adjoint), which is partially separable: one ``3n x 3n`` block per sample, each kept
 by a symmetric-rank-one update from the change of ``u_k`` and of ``A_k^T w_k`` over the last step

@@ -34,7 +34,7 @@ class InteriorPointState(NamedTuple):
     equalities (``(G, e)``) and the cost's scale (``(G,)``).
 
     Example:
-        The state of the torque-optimal motion of a rotor (``tau = 0.1 qdd``) from rest at 0 to rest
+        The state of the torque-optimal motion of a rotor (``tau = 0.1 vd``) from rest at 0 to rest
         at 1 rad in 1 s, end accelerations free (the example of :func:`~kronjax.trajopt.optimize`): one guess, ``6 K
         n = 240`` inequalities (the limits at ``K = 40`` samples), no equalities.
         ``trajopt.optimize(..., init=result)`` starts from it.
@@ -43,7 +43,7 @@ class InteriorPointState(NamedTuple):
         >>> import kronjax as kj
         >>> from kronjax import trajopt
         >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
-        >>> bc = trajopt.BoundaryConditions([0.0], [1.0], 1.0, qdd_start=None, qdd_end=None)
+        >>> bc = trajopt.BoundaryConditions([0.0], [1.0], 1.0, vd_start=None, vd_end=None)
         >>> result = trajopt.optimize(rotor, bc, trajopt.TorqueEffort(), num_control_points=8)
         >>> state = result.state
         >>> type(state).__name__, state.s.shape, state.lam.shape, state.y.shape, state.scale.shape
@@ -122,7 +122,7 @@ def start(problem: Problem, x, warm: InteriorPointState, is_warm: Array, setting
     s, lam, y, scale = (a.astype(dtype) for a in warm)
     empty = jnp.full(_FILTER_SIZE, jnp.inf, dtype)
     zero = jnp.zeros((), dtype)
-    count, n = (problem.s.shape[0], 3 * problem.n_dof) if settings.gauss_newton else (0, 0)
+    count, n = (problem.s.shape[0], 3 * problem.nv) if settings.gauss_newton else (0, 0)
     return Guess(
         x, s, lam, y, mu, scale, zero, zero, jnp.asarray(False), jnp.asarray(0), empty, empty, jnp.asarray(0),
         zero, zero, jnp.asarray(RUNNING), jnp.asarray(-1), zero, x, zero, jnp.full(_STALL, jnp.inf, dtype), jnp.asarray(True),

@@ -34,11 +34,11 @@ def functions(problem: Problem):
 
 
 def states_at(problem: Problem, x):
-    """The states ``u_k = (q, qd, qdd)`` at ``x``'s samples: ``(K, 3n)``."""
+    """The states ``u_k = (q, v, vd)`` at ``x``'s samples: ``(K, 3n)``."""
     z, duration = variables(problem, x)
     at = problem if duration is None else problem.at_duration(duration)
-    samples = at._samples(z, lambda q, qd, qdd: q)  # the states alone (a placeholder for tau)
-    return jnp.concatenate([samples.q, samples.qd, samples.qdd], axis=1)
+    samples = at._samples(z, lambda q, v, vd: q)  # the states alone (a placeholder for tau)
+    return jnp.concatenate([samples.q, samples.v, samples.vd], axis=1)
 
 
 def linearisation(problem: Problem, x):
@@ -46,7 +46,7 @@ def linearisation(problem: Problem, x):
     ``tau_k`` (``(K, n)``) and their Jacobians ``A_k = d tau_k / d u_k`` (``(K, n, 3n)``, the
     analytical derivatives of :func:`~kronjax.inverse_dynamics`)."""
     states = states_at(problem, x)
-    n = problem.n_dof
+    n = problem.nv
 
     def tau(u):
         value = problem._torques(u[None, :n], u[None, n : 2 * n], u[None, 2 * n :], derivatives="analytic")[0]
@@ -63,13 +63,13 @@ def linearised_functions(problem: Problem, states, torques, jacobian):
     exact; its Hessian is the generalised Gauss-Newton matrix, exact but for the curvature of the
     inverse dynamics themselves (Schraudolph, Neural Comput. 14, 2002)."""
 
-    def linear(q, qd, qdd, extra):
-        return torques + jnp.einsum("kij,kj->ki", jacobian, jnp.concatenate([q, qd, qdd], axis=1) - states) + extra
+    def linear(q, v, vd, extra):
+        return torques + jnp.einsum("kij,kj->ki", jacobian, jnp.concatenate([q, v, vd], axis=1) - states) + extra
 
     def fun(x, extra):
         z, duration = variables(problem, x)
         at = problem if duration is None else problem.at_duration(duration)
-        return at._evaluate(z, lambda q, qd, qdd: linear(q, qd, qdd, extra))
+        return at._evaluate(z, lambda q, v, vd: linear(q, v, vd, extra))
 
     return fun
 

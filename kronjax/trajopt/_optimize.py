@@ -59,18 +59,18 @@ class Result(NamedTuple):
             :class:`AugmentedLagrangianState`), for a warm start: ``optimize(..., init=result)``.
 
     Example:
-        The result of the torque-optimal motion of a rotor (``tau = 0.1 qdd``) from rest at 0 to
+        The result of the torque-optimal motion of a rotor (``tau = 0.1 vd``) from rest at 0 to
         rest at 1 rad in 1 s, end accelerations free (the example of :func:`optimize`):
 
         >>> import numpy as np
         >>> import kronjax as kj
         >>> from kronjax import trajopt
         >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
-        >>> bc = trajopt.BoundaryConditions([0.0], [1.0], 1.0, qdd_start=None, qdd_end=None)
+        >>> bc = trajopt.BoundaryConditions([0.0], [1.0], 1.0, vd_start=None, vd_end=None)
         >>> result = trajopt.optimize(rotor, bc, trajopt.TorqueEffort(), num_control_points=8)
         >>> result.z.shape, result.duration.tolist()  # (G, m_free, n): 1 guess, 8 - 4 free control points
         ((1, 4, 1), [1.0])
-        >>> q, qd, qdd = result.trajectory(0.5)  # the best guess's BSpline, (q, qd, qdd) at t = 0.5 s
+        >>> q, v, vd = result.trajectory(0.5)  # the best guess's BSpline, (q, v, vd) at t = 0.5 s
         >>> print(np.round(float(q[0]), 6))
         0.5
     """
@@ -242,7 +242,7 @@ def optimize(
         NotConvergedWarning: when the returned guess did not converge, with the report's message.
 
     Example:
-        A rotor (``tau = I qdd``, ``I = 0.1``) from rest at 0 to rest at 1 rad in ``T = 1`` s,
+        A rotor (``tau = I vd``, ``I = 0.1``) from rest at 0 to rest at 1 rad in ``T = 1`` s,
         end accelerations free, at least ``int tau^2 dt``: the optimum is the cubic ``q = 3 t^2 -
         2 t^3``, of cost ``12 I^2 / T^3 = 0.12``, which the quintic spline holds exactly. (The
         first call compiles the solver, several seconds; a new goal or duration reuses it.)
@@ -251,12 +251,12 @@ def optimize(
         >>> import kronjax as kj
         >>> from kronjax import trajopt
         >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
-        >>> bc = trajopt.BoundaryConditions([0.0], [1.0], 1.0, qdd_start=None, qdd_end=None)
+        >>> bc = trajopt.BoundaryConditions([0.0], [1.0], 1.0, vd_start=None, vd_end=None)
         >>> result = trajopt.optimize(rotor, bc, trajopt.TorqueEffort(), num_control_points=8)
         >>> print(np.round(float(result.report.cost[0]), 6), bool(result.report.converged[0]))
         0.12 True
-        >>> q, qd, qdd = result.trajectory(0.5)  # at T / 2 the cubic is at 0.5 rad, 1.5 rad/s
-        >>> print(np.round([float(q[0]), float(qd[0])], 6))
+        >>> q, v, vd = result.trajectory(0.5)  # at T / 2 the cubic is at 0.5 rad, 1.5 rad/s
+        >>> print(np.round([float(q[0]), float(v[0])], 6))
         [0.5 1.5]
     """
     require_one_dof_joints(model, "optimize")

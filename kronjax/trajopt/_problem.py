@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
+from .._deprecation import renamed_attribute
 from .._spatial.traversal import schedule
 from ..chain import JointLimits, Model, Tree
 from ..dynamics import inverse_dynamics
@@ -54,8 +55,8 @@ class Problem(eqx.Module):
         preconditioner, preconditioner_inverse: ``(m_free, m_free)``: the solver works in
             ``w`` with ``z = P w``, ``P = L^-T`` from the Cholesky factor ``L`` of the Gram matrix
             of the acceleration ``int (d^2 q / ds^2)^2 ds`` as a quadratic form of one joint's
-            free control points, so that ``int |qdd|^2 dt`` is ``|w|^2`` up to a constant: the
-            torque effort, ``M qdd + ...`` squared, becomes well conditioned.
+            free control points, so that ``int |vd|^2 dt`` is ``|w|^2`` up to a constant: the
+            torque effort, ``M vd + ...`` squared, becomes well conditioned.
         method: inverse-dynamics method.
         margin: limits shrunk by this fraction.
         extra_constraints: the ``constraints`` given to :func:`transcribe` (:class:`AvoidSpheres`,
@@ -64,8 +65,8 @@ class Problem(eqx.Module):
             ``boundary.duration`` is only its initial guess), else ``None``.
 
     Example:
-        A rotor (``tau = 0.1 qdd``) from rest at 0 to rest at 1 rad in 1 s: of its 9 control
-        points the boundary conditions fix 6 (``q``, ``qd``, ``qdd`` at each end), 3 are free.
+        A rotor (``tau = 0.1 vd``) from rest at 0 to rest at 1 rad in 1 s: of its 9 control
+        points the boundary conditions fix 6 (``q``, ``v``, ``vd`` at each end), 3 are free.
 
         >>> import numpy as np
         >>> import kronjax as kj
@@ -76,8 +77,8 @@ class Problem(eqx.Module):
         >>> z = problem.initial_guess()  # the minimum-jerk motion
         >>> problem.shape, problem.free, problem.control_points(z).shape
         ((3, 1), (3, 4, 5), (9, 1))
-        >>> q, qd, qdd = problem.trajectory(z)(1.0)  # at t = T: the boundary conditions
-        >>> float(q[0]), bool(np.allclose([qd[0], qdd[0]], 0.0, atol=1e-9))
+        >>> q, v, vd = problem.trajectory(z)(1.0)  # at t = T: the boundary conditions
+        >>> float(q[0]), bool(np.allclose([v[0], vd[0]], 0.0, atol=1e-9))
         (1.0, True)
         >>> f, g, h = problem.evaluate(z)  # 6 K n limit rows (K = 53 samples; -1: unlimited), no equalities
         >>> g.shape, h.shape
@@ -103,13 +104,16 @@ class Problem(eqx.Module):
     free_time: FreeTime | None = None
 
     @property
-    def n_dof(self) -> int:
-        return self.boundary.n_dof
+    def nv(self) -> int:
+        """The number of joints ``n``."""
+        return self.boundary.nv
+
+    n_dof = renamed_attribute("n_dof", "nv", "Problem")
 
     @property
     def shape(self) -> tuple[int, int]:
         """Shape of the decision variable ``z``: ``(m_free, n)``."""
-        return (len(self.free), self.n_dof)
+        return (len(self.free), self.nv)
 
     def control_points(self, z: Float[ArrayLike, "m_free n"]) -> Float[Array, "m n"]:
         """All control points: ``z`` at the free indices; at each end, those fixed by the boundary
@@ -119,7 +123,7 @@ class Problem(eqx.Module):
         if z.shape != self.shape:
             raise ValueError(f"z must have shape {self.shape}, got {z.shape}")
         m, bc = self.num_control_points, self.boundary
-        c = jnp.zeros((m, self.n_dof), z.dtype).at[np.asarray(self.free, dtype=int)].set(z)
+        c = jnp.zeros((m, self.nv), z.dtype).at[np.asarray(self.free, dtype=int)].set(z)
         for side, end in ((0, "start"), (1, "end")):
             rows = self.end_rows[side].astype(z.dtype)
             for j, value in bc.fixed(end):
@@ -141,24 +145,22 @@ class Problem(eqx.Module):
         return self._samples(z)
 
     def _samples(self, z, torques=None, control_points=None) -> Samples:
-        """:meth:`samples` with the torques from ``torques(q, qd, qdd)`` (``(K, n)`` each; default
+        """:meth:`samples` with the torques from ``torques(q, v, vd)`` (``(K, n)`` each; default
         :meth:`_torques`: the interior-point method's Gauss-Newton Hessian linearises them), from
         ``z``'s ``control_points`` where they are at hand."""
         c = self.control_points(z) if control_points is None else control_points
         dtype = c.dtype
         duration = self.boundary.duration.astype(dtype)
         design = self.design.astype(dtype)
-        q, qd, qdd, qddd = (design[j] @ c / duration**j for j in range(4))
-        tau = (self._torques if torques is None else torques)(q, qd, qdd)
-        return Samples(self.s.astype(dtype) * duration, self.weights.astype(dtype) * duration, q, qd, qdd, qddd, tau, duration)
+        q, v, vd, vdd = (design[j] @ c / duration**j for j in range(4))
+        tau = (self._torques if torques is None else torques)(q, v, vd)
+        return Samples(self.s.astype(dtype) * duration, self.weights.astype(dtype) * duration, q, v, vd, vdd, tau, duration)
 
-    def _torques(self, q, qd, qdd, derivatives: str | None = None):
+    def _torques(self, q, v, vd, derivatives: str | None = None):
         """The inverse dynamics at the samples (``(K, n)`` each), by the problem's ``method``,
         differentiated as ``derivatives`` says (default :func:`_derivatives`)."""
         model, derivatives = self.model, derivatives or _derivatives(self.model)
-        return jax.vmap(lambda q, qd, qdd: inverse_dynamics(model, q, qd, qdd, method=self.method, derivatives=derivatives))(
-            q, qd, qdd
-        )
+        return jax.vmap(lambda q, v, vd: inverse_dynamics(model, q, v, vd, method=self.method, derivatives=derivatives))(q, v, vd)
 
     @eqx.filter_jit
     def objective(self, z: Float[ArrayLike, "m_free n"]) -> Float[Array, ""]:
@@ -172,8 +174,8 @@ class Problem(eqx.Module):
         parts = [
             jnp.where(up_mask, (samples.q - upper) / scale, inactive),
             jnp.where(lo_mask, (lower - samples.q) / scale, inactive),
-            jnp.where(vel_mask, samples.qd / vel - 1.0, inactive),
-            jnp.where(vel_mask, -samples.qd / vel - 1.0, inactive),
+            jnp.where(vel_mask, samples.v / vel - 1.0, inactive),
+            jnp.where(vel_mask, -samples.v / vel - 1.0, inactive),
             jnp.where(eff_mask, samples.tau / eff - 1.0, inactive),
             jnp.where(eff_mask, -samples.tau / eff - 1.0, inactive),
         ]
@@ -216,7 +218,7 @@ class Problem(eqx.Module):
         if self.extra_constraints:
             _, g, h = jax.eval_shape(self.evaluate, z)
             return g.shape[0], h.shape[0]
-        return 6 * self.s.shape[0] * self.n_dof + (2 if self.free_time is not None else 0), 0
+        return 6 * self.s.shape[0] * self.nv + (2 if self.free_time is not None else 0), 0
 
     def constraint_name(self, index: int, equality: bool = False) -> str:
         """What row ``index`` of the inequalities ``g`` (or, with ``equality``, of ``h``) of
@@ -235,7 +237,7 @@ class Problem(eqx.Module):
             >>> problem.constraint_name(0), problem.constraint_name(4 * 53 + 26)
             ('the upper position limit of joint1 at t = 0 s', 'the upper torque limit of joint1 at t = 0.5 s')
         """
-        count, n = self.s.shape[0], self.n_dof
+        count, n = self.s.shape[0], self.nv
         if not equality and index < 6 * count * n:
             kind, rest = divmod(index, count * n)
             sample, joint = divmod(rest, n)

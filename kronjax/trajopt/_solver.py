@@ -106,14 +106,14 @@ class SolverReport(NamedTuple):
             did not converge, its largest violation and where).
 
     Example:
-        The report of the torque-optimal motion of a rotor (``tau = 0.1 qdd``) from rest at 0 to
+        The report of the torque-optimal motion of a rotor (``tau = 0.1 vd``) from rest at 0 to
         rest at 1 rad in 1 s, end accelerations free (the example of :func:`optimize`):
 
         >>> import numpy as np
         >>> import kronjax as kj
         >>> from kronjax import trajopt
         >>> rotor = kj.from_joints([kj.Joint("R", axis=(0, 0, 1))], [kj.Inertial(mass=1.0, inertia=(0.1, 0.1, 0.1))])
-        >>> bc = trajopt.BoundaryConditions([0.0], [1.0], 1.0, qdd_start=None, qdd_end=None)
+        >>> bc = trajopt.BoundaryConditions([0.0], [1.0], 1.0, vd_start=None, vd_end=None)
         >>> result = trajopt.optimize(rotor, bc, trajopt.TorqueEffort(), num_control_points=8)
         >>> report = result.report
         >>> report.best, report.converged.tolist()

@@ -2,7 +2,7 @@
 
 A joint coordinate is ``q(t) = sum_i N_{i,p}(t / T) c_i`` with the Cox-de Boor basis ``N_{i,p}``
 (de Boor, *A Practical Guide to Splines*, ch. IX); its derivatives are splines of lower degree with
-differenced control points, so ``q``, ``qd``, ``qdd`` and ``qddd`` are exact. Constant matrices are
+differenced control points, so ``q``, ``v``, ``vd`` and ``vdd`` are exact. Constant matrices are
 built with numpy (at transcription), traced times with ``jax.numpy``.
 """
 
@@ -67,7 +67,7 @@ class BSpline(eqx.Module):
     """A joint trajectory ``q(t)``, ``t in [0, duration]``: a clamped uniform B-spline of degree
     ``degree`` in ``s = t / duration`` with control points ``control_points`` (``(m, n)``).
 
-    ``trajectory(t)`` returns ``(q, qd, qdd)`` at a scalar time (each ``(n,)``), so a BSpline is a
+    ``trajectory(t)`` returns ``(q, v, vd)`` at a scalar time (each ``(n,)``), so a BSpline is a
     reference for :func:`kronjax.simulate.feedforward` and :func:`kronjax.simulate.computed_torque`.
     Outside ``[0, duration]`` the end polynomial pieces are extrapolated.
 
@@ -80,10 +80,10 @@ class BSpline(eqx.Module):
         >>> import numpy as np
         >>> from kronjax import trajopt
         >>> line = trajopt.BSpline(jnp.linspace(0.0, 1.0, 6)[:, None], jnp.asarray(2.0), 5)  # m = 6, n = 1, T = 2 s
-        >>> q, qd, qdd = line(1.0)
-        >>> print(np.round([float(q[0]), float(qd[0]), float(qdd[0])], 9))
+        >>> q, v, vd = line(1.0)
+        >>> print(np.round([float(q[0]), float(v[0]), float(vd[0])], 9))
         [0.5 0.5 0. ]
-        >>> q, qd, qdd = line.sample(jnp.linspace(0.0, 2.0, 5))  # at 5 times
+        >>> q, v, vd = line.sample(jnp.linspace(0.0, 2.0, 5))  # at 5 times
         >>> q.shape, float(q[0, 0]), float(q[-1, 0])
         ((5, 1), 0.0, 1.0)
     """
@@ -115,5 +115,5 @@ class BSpline(eqx.Module):
 
     @eqx.filter_jit
     def sample(self, ts: Float[ArrayLike, " T"]) -> tuple[Float[Array, "T n"], Float[Array, "T n"], Float[Array, "T n"]]:
-        """``(q, qd, qdd)`` at the times ``ts``, each ``(T, n)``."""
+        """``(q, v, vd)`` at the times ``ts``, each ``(T, n)``."""
         return jax.vmap(self)(jnp.asarray(ts, self.control_points.dtype))

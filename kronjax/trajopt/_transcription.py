@@ -12,7 +12,7 @@ import numpy as np
 
 from ..chain import JointLimits, Model
 from ..chain._model import require_one_dof_joints
-from ..dynamics import INVERSE_DYNAMICS_METHODS
+from ..dynamics._inverse import checked_method
 from ._boundary import BoundaryConditions, FreeTime
 from ._constraints import AbstractConstraint, TaskConstraint
 from ._costs import AbstractCost
@@ -80,7 +80,7 @@ def transcribe(
             where the limits are imposed too, so that they also hold between the quadrature nodes.
             The samples are the union: ``K = (r - 1 + checks_per_span)(m - p) + 1`` at most.
         method: inverse-dynamics method (:func:`kronjax.inverse_dynamics`); ``"rnea"`` (default,
-            the fast one), ``"kron"`` (the papers' ``M qdd + C* (qd ⊗ qd) + g``), ``"lagrangian"``.
+            the fast one), ``"kron"`` (the papers' ``M vd + C* (v ⊗ v) + g``), ``"euler_lagrange"``.
             On a serial chain the solvers differentiate it by JAX's own derivatives
             (``derivatives="autodiff"``), on a branched tree by the analytic rules.
         limits: the joint limits (default ``model.limits``, unlimited where the model has none).
@@ -95,9 +95,9 @@ def transcribe(
         The :class:`Problem`, for :func:`optimize` or a solver of your own.
 
     Example:
-        A rotor (``tau = 0.1 qdd``) from rest at 0 to rest at 1 rad in 1 s, ``m = 9`` control
+        A rotor (``tau = 0.1 vd``) from rest at 0 to rest at 1 rad in 1 s, ``m = 9`` control
         points of degree 5 (4 knot spans); the torque effort of the minimum-jerk motion (the
-        initial guess) is ``0.1^2 int_0^1 qdd^2 dt = 0.01 * 120 / 7``:
+        initial guess) is ``0.1^2 int_0^1 vd^2 dt = 0.01 * 120 / 7``:
 
         >>> import numpy as np
         >>> import kronjax as kj
@@ -118,11 +118,10 @@ def transcribe(
         raise TypeError(f"boundary must be a BoundaryConditions, got {type(boundary).__name__}")
     if not isinstance(cost, AbstractCost):
         raise TypeError(f"cost must be a trajopt cost (TorqueEffort(), ...), got {cost!r}")
-    if method not in INVERSE_DYNAMICS_METHODS:
-        raise ValueError(f"unknown inverse-dynamics method {method!r}; expected one of {INVERSE_DYNAMICS_METHODS}")
-    n = model.n_dof
-    if boundary.n_dof != n:
-        raise ValueError(f"boundary conditions for {boundary.n_dof} joints, the model has {n}")
+    method = checked_method(method, "transcribe")
+    n = model.nv
+    if boundary.nv != n:
+        raise ValueError(f"boundary conditions for {boundary.nv} joints, the model has {n}")
     if not (isinstance(degree, int) and 3 <= degree <= 7):
         raise ValueError(f"degree must be an integer from 3 to 7, got {degree!r}")
     m = int(num_control_points)
@@ -255,8 +254,8 @@ def _check_boundary_within_limits(bc: BoundaryConditions, limits: JointLimits) -
     checks = [
         ("q_start", bc.q_start, limits.lower, limits.upper),
         ("q_end", bc.q_end, limits.lower, limits.upper),
-        ("qd_start", bc.qd_start, -limits.velocity, limits.velocity),
-        ("qd_end", bc.qd_end, -limits.velocity, limits.velocity),
+        ("v_start", bc.v_start, -limits.velocity, limits.velocity),
+        ("v_end", bc.v_end, -limits.velocity, limits.velocity),
     ]
     for name, value, lo, hi in checks:
         if value is None or isinstance(value, jax.core.Tracer) or isinstance(lo, jax.core.Tracer):
