@@ -94,7 +94,7 @@ def _trajopt_demo() -> None:
     print("(the first half of eq. 73), minimising int |tau|^2 dt within |tau| <= [8, 8, 3] N m, |v| <= 8 rad/s;")
     print("quintic B-spline, 10 control points, q and v fixed at both ends; augmented Lagrangian with L-BFGS")
     print("(optax); violation = the largest excess over a limit, relative to the limit:")
-    boundary = trajopt.BoundaryConditions(jnp.zeros(3), q_goal, duration, qdd_start=None, qdd_end=None)
+    boundary = trajopt.BoundaryConditions(jnp.zeros(3), q_goal, duration, vd_start=None, vd_end=None)
     result = trajopt.optimize(model, boundary, trajopt.TorqueEffort(), num_control_points=10, callback=trajopt.print_progress)
     report = result.report
     tau = result.problem.samples(result.z[report.best]).tau
