@@ -193,8 +193,7 @@ def centroidal_momentum(model: Model, q: Float[ArrayLike, " nq"], v: Float[Array
         model: the :class:`~kronjax.chain.Model` (its inertials are needed).
         q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
             quaternions, Pinocchio's order).
-        v: ``(nv,)`` velocity (the tangent space at ``q`` for multi-DoF joints; ``v`` elsewhere in
-            kronjax).
+        v: ``(nv,)`` velocity (the tangent space at ``q`` for multi-DoF joints).
 
     Returns:
         ``(6,)``: ``h_G``, linear momentum first.
@@ -234,8 +233,7 @@ def centroidal_momentum_matrix_dot(model: Model, q: Float[ArrayLike, " nq"], v: 
         model: the :class:`~kronjax.chain.Model` (its inertials are needed).
         q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
             quaternions, Pinocchio's order).
-        v: ``(nv,)`` velocity (the tangent space at ``q`` for multi-DoF joints; ``v`` elsewhere in
-            kronjax).
+        v: ``(nv,)`` velocity (the tangent space at ``q`` for multi-DoF joints).
 
     Returns:
         ``(6, nv)``: ``dA_g/dt``.

@@ -37,8 +37,7 @@ def passive_forces(
         model: the :class:`~kronjax.chain.Model`.
         q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
             quaternions, Pinocchio's order).
-        v: ``(nv,)`` velocity (the tangent space at ``q`` for multi-DoF joints; ``v`` elsewhere in
-            kronjax).
+        v: ``(nv,)`` velocity (the tangent space at ``q`` for multi-DoF joints).
         smoothing: ``0`` (default): Coulomb friction by ``sign(v)``; ``> 0``: by ``tanh(v /
             smoothing)``, differentiable at ``v = 0``.
 
