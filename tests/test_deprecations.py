@@ -14,7 +14,7 @@ import kronjax as kj
 import kronjax.constrained as kc
 import kronjax.identify as ki
 
-pytestmark = pytest.mark.heavy  # about 90 worker-seconds: rollouts and solves compile
+pytestmark = pytest.mark.slow  # about 100 worker-seconds (rollouts, solves and a transcription compile): the slow tier
 
 DEPRECATED = "is deprecated, use"
 
