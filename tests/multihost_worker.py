@@ -108,7 +108,7 @@ def main(process_id: int, port: int, data: str, out: str) -> None:
     mesh = Mesh(np.array(jax.devices()), ("batch",))  # every process's devices, automatic axes
     batch = NamedSharding(mesh, P("batch"))
     files = {k: np.load(f"{data}/{k}.npy", mmap_mode="r") for k in ("q", "v", "vd", "tau")}
-    independent = np.load(f"{data}/independent.npy")  # base_parameters(model).independent, from the parent
+    independent = np.load(f"{data}/independent.npy")  # the parent found them from Pinocchio's regressor
     np.savez(
         out,
         devices=jax.device_count(),
