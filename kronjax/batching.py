@@ -24,6 +24,14 @@ chunks interleave the batch (chunk ``c`` holds samples ``c, c + steps, c + 2 ste
 inputs sharded over devices along the batch axis (``jax.sharding``) are processed on every device
 at every step and the output keeps their sharding.
 
+A batch sharded in ``shards`` equal pieces (read from the inputs' sharding outside ``jit``; under
+``jit`` pass ``shards=``) is chunked and padded a piece at a time, each piece's padding repeating
+its own last sample, so that no sample changes device, on one process or across processes (a
+global ``jax.Array``, docs/guides/multi-host.md). Padded at the end of the whole batch instead, the
+pieces' boundaries move and XLA gathers the whole batch onto every device (two processes of two
+CPU devices, batch 64, ``chunk_size=6``: all-gathers in the program and a replicated output).
+Without padding the layout is the same whatever ``shards``.
+
 On a CPU, sharding is also how a batch uses every core: start Python with
 ``XLA_FLAGS=--xla_force_host_platform_device_count=<cores>`` (read when JAX starts) and put the
 inputs on ``NamedSharding(Mesh(np.array(jax.devices()), ("batch",)), PartitionSpec("batch"))``
@@ -41,6 +49,8 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+
+from .chain._arrays import is_concrete
 
 __all__ = ["chunked_vmap", "DEFAULT_CHUNK_BYTES"]
 
@@ -69,7 +79,16 @@ def _per_sample_bytes(fn: Callable, args) -> int:
     return max(sum(sizes), 1)
 
 
-def chunked_vmap(fn: Callable, chunk_size: int | None = None, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Callable:
+def _batch_shards(leaves: list, batch: int) -> int:
+    """The number of pieces the batch axis of concrete ``jax.Array`` leaves is sharded into (the
+    most among them); 1 for NumPy arrays and under ``jit``, whose tracers carry no sharding."""
+    sizes = [x.sharding.shard_shape(x.shape)[0] for x in leaves if isinstance(x, jax.Array) and is_concrete(x)]
+    return max((batch // size for size in sizes if size and batch % size == 0), default=1)
+
+
+def chunked_vmap(
+    fn: Callable, chunk_size: int | None = None, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES, shards: int | None = None
+) -> Callable:
     """``jax.vmap(fn)`` over the leading axis of every argument, ``chunk_size`` samples at a time.
 
     Args:
@@ -81,13 +100,20 @@ def chunked_vmap(fn: Callable, chunk_size: int | None = None, *, chunk_bytes: in
             row of samples would span a multiple of 1 KiB gets a cache line of samples more (see
             the module's doc).
         chunk_bytes: the memory aimed at per chunk when ``chunk_size`` is ``None``.
+        shards: the number of equal pieces the batch axis is sharded into (the devices along the
+            mesh axis that shards it, over every process: ``mesh.shape["batch"]``): each piece
+            is chunked on its own, ``chunk_size // shards`` samples (at least one) per chunk and
+            step, so that a batch whose pieces need padding stays where it is (the module's doc).
+            ``None``: read from the inputs' sharding when they are concrete ``jax.Array`` s (a
+            call outside ``jit``), else 1. It must divide the batch.
 
     Returns:
         A function with ``fn``'s arguments, each with a leading batch axis of the same length,
         returning ``fn``'s outputs with that leading axis. Works under ``jit`` (the chunk size is
-        static: it depends only on shapes) and on sharded inputs. Samples stay independent: a NaN
-        or inf in one sample's inputs reaches only that sample's outputs (the padding of the last
-        chunk repeats the last sample and is dropped).
+        static: it depends only on shapes) and on sharded inputs, global ones of several
+        processes too. Samples stay independent: a NaN or inf in one sample's inputs reaches only
+        that sample's outputs (the padding repeats the last sample of the batch, or of each piece,
+        and is dropped).
 
     Example:
         Mass matrices of 5 configurations, 2 at a time: the same as one ``jax.vmap``.
@@ -105,6 +131,8 @@ def chunked_vmap(fn: Callable, chunk_size: int | None = None, *, chunk_bytes: in
     """
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
         raise ValueError(f"chunk_size must be a positive integer or None, got {chunk_size!r}")
+    if shards is not None and (not isinstance(shards, int) or shards < 1):
+        raise ValueError(f"shards must be a positive integer or None, got {shards!r}")
 
     def run(*args):
         leaves = jax.tree.leaves(args)
@@ -114,27 +142,37 @@ def chunked_vmap(fn: Callable, chunk_size: int | None = None, *, chunk_bytes: in
         if len(batch) != 1 or None in batch:
             raise ValueError(f"every argument needs the same leading batch axis, got leading sizes {sorted(map(str, batch))}")
         (batch,) = batch
-        chunk = chunk_size
-        if chunk is None:
-            chunk = max(1, chunk_bytes // _per_sample_bytes(fn, args))
-        steps = -(-batch // chunk)
-        chunk = _unaliased(-(-batch // steps), leaves)  # as many chunks, evened out: least padding
+        parts = _batch_shards(leaves, batch) if shards is None else shards
+        if batch % parts:
+            raise ValueError(f"shards={parts} does not divide the batch of {batch} samples")
+        per_shard = batch // parts
+        chunk = chunk_size or max(1, chunk_bytes // _per_sample_bytes(fn, args))
+        steps = -(-per_shard // max(1, chunk // parts))
+        chunk = _unaliased(-(-per_shard // steps), leaves)  # per shard; as many chunks, evened out: least padding
         padded = steps * chunk
+        if steps == 1 and padded == per_shard:
+            return jax.vmap(fn)(*args)
 
-        def pad(x):  # repeats of the last sample, dropped from the outputs
-            return jnp.concatenate([x, jnp.repeat(x[-1:], padded - batch, axis=0)]) if padded > batch else x
+        def pad(x):  # (batch, ...) -> (parts * padded, ...): repeats of each shard's last sample, dropped from the outputs
+            if padded == per_shard:
+                return x
+            x = x.reshape(parts, per_shard, *x.shape[1:])
+            return jnp.concatenate([x, jnp.repeat(x[:, -1:], padded - per_shard, axis=1)], axis=1).reshape(-1, *x.shape[2:])
+
+        def unpad(y):
+            return (
+                y if padded == per_shard else y.reshape(parts, padded, *y.shape[1:])[:, :per_shard].reshape(batch, *y.shape[1:])
+            )
 
         if steps == 1:
-            out = jax.vmap(fn)(*jax.tree.map(pad, args))
-            return out if padded == batch else jax.tree.map(lambda y: y[:batch], out)
+            return jax.tree.map(unpad, jax.vmap(fn)(*jax.tree.map(pad, args)))
 
-        def split(x):  # (batch, ...) -> (steps, chunk, ...), sample c * steps + s at [s, c]
-            return jnp.swapaxes(pad(x).reshape(chunk, steps, *x.shape[1:]), 0, 1)
+        def split(x):  # (batch, ...) -> (steps, parts * chunk, ...): shard d's sample c * steps + s at [s, d * chunk + c]
+            return jnp.swapaxes(pad(x).reshape(parts * chunk, steps, *x.shape[1:]), 0, 1)
 
         def merge(y):
-            return jnp.swapaxes(y, 0, 1).reshape(padded, *y.shape[2:])[:batch]
+            return unpad(jnp.swapaxes(y, 0, 1).reshape(parts * padded, *y.shape[2:]))
 
-        out = jax.lax.map(lambda xs: jax.vmap(fn)(*xs), jax.tree.map(split, args))
-        return jax.tree.map(merge, out)
+        return jax.tree.map(merge, jax.lax.map(lambda xs: jax.vmap(fn)(*xs), jax.tree.map(split, args)))
 
     return run

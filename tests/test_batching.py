@@ -80,6 +80,24 @@ def test_bad_arguments():
         kj.chunked_vmap(lambda a, b: a + b)(jnp.zeros(3), jnp.zeros(4))
 
 
+def test_a_batch_in_shards_is_chunked_a_shard_at_a_time():
+    """``shards=4`` on one device: each quarter of the batch is chunked and padded on its own
+    (repeats of its last sample), a step's chunk takes samples of every quarter, and the outputs
+    are ``vmap``'s; a NaN reaches only its own sample's outputs."""
+    fn = lambda x: jnp.stack([jnp.sin(x).sum(), x[0] * x[1]])  # noqa: E731
+    x = np.random.default_rng(4).normal(size=(64, 2))
+    x[17] = np.nan
+    expected = jax.vmap(fn)(x)
+    for chunk, shards, step in ((12, 4, 12), (8, 4, 8), (5, 2, 4), (64, 4, 64), (3, 4, 4)):
+        batched = kj.chunked_vmap(fn, chunk, shards=shards)
+        np.testing.assert_allclose(jax.jit(batched)(x), expected, rtol=0, atol=1e-15)
+        assert f"[{step},2]" in str(jax.make_jaxpr(batched)(x)), (chunk, shards)
+    with pytest.raises(ValueError, match="shards=3 does not divide the batch of 64"):
+        kj.chunked_vmap(fn, 8, shards=3)(x)
+    with pytest.raises(ValueError, match="shards must be a positive integer"):
+        kj.chunked_vmap(fn, 8, shards=0)
+
+
 def test_no_recompilation_on_new_values(panda):
     @jax.jit
     @eqx.debug.assert_max_traces(max_traces=1)
@@ -108,7 +126,8 @@ SHARDED = textwrap.dedent(
     tau = lambda *x: kj.inverse_dynamics(model, *x)
     expected = jax.vmap(tau)(q, qd, qdd)
     sharded = [jax.device_put(x, sharding) for x in (q, qd, qdd)]
-    for fn in (jax.vmap(tau), kj.chunked_vmap(tau, chunk_size=8)):
+    # chunk_size=12 over 4 devices: 3 per device and step, each device's 16 samples padded to 18
+    for fn in (jax.vmap(tau), kj.chunked_vmap(tau, chunk_size=8), kj.chunked_vmap(tau, chunk_size=12, shards=4)):
         out = jax.jit(fn)(*sharded)
         assert len(out.sharding.device_set) == 4, out.sharding
         assert out.sharding.is_equivalent_to(sharding, 2), out.sharding
