@@ -313,7 +313,8 @@ def test_multi_dof_and_mimic_joints_against_pinocchio():
         for frame, reference in FRAMES:
             expected = np.stack(
                 [
-                    pin.getFrameJacobian(pm, pd, case.joint_of[b], case.placements[b] * pin.SE3(np.eye(3), points[b]), reference) @ case.G
+                    pin.getFrameJacobian(pm, pd, case.joint_of[b], case.placements[b] * pin.SE3(np.eye(3), points[b]), reference)
+                    @ case.G
                     for b in range(model.n_bodies)
                 ]
             )
