@@ -164,7 +164,7 @@ def jacobians(
     With ``bodies`` (e.g. the feet), only those bodies' Jacobians are formed (Pinocchio's
     ``computeJointJacobians`` then ``getFrameJacobian`` per frame): on a floating humanoid the
     ``(nb, 3, n)`` arrays of every body are mostly zeros, and writing them costs more than the
-    kinematics (the Benchmarks page; :func:`joint_jacobians` keeps every body's in ``6 x n``).
+    kinematics (:func:`~kronjax.kinematics.joint_jacobians` keeps every body's in ``6 x n``).
     A frame of a fixed joint (a foot, a tool) is a body of its own when the model keeps it
     (``load_urdf(..., merge_fixed=False)``), or a point on the body it is merged into.
 
