@@ -156,15 +156,15 @@ def joint_jacobians(model: Model, q: Float[ArrayLike, " nq"]) -> JointJacobians:
 
         >>> import jax.numpy as jnp
         >>> import kronjax as kj
-        >>> model = kj.from_joints([kj.Joint("free", name="base"), kj.Joint("R", parent=0, axis=(0, 1, 0), name="hip"),
-        ...                         kj.Joint("R", parent=1, axis=(0, 1, 0), translation=(0, 0, -0.4), name="knee"),
-        ...                         kj.Joint("R", parent=0, axis=(1, 0, 0), name="arm")])
+        >>> model = kj.from_joints([kj.Joint("free"), kj.Joint("R", parent=0, axis=(0, 1, 0)),  # a hip
+        ...                         kj.Joint("R", parent=1, axis=(0, 1, 0), translation=(0, 0, -0.4), body_name="shin"),
+        ...                         kj.Joint("R", parent=0, axis=(1, 0, 0))])  # an arm
         >>> q = kj.neutral(model)
         >>> jj = kj.joint_jacobians(model, q)
-        >>> jj.subspaces.shape, jj.support[2]  # the knee's body: the base's 6 columns, hip, knee
+        >>> jj.subspaces.shape, jj.support[2]  # the shin: the base's 6 columns, hip, knee
         ((6, 9), (0, 1, 2, 3, 4, 5, 6, 7))
         >>> J_T, J_R = jj.jacobians(points=[[0.0, 0.0, -0.4]], bodies=[2])  # the foot, 0.4 m below the knee
-        >>> bool(jnp.allclose(J_T, kj.jacobians(model, q, points=[[0.0, 0.0, -0.4]], bodies=["knee"])[0]))
+        >>> bool(jnp.allclose(J_T, kj.jacobians(model, q, points=[[0.0, 0.0, -0.4]], bodies=["shin"])[0]))
         True
     """
     tree = model.kinematics
