@@ -6,7 +6,12 @@ body's origin ``p_j``, and the origins and rotations of all bodies. With ``j ⪯
 body of coordinate ``j`` is body ``i`` or one of its ancestors", a point ``P_i`` fixed on body
 ``i`` has, in the base frame (Tuan 29, 37, 45; Pinocchio's LOCAL_WORLD_ALIGNED columns)::
 
-    J_T[i][:, j] = V_ij = t_j + w_j x (P_i - p_j)        J_R[i][:, j] = w_j        (j ⪯ i)
+    J_T[i][:, j] = V_ij = u_j + w_j x P_i        J_R[i][:, j] = w_j        (j ⪯ i)
+
+where ``u_j = t_j + p_j x w_j`` is the velocity that coordinate ``j`` gives the point at the base
+origin: ``[u_j; w_j]`` is column ``j`` of the world-frame joint Jacobian (Pinocchio's ``data.J``),
+the compact form of :mod:`kronjax.kinematics._joint_jacobians`, and a body's Jacobian selects its
+support's columns from it (:func:`jacobian_arrays`, of every body or of a few).
 
 and, since ``dw_j/dq_k = w_k x w_j`` for ``k ≺ j`` (a strict ancestor) and ``dP_i/dq_k = V_ik``,
 the jacobian-of-jacobian Hessians (51, 60, 67; entry ``(p, j n + k) = dJ[p, j]/dq_k``) are::
@@ -62,17 +67,17 @@ def _topology(tree: Tree) -> tuple[np.ndarray, ...]:
 class Columns(NamedTuple):
     """The world-frame motion of every full coordinate (one per moving body of the
     :func:`~kronjax._spatial.expansion.expansion`) and the poses of the model's bodies, in
-    components: ``v`` and ``w`` ``(n,)``, coordinate ``j``'s unit motion (the velocity of the body
-    point at the base origin, ``t_j + p_j x w_j``, and the angular velocity; Pinocchio's
+    components: ``u`` and ``w`` ``(n,)``, coordinate ``j``'s unit motion (the velocity of the body
+    point at the base origin, ``u_j = t_j + p_j x w_j``, and the angular velocity; Pinocchio's
     ``data.J``), ``R`` (rows of ``(nb,)``) and ``p`` ``(nb,)``."""
 
-    v: tuple
+    u: tuple
     w: tuple
     R: tuple
     p: tuple
 
 
-def columns(tree: Tree, q: Array, dtype) -> Columns:
+def _columns(tree: Tree, q: Array, dtype) -> Columns:
     """The :class:`Columns` of a tree at ``q``, from one forward-kinematics pass."""
     f = frames(tree, q, dtype)
     ex = expansion(tree)
@@ -81,16 +86,16 @@ def columns(tree: Tree, q: Array, dtype) -> Columns:
     return Columns(add(t, cross(p, w)), w, rot, origin)
 
 
-def points_of(c: Columns, points: Array | None, dtype) -> tuple:
+def _points_of(c: Columns, points: Array | None, dtype) -> tuple:
     """The base-frame points ``P_i = p_i + R_i points_i`` (components of ``(nb,)``); the origins
     without ``points``."""
     return c.p if points is None else add(c.p, mul(c.R, components(points.astype(dtype))))
 
 
-def body_columns(c: Columns, points: tuple) -> tuple[tuple, tuple]:
-    """``(V, W)``, components of ``(k, n)``: ``V_ij = v_j + w_j x P_i`` and ``W_ij = w_j`` for the
+def _body_columns(c: Columns, points: tuple) -> tuple[tuple, tuple]:
+    """``(V, W)``, components of ``(k, n)``: ``V_ij = u_j + w_j x P_i`` and ``W_ij = w_j`` for the
     points ``P_i`` (components of ``(k,)``), not yet masked by the support."""
-    return add(_row(c.v), cross(_row(c.w), _column(points))), _row(c.w)
+    return add(_row(c.u), cross(_row(c.w), _column(points))), _row(c.w)
 
 
 def jacobian_arrays(c: Columns, bodies: np.ndarray, support: np.ndarray, points: Array | None, frame: str, dtype):
@@ -99,7 +104,7 @@ def jacobian_arrays(c: Columns, bodies: np.ndarray, support: np.ndarray, points:
     ``(k, n)``, their rows of :func:`support`."""
     rot, origin = take((c.R, c.p), bodies)
     at = origin if points is None else add(origin, mul(rot, components(points.astype(dtype))))
-    jt, jr = (_masked(x, support) for x in body_columns(c, at))
+    jt, jr = (_masked(x, support) for x in _body_columns(c, at))
     if frame == "body":
         jt, jr = _to_body(rot, jt), _to_body(rot, jr)
     return _stacked(jt), _stacked(jr)
@@ -112,10 +117,10 @@ def support(tree: Tree) -> np.ndarray:
 
 @eqx.filter_jit
 def joint_motion(tree: Tree, q: Array, dtype) -> tuple[Array, Array, Array]:
-    """``(S, R, p)``: the ``(6, n)`` world-frame motion of every full coordinate, ``[v; w]`` of
+    """``(S, R, p)``: the ``(6, n)`` world-frame motion of every full coordinate, ``[u; w]`` of
     :class:`Columns`, and the ``(nb, 3, 3)`` rotations and ``(nb, 3)`` origins of the model's bodies."""
-    c = columns(tree, q, dtype)
-    return jnp.stack(c.v + c.w), jnp.stack([jnp.stack(row, -1) for row in c.R], 1), jnp.stack(c.p, -1)
+    c = _columns(tree, q, dtype)
+    return jnp.stack(c.u + c.w), jnp.stack([jnp.stack(row, -1) for row in c.R], 1), jnp.stack(c.p, -1)
 
 
 def coordinates(tree: Tree) -> tuple[tuple[int, ...], tuple[float, ...]]:
@@ -129,7 +134,7 @@ def coordinates(tree: Tree) -> tuple[tuple[int, ...], tuple[float, ...]]:
 
 class _World(NamedTuple):
     """What the all-bodies closed forms share: the :class:`Columns`, the points ``P_i`` (components
-    of ``(nb,)``), ``V_ij`` (components of ``(nb, n)``, unmasked; :func:`body_columns`) and the
+    of ``(nb,)``), ``V_ij`` (components of ``(nb, n)``, unmasked; :func:`_body_columns`) and the
     static masks of :func:`_topology`."""
 
     c: Columns
@@ -141,10 +146,10 @@ class _World(NamedTuple):
 
 
 def _world(tree: Tree, q: Array, points: Array | None, dtype) -> _World:
-    c = columns(tree, q, dtype)
+    c = _columns(tree, q, dtype)
     _, mask, moved_by, sibling = _topology(tree)
-    at = points_of(c, points, dtype)
-    return _World(c, at, body_columns(c, at)[0], mask, moved_by, sibling)
+    at = _points_of(c, points, dtype)
+    return _World(c, at, _body_columns(c, at)[0], mask, moved_by, sibling)
 
 
 def _row(x: tuple) -> tuple:
@@ -176,7 +181,7 @@ def jacobians(tree: Tree, q: Array, bodies, points: Array | None, frame: str, dt
     """``(J_T, J_R)``, each ``(k, 3, nv)``, of the model's ``bodies`` (static indices, ``None``: all)
     in the base (``"base"``) or body (``"body"``) frame."""
     bodies = np.arange(len(tree.parents)) if bodies is None else np.asarray(bodies)
-    out = jacobian_arrays(columns(tree, q, dtype), bodies, support(tree)[bodies], points, frame, dtype)
+    out = jacobian_arrays(_columns(tree, q, dtype), bodies, support(tree)[bodies], points, frame, dtype)
     return tuple(reduce(tree, x, (2,)) for x in out)
 
 
@@ -221,7 +226,7 @@ def jacobians_dot(tree: Tree, q: Array, v: Array, points: Array | None, frame: s
     g = _world(tree, q, points, dtype)
     v = full_velocities(tree, v.astype(dtype))
     w = g.c.w
-    spin, drift = scale(w, v), scale(g.c.v, v)  # w_j qd_j, v_j qd_j (at the base origin)
+    spin, drift = scale(w, v), scale(g.c.u, v)  # w_j qd_j, u_j qd_j (at the base origin)
     total = lambda m, x: tuple(jnp.asarray(m, dtype) @ c for c in x)  # noqa: E731
     omega, vel = total(g.support, spin), total(g.support, drift)  # bodies
     omega_in, v_in = total(g.moved_by, spin), total(g.moved_by, drift)  # parents of coordinates
