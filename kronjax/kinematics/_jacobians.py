@@ -180,7 +180,8 @@ def jacobians(
             :mod:`kronjax.kinematics._tree`), ``"autodiff"`` (``jax.jacfwd`` of the poses; any model),
             ``"auto"`` (the first for Tree models).
         bodies: ``None`` (every body, the default) or a sequence of ``k`` body indices or names
-            (:attr:`~kronjax.chain.Model.body_names`; repeats allowed, e.g. two points on one body).
+            (:attr:`~kronjax.chain.Model.body_names`; static: Python ints or strings; repeats
+            allowed, e.g. two points on one body).
 
     Returns:
         ``(J_T, J_R)``, each ``(nb, 3, nv)``: body ``i``'s at ``[i]``; with ``bodies``, each ``(k,
@@ -313,21 +314,25 @@ def jacobians_dot(
     return unchecked_jacobians_dot(model, q, v, _points(model, points, q.dtype), frame, method)
 
 
-def _body_points(model: Model, body: int, point, dtype) -> Array:
-    """``(nb, 3)`` points, zero except the chosen body's (frame origin, ``"com"`` or a 3-vector)."""
+def _body_point(model: Model, body: int, point, dtype) -> Array:
+    """``(3,)``: the chosen body's point (frame origin, ``"com"`` or a 3-vector) in its frame."""
     if point is None:
-        p = jnp.zeros(3, dtype)
-    elif isinstance(point, str):
+        return jnp.zeros(3, dtype)
+    if isinstance(point, str):
         if point != "com":
             raise ValueError(f"point must be None, 'com' or a 3-vector in the body frame, got {point!r}")
         if model.inertials is None:
             raise ValueError("point='com' needs a model with inertials")
-        p = model.inertials.com[body].astype(dtype)
-    else:
-        p = jnp.asarray(point, dtype)
-        if p.shape != (3,):
-            raise ValueError(f"point must be a 3-vector in the body frame, got shape {p.shape}")
-    return jnp.zeros((model.n_bodies, 3), dtype).at[body].set(p)
+        return model.inertials.com[body].astype(dtype)
+    p = jnp.asarray(point, dtype)
+    if p.shape != (3,):
+        raise ValueError(f"point must be a 3-vector in the body frame, got shape {p.shape}")
+    return p
+
+
+def _body_points(model: Model, body: int, point, dtype) -> Array:
+    """``(nb, 3)`` points, zero except the chosen body's (:func:`_body_point`)."""
+    return jnp.zeros((model.n_bodies, 3), dtype).at[body].set(_body_point(model, body, point, dtype))
 
 
 def prepare_body(model: Model, q, body, point=None):
@@ -371,7 +376,7 @@ def translational_jacobian(
     check_frame(frame, JACOBIAN_FRAMES)
     q = model.check_q(q)
     b = model.body_index(body)
-    return unchecked_jacobians(model, q, _body_points(model, b, point, q.dtype)[b][None], frame, bodies=(b,))[0][0]
+    return unchecked_jacobians(model, q, _body_point(model, b, point, q.dtype)[None], frame, bodies=(b,))[0][0]
 
 
 def rotational_jacobian(model: Model, q: Float[ArrayLike, " nq"], body: int | str, frame: str = "base") -> Float[Array, "3 nv"]:
