@@ -112,19 +112,36 @@ def stacked(jt, jr) -> np.ndarray:
     return np.concatenate([np.asarray(jt), np.asarray(jr)], axis=-2)
 
 
+@functools.cache
+def computed(name: str) -> tuple[Twin, np.ndarray, dict]:
+    """The robot, its Pinocchio configurations and kronjax's values at them, from one compiled
+    function: ``JointJacobians`` (``"compact"``), its conversion for every body (``"all <frame>"``),
+    and the end effectors' Jacobians by ``jacobians(bodies=)`` (``"listed <frame>"``) and by the
+    conversion (``"converted <frame>"``)."""
+    robot = twin(name)
+    model = robot.model
+    bodies, points, _ = robot.on_bodies(END_EFFECTORS[name])
+    index = [model.body_index(b) for b in bodies]
+
+    def values(q):
+        jj = kj.joint_jacobians(model, q)
+        out = {"compact": jj}
+        for frame, _ in FRAMES:
+            out[f"all {frame}"] = jj.jacobians(frame)
+            out[f"listed {frame}"] = kj.jacobians(model, q, frame, points=points, bodies=bodies)
+            out[f"converted {frame}"] = jj.jacobians(frame, points=points, bodies=index)
+        return out
+
+    qs = robot.configurations(seed=0)
+    return robot, qs, jit_once(jax.vmap(values))(jnp.asarray(qs[:, robot.q_perm]))
+
+
 @pytest.mark.parametrize("name", ["g1", "anymal"])
 def test_compact_jacobians_against_pinocchio(name):
     """``subspaces`` is ``data.J``, the poses are ``data.oMi``, and the conversion to Khang's
     layout gives every joint's ``getJointJacobian`` in both frames."""
-    robot = twin(name)
-    model, pm, pd = robot.model, robot.pm, robot.pd
-
-    def values(q):
-        jj = kj.joint_jacobians(model, q)
-        return jj, {frame: jj.jacobians(frame) for frame, _ in FRAMES}
-
-    qs = robot.configurations(seed=0)
-    jj, dense = jit_once(jax.vmap(values))(jnp.asarray(qs[:, robot.q_perm]))
+    robot, qs, ours = computed(name)
+    model, pm, pd, jj = robot.model, robot.pm, robot.pd, ours["compact"]
     assert jj.subspaces.shape == (STATES, 6, model.nv) and len(jj.support) == model.n_bodies
     for k, q in enumerate(qs):
         pin.computeJointJacobians(pm, pd, q)
@@ -134,22 +151,7 @@ def test_compact_jacobians_against_pinocchio(name):
             assert_close(jj.origins[k, b], pd.oMi[jid].translation, "origin")
             for frame, reference in FRAMES:
                 expected = pin.getJointJacobian(pm, pd, jid, reference)[:, robot.v_perm]
-                assert_close(stacked(*(x[k, b] for x in dense[frame])), expected, f"{frame}, {model.body_names[b]}")
-
-
-def _end_effector_jacobians(model, bodies, points):
-    """Per frame, both routes to the listed bodies' Jacobians: ``jacobians(bodies=)`` and
-    ``JointJacobians.jacobians(bodies=)``."""
-    index = [model.body_index(b) for b in bodies]
-
-    def values(q):
-        jj = kj.joint_jacobians(model, q)
-        return {
-            frame: (kj.jacobians(model, q, frame, points=points, bodies=bodies), jj.jacobians(frame, points=points, bodies=index))
-            for frame, _ in FRAMES
-        }
-
-    return values
+                assert_close(stacked(*(x[k, b] for x in ours[f"all {frame}"])), expected, f"{frame}, {model.body_names[b]}")
 
 
 @pytest.mark.parametrize("name", ["g1", "anymal"])
@@ -157,22 +159,20 @@ def test_end_effectors_as_points_against_pinocchio_frames(name):
     """The feet (and the G1's hands) as points on the bodies they are merged into, against
     ``getFrameJacobian``; in LOCAL, Pinocchio's axes are the frame's: the body-frame result turned
     by the frame's placement."""
-    robot = twin(name)
+    robot, qs, ours = computed(name)
     frames = END_EFFECTORS[name]
-    bodies, points, rotations = robot.on_bodies(frames)
-    qs = robot.configurations(seed=1)
-    ours = jit_once(jax.vmap(_end_effector_jacobians(robot.model, bodies, points)))(jnp.asarray(qs[:, robot.q_perm]))
+    _, _, rotations = robot.on_bodies(frames)
     for k, q in enumerate(qs):
         for frame, reference in FRAMES:
             expected = robot.frame_jacobians(q, frames, reference)
-            for route, (jt, jr) in zip(("jacobians", "JointJacobians.jacobians"), ours[frame]):
-                jt, jr = np.asarray(jt[k]), np.asarray(jr[k])
+            for route in ("listed", "converted"):
+                jt, jr = (np.asarray(x[k]) for x in ours[f"{route} {frame}"])
                 if frame == "body":
                     jt, jr = (np.einsum("bji,bjk->bik", rotations, x) for x in (jt, jr))
                 assert_close(stacked(jt, jr), expected, f"{route}, {frame}")
 
 
-@pytest.mark.slow  # the 78 bodies' compilation: 17 s on a loaded machine
+@pytest.mark.slow  # the 78 bodies' compilation: 12-17 s on 2 shared cores
 def test_feet_by_name_against_pinocchio_frames():
     """ANYmal loaded with its fixed links kept (78 bodies): the feet are bodies, named as
     Pinocchio's frames, and their body frames are the frames' (LOCAL directly)."""
