@@ -104,7 +104,7 @@ class JointJacobians(eqx.Module):
         return g
 
     def jacobians(self, frame: str = "base", points=None, bodies=None) -> tuple[Float[Array, "k 3 nv"], Float[Array, "k 3 nv"]]:
-        """Every body's Jacobians, or the listed bodies', in Khang's layout: exactly
+        """Every body's Jacobians, or the listed bodies', in Khang's layout: equal, to rounding, to
         :func:`~kronjax.jacobians`' ``(J_T, J_R)`` at the same ``q``.
 
         Args:
