@@ -63,6 +63,7 @@ from .kinematics import forward_kinematics as forward_kinematics
 from .kinematics import hessians as hessians
 from .kinematics import jacobians as jacobians
 from .kinematics import jacobians_dot as jacobians_dot
+from .kinematics import joint_jacobians as joint_jacobians
 from .kinematics import linear_acceleration as linear_acceleration
 from .kinematics import linear_velocity as linear_velocity
 from .kinematics import point_motion as point_motion

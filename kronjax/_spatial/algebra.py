@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array
 
 
@@ -174,6 +175,11 @@ def spatial_dot(x, y):
 def expand_dims(x, axes):
     """``jnp.expand_dims`` of every component."""
     return jax.tree.map(lambda a: jnp.expand_dims(a, axes), x)
+
+
+def take(x, index: np.ndarray):
+    """The entries at the static ``index`` (along the first axis) of every component of ``x``."""
+    return jax.tree.map(lambda c: c[index], x)
 
 
 def components(x: Array) -> tuple:

@@ -8,7 +8,10 @@ Every function is pure in ``(model, q, ...)`` for one configuration and works un
 (``(nb, 3, n)``, ``(nb, 3, n^2)``); the per-body functions index them. For Tree models they are
 closed forms in the joint axes of one forward-kinematics pass (:mod:`kronjax.kinematics._tree`, ``O(nb n)``
 and ``O(nb n^2)``, the size of the output); ``method="autodiff"`` (and every ``from_function``
-model) differentiates the poses with ``jax.jacfwd`` instead.
+model) differentiates the poses with ``jax.jacfwd`` instead. :func:`jacobians` with ``bodies=``
+gives the listed bodies' only (feet, hands), and :func:`joint_jacobians` every body's in compact
+form, the ``6 x n`` world-frame motions of the coordinates that Pinocchio's
+``computeJointJacobians`` computes, from which a body's Jacobian is a selection of columns.
 
 Hessians are returned in the *jacobian-of-jacobian* form of the paper's definitions (51, 53, 60,
 61, 67). Only their symmetric part (:func:`kronjax.calculus.symmetrize`) is fixed by the
@@ -30,6 +33,7 @@ from ._jacobians import (
     translational_hessian,
     translational_jacobian,
 )
+from ._joint_jacobians import JointJacobians, joint_jacobians
 from ._motion import angular_acceleration, angular_velocity, linear_acceleration, linear_velocity
 from ._poses import FramePoses, forward_kinematics
 from ._relative import RelativeMotion, compose, point_motion, relative_motion
@@ -38,6 +42,8 @@ __all__ = [
     "FramePoses",
     "forward_kinematics",
     "jacobians",
+    "JointJacobians",
+    "joint_jacobians",
     "hessians",
     "jacobians_dot",
     "translational_jacobian",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from .._deprecation import renamed_keywords
@@ -28,12 +29,14 @@ def angular_jacobian(r: Array, dr: Array, frame: str) -> Array:
     return jnp.stack([w[..., 2, 1, :], w[..., 0, 2, :], w[..., 1, 0, :]], axis=-2)
 
 
-def _autodiff_jacobians(model: Model, q: Array, points: Array, frame: str) -> tuple[Array, Array]:
-    """``(J_T, J_R)`` by ``jax.jacfwd`` of the poses: points fixed on the bodies (``(nb, 3)`` in
-    body frames; 29, 31, 45, 47) and rotational Jacobians (37, 40)."""
+def _autodiff_jacobians(model: Model, q: Array, points: Array, frame: str, bodies=None) -> tuple[Array, Array]:
+    """``(J_T, J_R)`` by ``jax.jacfwd`` of the poses: points fixed on the bodies (``(k, 3)`` in
+    body frames; 29, 31, 45, 47) and rotational Jacobians (37, 40) of ``bodies`` (all: ``None``)."""
 
     def placed(q):
         r, p = model.poses(q)
+        if bodies is not None:
+            r, p = r[np.asarray(bodies)], p[np.asarray(bodies)]
         return (p + jnp.einsum("bij,bj->bi", r, points), r), r
 
     (jt, dr), r = jax.jacfwd(along_tangent(model, q, placed), has_aux=True)(tangent_origin(model, q))
@@ -76,11 +79,15 @@ def _method(model: Model, method: str) -> str:
     return choose_method(model, method, KINEMATICS_METHODS, "analytic", "autodiff")
 
 
-def unchecked_jacobians(model: Model, q: Array, points: Array | None, frame: str, method: str = "auto"):
-    """:func:`jacobians` without input checks (``points``: ``(nb, 3)`` or ``None``)."""
+def unchecked_jacobians(
+    model: Model, q: Array, points: Array | None, frame: str, method: str = "auto", bodies: tuple[int, ...] | None = None
+):
+    """:func:`jacobians` without input checks (``bodies``: indices or ``None``, all; ``points``:
+    ``(k, 3)``, one per body, or ``None``)."""
     if _method(model, method) == "analytic":
-        return _tree.jacobians(model.kinematics, q, points, frame, _dtype(model, q))
-    return _autodiff_jacobians(model, q, _zeros_if_none(model, q, points), frame)
+        return _tree.jacobians(model.kinematics, q, bodies, points, frame, _dtype(model, q))
+    k = model.n_bodies if bodies is None else len(bodies)
+    return _autodiff_jacobians(model, q, jnp.zeros((k, 3), q.dtype) if points is None else points, frame, bodies)
 
 
 def unchecked_hessians(model: Model, q: Array, points: Array | None, frame: str, method: str = "auto"):
@@ -111,8 +118,9 @@ def check_frame(frame: str, allowed: tuple[str, ...]) -> None:
         raise ValueError(f"unknown frame {frame!r}; expected one of {allowed}")
 
 
-def _points(model: Model, points, dtype) -> Array | None:
-    """``points`` of :func:`jacobians`: ``None``, ``"com"`` or ``(nb, 3)``, checked."""
+def _points(model: Model, points, dtype, bodies: tuple[int, ...] | None = None) -> Array | None:
+    """``points`` of :func:`jacobians`: ``None``, ``"com"`` or ``(k, 3)``, one per body of
+    ``bodies`` (all: ``None``), checked."""
     if points is None:
         return None
     if isinstance(points, str):
@@ -120,22 +128,45 @@ def _points(model: Model, points, dtype) -> Array | None:
             raise ValueError(f"points must be None, 'com' or an (nb, 3) array of body-frame points, got {points!r}")
         if model.inertials is None:
             raise ValueError("points='com' needs a model with inertials")
-        return model.inertials.com.astype(dtype)
+        com = model.inertials.com.astype(dtype)
+        return com if bodies is None else com[np.asarray(bodies)]
     p = jnp.asarray(points, dtype)
-    if p.shape != (model.n_bodies, 3):
-        raise ValueError(f"points must have shape ({model.n_bodies}, 3), one body-frame point per body; got {p.shape}")
+    k = model.n_bodies if bodies is None else len(bodies)
+    if p.shape != (k, 3):
+        per = "body" if bodies is None else "body in bodies"
+        raise ValueError(f"points must have shape ({k}, 3), one body-frame point per {per}; got {p.shape}")
     return p
 
 
+def _bodies(model: Model, bodies) -> tuple[int, ...] | None:
+    """``bodies`` of :func:`jacobians` as indices, checked (``None``: all)."""
+    if bodies is None:
+        return None
+    if isinstance(bodies, (str, int, np.integer)):
+        raise TypeError(f"bodies must be a sequence of body indices or names (one body: [{bodies!r}]), got {bodies!r}")
+    out = tuple(model.body_index(b) for b in bodies)
+    if not out:
+        raise ValueError("bodies must name at least one body")
+    return out
+
+
 def jacobians(
-    model: Model, q: Float[ArrayLike, " nq"], frame: str = "base", points=None, method: str = "auto"
-) -> tuple[Float[Array, "nb 3 nv"], Float[Array, "nb 3 nv"]]:
-    """Translational and rotational Jacobians of every body, ``(J_T, J_R)``, each ``(nb, 3, n)``.
+    model: Model, q: Float[ArrayLike, " nq"], frame: str = "base", points=None, method: str = "auto", bodies=None
+) -> tuple[Float[Array, "k 3 nv"], Float[Array, "k 3 nv"]]:
+    """Translational and rotational Jacobians of every body, or of the ``bodies`` listed, ``(J_T,
+    J_R)``, each ``(nb, 3, n)`` (``(k, 3, n)`` for ``k`` listed bodies).
 
     ``J_T[i]`` is the Jacobian of body ``i``'s frame origin, or of a point fixed on it, and
     ``J_R[i]`` its rotational Jacobian: the velocities ``J_T[i] v`` and ``omega = J_R[i] v``.
     ``frame="base"``: ``^0J_T^(0)`` (29), ``J_TG`` (45), ``J_R^(0)`` (37) (Pinocchio's
     LOCAL_WORLD_ALIGNED); ``frame="body"``: ``A_0^(i) J`` (31, 47, 40) (Pinocchio's LOCAL).
+
+    With ``bodies`` (e.g. the feet), only those bodies' Jacobians are formed (Pinocchio's
+    ``computeJointJacobians`` then ``getFrameJacobian`` per frame): on a floating humanoid the
+    ``(nb, 3, n)`` arrays of every body are mostly zeros, and writing them costs more than the
+    kinematics (:func:`~kronjax.kinematics.joint_jacobians` keeps every body's in ``6 x n``).
+    A frame of a fixed joint (a foot, a tool) is a body of its own when the model keeps it
+    (``load_urdf(..., merge_fixed=False)``), or a point on the body it is merged into.
 
     Args:
         model: the :class:`~kronjax.chain.Model`.
@@ -143,13 +174,18 @@ def jacobians(
             quaternions, Pinocchio's order).
         frame: ``"base"`` (default) or ``"body"`` (above).
         points: ``None`` (the frame origins), ``"com"`` (the centres of mass) or ``(nb, 3)``
-            points in the body frames, one per body.
+            points in the body frames, one per body (``(k, 3)``, one per listed body, with
+            ``bodies``).
         method: ``"analytic"`` (Tree models: from the joint axes of one forward-kinematics pass,
             :mod:`kronjax.kinematics._tree`), ``"autodiff"`` (``jax.jacfwd`` of the poses; any model),
             ``"auto"`` (the first for Tree models).
+        bodies: ``None`` (every body, the default) or a sequence of ``k`` body indices or names
+            (:attr:`~kronjax.chain.Model.body_names`; static: Python ints or strings; repeats
+            allowed, e.g. two points on one body).
 
     Returns:
-        ``(J_T, J_R)``, each ``(nb, 3, nv)``: body ``i``'s at ``[i]``.
+        ``(J_T, J_R)``, each ``(nb, 3, nv)``: body ``i``'s at ``[i]``; with ``bodies``, each ``(k,
+        3, nv)``: ``bodies[i]``'s at ``[i]``.
 
     Example:
         At ``q = 0`` link 2's origin ``(L, 0, 0)`` moves along ``y`` with joint 1 only, and link 2
@@ -168,10 +204,21 @@ def jacobians(
          [0.   0.  ]]
         >>> J_R[1].tolist()
         [[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]]
+
+        Link 2's tip, ``L`` further along it, alone:
+
+        >>> J_T, J_R = kj.jacobians(model, jnp.zeros(2), points=[[1.22, 0.0, 0.0]], bodies=["link2"])
+        >>> J_T.shape
+        (1, 3, 2)
+        >>> print(np.round(J_T[0], 4))
+        [[0.   0.  ]
+         [2.44 1.22]
+         [0.   0.  ]]
     """
     check_frame(frame, JACOBIAN_FRAMES)
     q = model.check_q(q)
-    return unchecked_jacobians(model, q, _points(model, points, q.dtype), frame, method)
+    bodies = _bodies(model, bodies)
+    return unchecked_jacobians(model, q, _points(model, points, q.dtype, bodies), frame, method, bodies)
 
 
 def hessians(
@@ -267,21 +314,25 @@ def jacobians_dot(
     return unchecked_jacobians_dot(model, q, v, _points(model, points, q.dtype), frame, method)
 
 
-def _body_points(model: Model, body: int, point, dtype) -> Array:
-    """``(nb, 3)`` points, zero except the chosen body's (frame origin, ``"com"`` or a 3-vector)."""
+def _body_point(model: Model, body: int, point, dtype) -> Array:
+    """``(3,)``: the chosen body's point (frame origin, ``"com"`` or a 3-vector) in its frame."""
     if point is None:
-        p = jnp.zeros(3, dtype)
-    elif isinstance(point, str):
+        return jnp.zeros(3, dtype)
+    if isinstance(point, str):
         if point != "com":
             raise ValueError(f"point must be None, 'com' or a 3-vector in the body frame, got {point!r}")
         if model.inertials is None:
             raise ValueError("point='com' needs a model with inertials")
-        p = model.inertials.com[body].astype(dtype)
-    else:
-        p = jnp.asarray(point, dtype)
-        if p.shape != (3,):
-            raise ValueError(f"point must be a 3-vector in the body frame, got shape {p.shape}")
-    return jnp.zeros((model.n_bodies, 3), dtype).at[body].set(p)
+        return model.inertials.com[body].astype(dtype)
+    p = jnp.asarray(point, dtype)
+    if p.shape != (3,):
+        raise ValueError(f"point must be a 3-vector in the body frame, got shape {p.shape}")
+    return p
+
+
+def _body_points(model: Model, body: int, point, dtype) -> Array:
+    """``(nb, 3)`` points, zero except the chosen body's (:func:`_body_point`)."""
+    return jnp.zeros((model.n_bodies, 3), dtype).at[body].set(_body_point(model, body, point, dtype))
 
 
 def prepare_body(model: Model, q, body, point=None):
@@ -323,8 +374,9 @@ def translational_jacobian(
         True
     """
     check_frame(frame, JACOBIAN_FRAMES)
-    q, b, points = prepare_body(model, q, body, point)
-    return unchecked_jacobians(model, q, points, frame)[0][b]
+    q = model.check_q(q)
+    b = model.body_index(body)
+    return unchecked_jacobians(model, q, _body_point(model, b, point, q.dtype)[None], frame, bodies=(b,))[0][0]
 
 
 def rotational_jacobian(model: Model, q: Float[ArrayLike, " nq"], body: int | str, frame: str = "base") -> Float[Array, "3 nv"]:
@@ -351,8 +403,8 @@ def rotational_jacobian(model: Model, q: Float[ArrayLike, " nq"], body: int | st
         [[0.0, 0.0], [0.0, 0.0], [1.0, 1.0]]
     """
     check_frame(frame, JACOBIAN_FRAMES)
-    q, b, _ = prepare_body(model, q, body)
-    return unchecked_jacobians(model, q, None, frame)[1][b]
+    q = model.check_q(q)
+    return unchecked_jacobians(model, q, None, frame, bodies=(model.body_index(body),))[1][0]
 
 
 def translational_hessian(
