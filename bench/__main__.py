@@ -20,6 +20,7 @@ from pathlib import Path
 
 
 def parse(argv=None) -> argparse.Namespace:
+    from .legged import COMPILE_ONLY, ROBOTS
     from .suite import SECTIONS
 
     parser = argparse.ArgumentParser(
@@ -34,6 +35,9 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--scaling-n", type=int, nargs="+", help="joint counts of the scaling sections")
     parser.add_argument("--chain-n", type=int, help="joints of the long chain of the compile-time section")
     parser.add_argument("--threads", type=int, help="threads of Pinocchio's *InParallel (default 2)")
+    robots = (*ROBOTS, *COMPILE_ONLY)
+    parser.add_argument("--legged-robots", nargs="+", choices=robots, help="section legged's models (default all)")
+    parser.add_argument("--legged-batch", type=int, help="section legged's batch (default 10000; --quick 500)")
     parser.add_argument("--out", type=Path, help="results folder (default bench/results)")
     return parser.parse_args(argv)
 
@@ -58,6 +62,8 @@ def main(argv=None) -> dict:
             "chain_n": args.chain_n,
             "threads": args.threads,
             "sections": tuple(args.sections) if args.sections else None,
+            "legged_robots": tuple(args.legged_robots) if args.legged_robots else None,
+            "legged_batch": args.legged_batch,
         }.items()
         if v is not None
     }
