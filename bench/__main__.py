@@ -1,6 +1,6 @@
 """kronjax's benchmark suite against Pinocchio, adam, jaxsim, MuJoCo MJX and frax, in one run:
 
-    python -m bench            # the default sections (about 10 minutes on 2 cores)
+    python -m bench            # the default sections (about 10 minutes on 2 cores; all but legged)
     python -m bench --quick    # a smoke run: small batches, n up to 24
     make bench                 # installs kronjax with its `bench` extra (the peers) and runs the suite
 
@@ -29,7 +29,7 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="a smoke run: small batches, n up to 24")
     parser.add_argument("--no-peers", action="store_true", help="only kronjax and Pinocchio")
     parser.add_argument("--no-float32", action="store_true", help="float64 only")
-    parser.add_argument("--sections", nargs="+", choices=SECTIONS, help=f"a subset of {', '.join(SECTIONS)}")
+    parser.add_argument("--sections", nargs="+", choices=SECTIONS, help=f"of {', '.join(SECTIONS)} (default all but legged)")
     parser.add_argument("--batches", type=int, nargs="+", help="inverse-dynamics batches of kronjax and Pinocchio")
     parser.add_argument("--big", type=int, help="the batch of the peers, forward dynamics, Coriolis, derivatives, float32")
     parser.add_argument("--scaling-n", type=int, nargs="+", help="joint counts of the scaling sections")

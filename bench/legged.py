@@ -7,13 +7,16 @@ states (:class:`bench.floating.Humanoid`: kronjax's layout, Pinocchio's joints m
 of the operations of :data:`bench.report.LEGGED`; each kronjax result against Pinocchio's on the
 leading states; and the first compilation of each (tracing with lowering, then XLA). The Panda
 (nv = 7) and a random chain of :data:`CHAIN_N` bodies add compile-time rows (compiled for shapes
-alone, nothing timed). docs/benchmarks/legged.md describes it.
+alone, nothing timed, each in a process of its own: ``python -m bench.legged SPEC.json``). docs/benchmarks/legged.md describes it.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.metadata
+import json
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -123,26 +126,49 @@ def robot_rows(suite, name: str) -> None:
         suite.add(Record(**fields, library="pinocchio", method=method, batch=1, rel_err=0.0, note=note, **timed))
 
 
+def compile_model(name: str):
+    """The fixed-base model of a name of :data:`COMPILE_ONLY`."""
+    return models.panda() if name == "panda" else models.random_chain(CHAIN_N, seed=CHAIN_N)
+
+
 def compile_rows(suite, name: str) -> None:
-    """kronjax's compilation of each operation at ``legged_batch`` on the Panda or the random
-    chain of :data:`CHAIN_N` bodies (fixed bases), for shapes alone."""
+    """kronjax's compilation of each operation at ``legged_batch`` on a model of
+    :data:`COMPILE_ONLY`, for shapes alone, each in a process of its own (:func:`main`): a
+    compilation that runs out of memory (``forward_dynamics_derivatives`` of the 100-body chain
+    did on a 23 GB machine) is a failed row, not the end of the run."""
+    from .peers import run_module
+
+    batch, nv = suite.config.legged_batch, compile_model(name).nv
+    for operation in LEGGED:
+        fields = dict(operation=f"legged_{operation}", library="kronjax", method=operation, batch=batch, precision="float64")
+        fields.update(model=name, n_dof=nv)
+        with tempfile.TemporaryDirectory(prefix="kronjax-bench-") as tmp:
+            spec = {"model": name, "operation": operation, "batch": batch, "out": str(Path(tmp, "result.json"))}
+            try:
+                split = run_module("bench.legged", spec, False, tmp)
+            except Exception as exc:
+                suite.failed(exc, **fields)
+                continue
+        suite.add(
+            Record(**fields, compile_s=sum(split.values()), extra=split, note="compiled in a process of its own, not timed")
+        )
+
+
+def main(spec_path: str) -> None:
+    """``python -m bench.legged SPEC.json``: one compilation of :func:`compile_rows` (SPEC:
+    ``model``, ``operation``, ``batch``, ``out``), its two times written to ``out``."""
     import jax
     import jax.numpy as jnp
 
     import kronjax as kj
 
-    batch = suite.config.legged_batch
-    model = models.panda() if name == "panda" else models.random_chain(CHAIN_N, seed=CHAIN_N)
+    jax.config.update("jax_enable_x64", True)
+    spec = json.loads(Path(spec_path).read_text())
+    model, batch = compile_model(spec["model"]), spec["batch"]
     shapes = {k: jax.ShapeDtypeStruct((batch, model.nq if k == "q" else model.nv), jnp.float64) for k in ("q", "v", "a", "tau")}
-    for operation in LEGGED:
-        fields = dict(operation=f"legged_{operation}", library="kronjax", method=operation, batch=batch, precision="float64")
-        fields.update(model=name, n_dof=model.nv)
-        try:
-            batched = jax.vmap(functools.partial(getattr(kj, operation), model))
-            _, split = compile_split(batched, *(shapes[k] for k in ARGUMENTS[operation]))
-            suite.add(Record(**fields, compile_s=sum(split.values()), extra=split, note="compiled, not timed"))
-        except Exception as exc:
-            suite.failed(exc, **fields)
+    batched = jax.vmap(functools.partial(getattr(kj, spec["operation"]), model))
+    _, split = compile_split(batched, *(shapes[k] for k in ARGUMENTS[spec["operation"]]))
+    Path(spec["out"]).write_text(json.dumps(split))
 
 
 def section(suite) -> None:
@@ -152,3 +178,7 @@ def section(suite) -> None:
             (robot_rows if name in ROBOTS else compile_rows)(suite, name)
         except Exception as exc:  # a robot that cannot load (example-robot-data missing) must not stop the others
             suite.failed(exc, operation="legged", library="-", method=f"robot {name}", batch=0, precision="-", model=name)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
