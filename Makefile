@@ -26,7 +26,7 @@ $(VENV)/.installed-docs: $(VENV)/.installed
 $(VENV)/.installed-bench: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e ".[bench]" || { \
 	  echo "make bench: the bench extra did not install in full; trying its parts one by one"; \
-	  $(PY) -m pip install --quiet pin matplotlib; \
+	  $(PY) -m pip install --quiet pin matplotlib example-robot-data; \
 	  for peer in adam-robotics jaxsim mujoco mujoco-mjx frax; do \
 	    $(PY) -m pip install --quiet $$peer || echo "make bench: $$peer did not install; the benchmark skips it"; \
 	  done; }

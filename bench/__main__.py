@@ -1,6 +1,6 @@
 """kronjax's benchmark suite against Pinocchio, adam, jaxsim, MuJoCo MJX and frax, in one run:
 
-    python -m bench            # the default sections (about 10 minutes on 2 cores)
+    python -m bench            # the default sections (about 10 minutes on 2 cores; all but legged)
     python -m bench --quick    # a smoke run: small batches, n up to 24
     make bench                 # installs kronjax with its `bench` extra (the peers) and runs the suite
 
@@ -20,6 +20,7 @@ from pathlib import Path
 
 
 def parse(argv=None) -> argparse.Namespace:
+    from .legged import COMPILE_ONLY, ROBOTS
     from .suite import SECTIONS
 
     parser = argparse.ArgumentParser(
@@ -28,12 +29,15 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="a smoke run: small batches, n up to 24")
     parser.add_argument("--no-peers", action="store_true", help="only kronjax and Pinocchio")
     parser.add_argument("--no-float32", action="store_true", help="float64 only")
-    parser.add_argument("--sections", nargs="+", choices=SECTIONS, help=f"a subset of {', '.join(SECTIONS)}")
+    parser.add_argument("--sections", nargs="+", choices=SECTIONS, help=f"of {', '.join(SECTIONS)} (default all but legged)")
     parser.add_argument("--batches", type=int, nargs="+", help="inverse-dynamics batches of kronjax and Pinocchio")
     parser.add_argument("--big", type=int, help="the batch of the peers, forward dynamics, Coriolis, derivatives, float32")
     parser.add_argument("--scaling-n", type=int, nargs="+", help="joint counts of the scaling sections")
     parser.add_argument("--chain-n", type=int, help="joints of the long chain of the compile-time section")
     parser.add_argument("--threads", type=int, help="threads of Pinocchio's *InParallel (default 2)")
+    robots = (*ROBOTS, *COMPILE_ONLY)
+    parser.add_argument("--legged-robots", nargs="+", choices=robots, help="section legged's models (default all)")
+    parser.add_argument("--legged-batch", type=int, help="section legged's batch (default 10000; --quick 500)")
     parser.add_argument("--out", type=Path, help="results folder (default bench/results)")
     return parser.parse_args(argv)
 
@@ -58,6 +62,8 @@ def main(argv=None) -> dict:
             "chain_n": args.chain_n,
             "threads": args.threads,
             "sections": tuple(args.sections) if args.sections else None,
+            "legged_robots": tuple(args.legged_robots) if args.legged_robots else None,
+            "legged_batch": args.legged_batch,
         }.items()
         if v is not None
     }

@@ -43,14 +43,24 @@ def best_time(fn: Callable[[], Any], repeats: int = 3, min_seconds: float = 0.2,
     return min(rounds(fn, repeats, min_seconds, max_seconds))
 
 
-def compile_jit(fn: Callable, *args):
-    """``jax.jit(fn)`` lowered and compiled for ``args`` ahead of time: ``(compiled, seconds)``,
-    the seconds covering tracing, lowering and XLA compilation."""
+def compile_split(fn: Callable, *args) -> tuple[Any, dict[str, float]]:
+    """``jax.jit(fn)`` lowered and compiled for ``args`` (arrays, or ``jax.ShapeDtypeStruct`` shapes
+    where only the compilation is measured) ahead of time: ``(compiled, {"trace_lower_s": ...,
+    "xla_compile_s": ...})``, tracing with lowering and XLA's compilation timed apart."""
     import jax
 
     start = time.perf_counter()
-    compiled = jax.jit(fn).lower(*args).compile()
-    return compiled, time.perf_counter() - start
+    lowered = jax.jit(fn).lower(*args)
+    traced = time.perf_counter()
+    compiled = lowered.compile()
+    return compiled, {"trace_lower_s": traced - start, "xla_compile_s": time.perf_counter() - traced}
+
+
+def compile_jit(fn: Callable, *args):
+    """``jax.jit(fn)`` lowered and compiled for ``args`` ahead of time: ``(compiled, seconds)``,
+    the seconds covering tracing, lowering and XLA compilation."""
+    compiled, split = compile_split(fn, *args)
+    return compiled, sum(split.values())
 
 
 def median_fields(times: list[float]) -> dict:
@@ -61,12 +71,14 @@ def median_fields(times: list[float]) -> dict:
 
 def time_compiled(fn: Callable, args: tuple, timing: dict) -> tuple[dict, float, Any]:
     """``jax.jit(fn)`` compiled for ``args`` and timed over rounds: ``(record fields of
-    :func:`median_fields`, compile seconds, output)``."""
+    :func:`median_fields` with :func:`compile_split`'s two times in ``extra``, compile seconds, output)``."""
     import jax
 
-    compiled, compile_s = compile_jit(fn, *args)
+    compiled, split = compile_split(fn, *args)
     out = jax.block_until_ready(compiled(*args))
-    return median_fields(rounds(lambda: jax.block_until_ready(compiled(*args)), **timing)), compile_s, out
+    fields = median_fields(rounds(lambda: jax.block_until_ready(compiled(*args)), **timing))
+    fields["extra"].update(split)
+    return fields, sum(split.values()), out
 
 
 def time_jax(fn: Callable, args: tuple, timing: dict) -> tuple[float, float, Any]:

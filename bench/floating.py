@@ -99,16 +99,18 @@ def from_mujoco(kind: str, out: np.ndarray, q, v, joint_index) -> np.ndarray:
 
 class Humanoid:
     """kronjax's and Pinocchio's floating-base models of one URDF, the coordinate maps between
-    them, random states in kronjax's layout and Pinocchio's references on the leading ones."""
+    them, random states in kronjax's layout and Pinocchio's references on the leading ones.
+    ``mimic``: :func:`kronjax.load_urdf`'s; ``"independent"`` as Pinocchio reads a file with
+    ``<mimic>`` elements (the maps are permutations only then)."""
 
-    def __init__(self, path: Path, batch: int, check: int, threads: int, seed: int = 0):
+    def __init__(self, path: Path, batch: int, check: int, threads: int, seed: int = 0, mimic: str = "coupled"):
         import jax
         import pinocchio as pin
 
         import kronjax as kj
 
         self.path, self.urdf = Path(path), Path(path).read_text()
-        self.model = kj.load_urdf(self.path, floating_base=True)
+        self.model = kj.load_urdf(self.path, floating_base=True, mimic=mimic)
         self.nq, self.nv = self.model.nq, self.model.nv
         self.pin = pin
         self.pm = pin.buildModelFromUrdf(str(self.path), pin.JointModelFreeFlyer())

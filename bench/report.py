@@ -33,6 +33,15 @@ PER_CALL = {
 
 # the operations of the `floating` section and Pinocchio's function of each
 FLOATING = {"floating_inverse_dynamics": "rnea", "floating_forward_dynamics": "aba"}
+# the kronjax functions of the `legged` section (operation "legged_<name>") and Pinocchio's function of each
+LEGGED = {
+    "mass_matrix": "crba",
+    "inverse_dynamics": "rnea",
+    "forward_dynamics": "aba",
+    "jacobians": "computeJointJacobians",
+    "inverse_dynamics_derivatives": "computeRNEADerivatives",
+    "forward_dynamics_derivatives": "computeABADerivatives",
+}
 
 
 # --------------------------------------------------------------------------------------------
@@ -333,6 +342,59 @@ def _floating_table(records: list[Record], threads: int) -> list[str]:
     )
 
 
+def _us_range(r: Record | None) -> str:
+    """Time per sample (us), median and [range] over the timing rounds."""
+    if r is None or r.seconds_per_call is None:
+        return "-" if r is None else r.note or "-"
+    low, high = (t / r.batch * 1e6 for t in r.extra["seconds_per_call_range"])
+    return f"{_us(r)} [{low:.3f}, {high:.3f}]"
+
+
+def _legged_tables(records: list[Record]) -> list[str]:
+    """Section ``legged``: per robot, kronjax per sample against Pinocchio per call; then the
+    compile times of every model (robots, the Panda, the long chain) by operation."""
+    rows = [r for r in records if r.operation.removeprefix("legged_") in LEGGED and r.operation.startswith("legged_")]
+    mine = [r for r in rows if r.library == "kronjax"]
+    if not mine:
+        return []
+
+    def pin(r):
+        return next((p for p in rows if p.library == "pinocchio" and (p.model, p.operation) == (r.model, r.operation)), None)
+
+    lines = [
+        "kronjax's `jax.jit(jax.vmap(f))` per sample, float64, against Pinocchio per call from Python (binding included, one "
+        "thread) on the same random states; times: median [min, max] over the timing rounds; 'x Pinocchio': Pinocchio's "
+        "time over kronjax's (> 1: faster); compile: the first `lower` + `compile` at the batch; error against Pinocchio "
+        "on the leading states.",
+        "",
+    ]
+    columns = [_column("method"), ("kronjax us/sample [range]", "---:", _us_range)]
+    columns += [("Pinocchio us/call [range]", "---:", lambda r: _us_range(pin(r)))]
+    columns += [("x Pinocchio", "---:", lambda r: _ratio(pin(r), r)), COMPILE, ERROR]
+    timed = [r for r in mine if r.seconds_per_call is not None or r.note.startswith("failed")]
+    for model in dict.fromkeys(r.model for r in timed):
+        first = next(r for r in timed if r.model == model)
+        lines += _table(f"### {model} (nv = {first.n_dof}, batch {first.batch})", columns, [r for r in timed if r.model == model])
+    models = sorted(dict.fromkeys((r.n_dof, r.model) for r in mine))
+
+    def cell(operation, model):
+        r = next((r for r in mine if (r.operation, r.model) == (f"legged_{operation}", model)), None)
+        if r is None or r.compile_s is None:
+            return "-" if r is None else "failed"
+        return f"{r.compile_s:.1f} ({r.extra['trace_lower_s']:.1f} + {r.extra['xla_compile_s']:.1f})"
+
+    lines += [
+        "### Compile time by model size",
+        "",
+        "Seconds of the first `jax.jit(jax.vmap(f)).lower(...).compile()` at the section's batch: total (trace and lower "
+        "+ XLA compile); columns: model (nv).",
+        "",
+        "| operation | " + " | ".join(f"{m} ({n})" for n, m in models) + " |",
+        "| --- |" + " ---: |" * len(models),
+    ]
+    return lines + [f"| {o} | " + " | ".join(cell(o, m) for _, m in models) + " |" for o in LEGGED] + [""]
+
+
 def _mjcf_table(records: list[Record]) -> list[str]:
     """Section ``mjcf``: kronjax and MJX on the same MJCF file; the ratio to MJX's faster row."""
     rows = [r for r in records if r.operation.startswith("mjcf_")]
@@ -429,6 +491,9 @@ def markdown(records: list[Record], meta: dict, peers: dict, config, goal_rows, 
     table = _floating_table(records, threads)
     if table:
         lines += ["", "## Floating base: inverse and forward dynamics of a humanoid", ""] + table
+    table = _legged_tables(records)
+    if table:
+        lines += ["", "## Legged robots (example-robot-data, free-flyer root)", ""] + table
     table = _mjcf_table(records)
     if table:
         lines += ["", "## The same MJCF in kronjax and MJX, armature included", ""] + table

@@ -20,7 +20,7 @@ import numpy as np
 
 import kronjax as kj
 
-from . import floating, mjcf, models
+from . import floating, legged, mjcf, models
 from ._timing import Record, best_time, time_jax
 from .peers import Pinocchio, adam_inverse_dynamics, frax_functions, jaxsim_functions, run_module
 
@@ -35,7 +35,10 @@ SECTIONS = (
     "kinematics_scaling",
     "floating",
     "mjcf",
+    "legged",
 )
+# `legged` compiles for most of an hour on 2 cores (the humanoids' derivatives): run when named only
+DEFAULT_SECTIONS = SECTIONS[:-1]
 
 
 @dataclasses.dataclass
@@ -48,12 +51,14 @@ class Config:
     chain_n: int = 30  # the long chain of the compile-time section
     peers: bool = True
     float32: bool = True
-    sections: tuple[str, ...] = SECTIONS
+    sections: tuple[str, ...] = DEFAULT_SECTIONS
     check: int = 64  # leading samples compared with Pinocchio
     timing: dict = dataclasses.field(default_factory=lambda: {"repeats": 3, "min_seconds": 0.2, "max_seconds": 20.0})
     mjx_probe: int = 100  # MJX is timed at this batch first; kept when a call at `big` would be slow
     mjx_max_call_s: float = 20.0
     threads: int = 2  # Pinocchio's *InParallel
+    legged_batch: int = 10_000  # section legged
+    legged_robots: tuple[str, ...] = (*legged.ROBOTS, *legged.COMPILE_ONLY)
 
     @classmethod
     def quick(cls, **changes) -> Config:
@@ -68,6 +73,7 @@ class Config:
             timing={"repeats": 2, "min_seconds": 0.05, "max_seconds": 5.0},
             mjx_probe=20,
             mjx_max_call_s=5.0,
+            legged_batch=500,
         )
         return cls(**{**base, **changes})
 
@@ -517,3 +523,7 @@ class Suite:
     def section_mjcf(self):
         """kronjax and MJX on the same MJCF files, armature included: :mod:`bench.mjcf`."""
         mjcf.section(self)
+
+    def section_legged(self):
+        """Dynamics, Jacobians and derivatives of legged robots against Pinocchio: :mod:`bench.legged`."""
+        legged.section(self)

@@ -157,3 +157,39 @@ def test_gpu_bench_on_the_cpu_writes_samples_that_verify_against_pinocchio(tmp_p
     assert data["meta"]["checked"]["pinocchio"] and "Pinocchio" in report.with_suffix(".md").read_text()
     saved = np.load(report.with_name(report.stem + "-samples.npz"))
     assert saved["coriolis_star|float64|8/q"].shape == (4, 7) and saved["hessians|float64|5/out0"].shape == (4, 7, 3, 49)
+
+
+@pytest.mark.slow
+def test_legged_references_are_in_kronjax_layout():
+    """The Pinocchio references of the `legged` section on ANYmal, whose legs kronjax orders
+    otherwise than Pinocchio: inverse dynamics equals kronjax's on one state (the joints matched by
+    name), M a = rnea(q, v, a) - rnea(q, v, 0), the derivatives' last outputs are M and M^-1, a
+    hip's angular Jacobian has columns on the base and on its own joint only, and the
+    compile-time models cover nv 7 and 100."""
+    from checks import TOL, assert_close
+
+    from bench import legged, models
+    from bench.floating import Humanoid
+
+    try:
+        path = legged.robot_file(legged.ROBOTS["anymal"][0])
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+    robot = Humanoid(path, 2, 2, threads=1)
+    assert list(robot.pm.names[2:]) != list(robot.joint_names)  # the permutation is exercised
+    out = legged.pinocchio_outputs(robot)
+    q, v, a = robot.pin_q(robot.q)[0], robot.pin_v(robot.v)[0], robot.pin_v(robot.a)[0]
+    (tau,) = out["inverse_dynamics"](q, v, a)
+    assert_close(tau, kj.inverse_dynamics(robot.model, robot.q[0], robot.v[0], robot.a[0]), "rnea", relative=True)
+    (m,) = out["mass_matrix"](q)
+    (bias,) = out["inverse_dynamics"](q, v, 0 * a)
+    assert_close(m @ robot.a[0], tau - bias, "M a", relative=True)
+    assert_close(out["inverse_dynamics_derivatives"](q, v, a)[2], m, "dtau/dvd", relative=True)
+    assert_close(out["forward_dynamics_derivatives"](q, v, tau)[2] @ m, np.eye(robot.nv), "M^-1 M", tol=1e-9)
+    (acc,) = out["forward_dynamics"](q, v, robot.pin_v(tau[None])[0])
+    assert_close(acc, robot.a[0], "aba", tol=1e-9)
+    j_t, j_r = out["jacobians"](q)
+    assert j_t.shape == j_r.shape == (robot.model.n_bodies, 3, robot.nv)
+    hip = list(robot.model.joint_names).index("RF_HAA")
+    assert set(np.flatnonzero(np.abs(j_r[hip]).max(0) > TOL)) <= {3, 4, 5, 6 + robot.joint_names.index("RF_HAA")}
+    assert models.panda().nv == 7 and models.random_chain(legged.CHAIN_N, seed=legged.CHAIN_N).nv == 100
