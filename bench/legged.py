@@ -40,6 +40,7 @@ ARGUMENTS = {
     "inverse_dynamics": ("q", "v", "a"),
     "forward_dynamics": ("q", "v", "tau"),
     "jacobians": ("q",),
+    "joint_jacobians": ("q",),
     "inverse_dynamics_derivatives": ("q", "v", "a"),
     "forward_dynamics_derivatives": ("q", "v", "tau"),
 }
@@ -81,6 +82,8 @@ def pinocchio_outputs(robot: Humanoid) -> dict:
         "inverse_dynamics": lambda *x: (np.array(pin.rnea(pm, pd, *x))[p],),
         "forward_dynamics": lambda *x: (np.array(pin.aba(pm, pd, *x))[p],),
         "jacobians": jacobians,
+        # the compact form: data.J, the 6 x nv world-frame motions of the coordinates
+        "joint_jacobians": lambda q: (np.array(pin.computeJointJacobians(pm, pd, q))[:, p],),
         "inverse_dynamics_derivatives": lambda *x: derivatives(pin.computeRNEADerivatives(pm, pd, *x)),
         "forward_dynamics_derivatives": lambda *x: derivatives(pin.computeABADerivatives(pm, pd, *x)),
     }

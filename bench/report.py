@@ -39,6 +39,7 @@ LEGGED = {
     "inverse_dynamics": "rnea",
     "forward_dynamics": "aba",
     "jacobians": "computeJointJacobians",
+    "joint_jacobians": "computeJointJacobians",
     "inverse_dynamics_derivatives": "computeRNEADerivatives",
     "forward_dynamics_derivatives": "computeABADerivatives",
 }
