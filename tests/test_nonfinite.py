@@ -115,6 +115,7 @@ CASES = {
     "jacobians": lambda x: kj.jacobians(x["model"], x["q"], points="com"),
     "hessians": lambda x: kj.hessians(x["model"], x["q"]),
     "jacobians_dot": lambda x: kj.jacobians_dot(x["model"], x["q"], x["qd"]),
+    "joint_jacobians": lambda x: kj.joint_jacobians(x["model"], x["q"]).jacobians("body", x["point"][None], [BODY]),
     "translational_jacobian": lambda x: kj.translational_jacobian(x["model"], x["q"], BODY, x["point"]),
     "rotational_jacobian": lambda x: kj.rotational_jacobian(x["model"], x["q"], BODY),
     "translational_hessian": lambda x: kj.translational_hessian(x["model"], x["q"], BODY, x["point"]),
