@@ -31,7 +31,13 @@ What is here:
   pseudo-inertia, optimised with optax, with an optional prior towards nominal parameters in the
   log-det divergence of Lee, Wensing and Park 2020);
 * excitation: :class:`FourierTrajectory` (Swevers et al. 1997), :func:`fit_to_limits`,
-  :func:`condition_number` and :func:`optimize_excitation`.
+  :func:`condition_number` and :func:`optimize_excitation`;
+* measured data (host-side NumPy/SciPy, float64): :func:`preprocess` makes a log of time stamps,
+  ``q`` and ``tau`` into :class:`MeasuredStates` on a uniform grid by its steps, each a function:
+  :func:`repeated_samples` (stale rows), :func:`resample` (irregular time stamps),
+  :func:`estimate_delay` and :func:`remove_delay`, :class:`LowPass` (zero-phase Butterworth or
+  Savitzky-Golay filtering and filtered derivatives, one filter for ``q`` and ``tau``); for a
+  commanded excitation, :func:`whole_periods` (the ramps trimmed) and :func:`spline_derivatives`.
 
 References:
 
@@ -43,8 +49,11 @@ References:
   Systems 8(4), 1991.
 - M. Gautier, P. Poignet, "Extended Kalman filtering and weighted least squares dynamic
   identification of robot", Control Engineering Practice 9(12), 2001.
+- M. Gautier, "Dynamic identification of robots with power model", Proc. IEEE ICRA, 1997.
+- R. W. Schafer, "What is a Savitzky-Golay filter?", IEEE Signal Processing Magazine 28(4), 2011.
 - J. Swevers, C. Ganseman, D. B. Tukel, J. De Schutter, H. Van Brussel, "Optimal robot excitation
   and identification", IEEE Trans. Robotics and Automation 13(5), 1997.
+- G. Wahba, "Spline models for observational data", SIAM, 1990.
 - P. M. Wensing, S. Kim, J.-J. E. Slotine, "Linear matrix inequalities for physically consistent
   inertial parameter identification", IEEE RA-L 3(1), 2017.
 - T. Lee, P. M. Wensing, F. C. Park, "Geometric robot dynamic identification: a convex
@@ -53,14 +62,25 @@ References:
 
 Modules: ``_parameters`` (standard parameters, pseudo-inertia), ``_regressor``,
 ``_base_parameters``, ``_least_squares``, ``_physical`` (physically consistent identification),
-``_excitation`` (Fourier trajectories and their optimisation).
+``_excitation`` (Fourier trajectories and their optimisation), ``_measurements`` (logs into states)
+and ``_filtering`` (filters and filtered derivatives).
 """
 
 from __future__ import annotations
 
 from ._base_parameters import BaseParameters, base_parameters, base_parameters_from_regressor
 from ._excitation import FourierTrajectory, condition_number, fit_to_limits, optimize_excitation
+from ._filtering import LowPass, spline_derivatives
 from ._least_squares import least_squares, weighted_least_squares
+from ._measurements import (
+    MeasuredStates,
+    estimate_delay,
+    preprocess,
+    remove_delay,
+    repeated_samples,
+    resample,
+    whole_periods,
+)
 from ._parameters import BODY_PARAMETERS, parameter_names, pseudo_inertia, standard_parameters, with_standard_parameters
 from ._physical import physically_consistent
 from ._regressor import regressor
@@ -82,4 +102,13 @@ __all__ = [
     "fit_to_limits",
     "condition_number",
     "optimize_excitation",
+    "preprocess",
+    "MeasuredStates",
+    "repeated_samples",
+    "resample",
+    "estimate_delay",
+    "remove_delay",
+    "LowPass",
+    "whole_periods",
+    "spline_derivatives",
 ]
