@@ -3,17 +3,22 @@
 Oracles: analytic derivatives of sums of sines and of a Fourier trajectory; delays, stale rows and
 ramps put in by construction; polynomials a cubic spline reproduces exactly; and, end to end, a
 simulated log of the double pendulum whose true base parameters are known (its torques from
-``kj.inverse_dynamics`` at the exact motion, then noise, encoder steps, a delay, stale rows and
+Pinocchio's ``rnea`` at the exact motion, then noise, encoder steps, a delay, stale rows and
 jittered stamps), identified by least squares on the preprocessed log.
 """
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import kronjax as kj
 from kronjax import identify as ki
+
+try:  # the oracle of the simulated log's torques
+    import pinocchio as pin
+    from oracles import to_pinocchio
+except ImportError:
+    pin = None
 
 RATE = 1000.0
 FREQUENCIES = np.array([0.3, 0.7, 1.1])
@@ -161,7 +166,7 @@ def test_spline_derivatives_of_commanded_positions():
 
 def _double_pendulum_log(rng, delay=0.02, rate=500.0):
     """A 12 s log at about 500 Hz of the double pendulum on a Fourier excitation (period 4 s):
-    torques from kj.inverse_dynamics at the exact motion, delayed by ``delay``; q with noise and
+    torques from Pinocchio's rnea at the exact motion, delayed by ``delay``; q with noise and
     encoder steps (16 bits a turn); torque noise; jittered stamps; 5 % stale rows (half of them
     re-sent with their stamp, half under a fresh stamp)."""
     model = kj.models.double_pendulum()
@@ -174,8 +179,9 @@ def _double_pendulum_log(rng, delay=0.02, rate=500.0):
     n = int(12 * rate)
     t = np.arange(n) / rate + rng.uniform(-0.2, 0.2, n) / rate
     q = np.asarray(traj(jnp.asarray(t))[0])
-    dynamics = jax.jit(jax.vmap(lambda *s: kj.inverse_dynamics(model, *s)))
-    tau = np.asarray(dynamics(*traj(jnp.asarray(t - delay))))
+    pm = to_pinocchio(model)
+    data = pm.createData()
+    tau = np.stack([pin.rnea(pm, data, *s).copy() for s in zip(*(np.asarray(x) for x in traj(jnp.asarray(t - delay))))])
     step = 2 * np.pi / 2**16
     q = np.round((q + 2e-5 * rng.normal(size=q.shape)) / step) * step
     tau = tau + 0.2 * rng.normal(size=tau.shape)
@@ -186,6 +192,7 @@ def _double_pendulum_log(rng, delay=0.02, rate=500.0):
     return model, traj, t_log, q_log, tau_log, stale.size
 
 
+@pytest.mark.skipif(pin is None, reason="needs Pinocchio (the test extra)")
 def test_preprocess_a_simulated_log_gives_the_base_parameters():
     """The log of _double_pendulum_log through preprocess with its defaults, the torques' delay
     estimated against a nominal model with 30 % heavier links: the delay to a twentieth of a
@@ -216,6 +223,20 @@ def test_preprocess_a_simulated_log_gives_the_base_parameters():
     assert np.all(np.abs(beta - truth) < tol), (beta, truth)
 
 
+@pytest.mark.parametrize("method", ["butterworth", "savgol"])
+def test_preprocess_with_measured_velocities(method):
+    """Measured velocities (noisy) are filtered and differentiated instead of the positions: the
+    same filter on q, v and tau, and vd within 1 % of its peak."""
+    rng = np.random.default_rng(7)
+    t = np.arange(5000) / RATE + rng.uniform(-1e-4, 1e-4, 5000)
+    v = sines(t, 1) + 1e-3 * rng.normal(size=(t.size, 2))
+    log = ki.preprocess(t, sines(t), v=v, tau=sines(t, 2), cutoff=10.0, method=method)
+    assert log.filter == ki.LowPass(rate=log.rate, cutoff=10.0, method=method) and log.delay == 0.0
+    np.testing.assert_allclose(log.v, sines(log.t, 1), atol=0.005 * np.max(np.abs(sines(t, 1))))
+    np.testing.assert_allclose(log.vd, sines(log.t, 2), atol=0.01 * np.max(np.abs(sines(t, 2))))
+    np.testing.assert_allclose(log.tau, log.vd, atol=0.01 * np.max(np.abs(sines(t, 2))))  # filtered alike
+
+
 def test_bad_input_is_refused_clearly(without_shape_checks):
     t = np.arange(100) / 100.0
     q = np.stack([np.sin(t), np.cos(t)], axis=1)
@@ -237,5 +258,7 @@ def test_bad_input_is_refused_clearly(without_shape_checks):
         ki.LowPass(rate=100.0, cutoff=50.0)
     with pytest.raises(ValueError, match="needs tau and a nominal model"):
         ki.preprocess(t, q, tau=q, delay=None)
+    with pytest.raises(ValueError, match="no tau was given"):
+        ki.preprocess(t, q, delay=0.01)
     with pytest.raises(ValueError, match="no whole period"):
         ki.whole_periods(t, 2.0)

@@ -435,7 +435,8 @@ def preprocess(
 
     Raises:
         ValueError: mismatched shapes, non-finite entries, time stamps that do not increase (after
-            the repeated rows are dropped), gaps, ``delay=None`` without ``model`` or ``tau``.
+            the repeated rows are dropped), gaps, ``delay=None`` without ``model`` or ``tau``, a
+            delay without ``tau``.
 
     Example:
         A pendulum's swing logged at about 500 Hz with jittered stamps and repeated rows; the
@@ -462,6 +463,8 @@ def preprocess(
             raise ValueError(f"{name} must have the shape of q, (N, n) = {q.shape} for t {t.shape}, got {signals[name].shape}")
     if delay is None and (model is None or tau is None):
         raise ValueError("delay=None estimates the torques' delay: it needs tau and a nominal model (model=...)")
+    if delay is not None and delay != 0.0 and tau is None:
+        raise ValueError(f"delay = {delay:g} s is the torques' delay behind q, but no tau was given")
     repeated = repeated_samples(q) if drop_repeated else np.zeros(t.shape, dtype=bool)
     stamps = time_stamps(t[~repeated])
     if rate is None:
