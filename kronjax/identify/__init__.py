@@ -24,9 +24,13 @@ What is here:
   :func:`~kronjax.dynamics.inverse_dynamics` with respect to ``pi`` (inverse dynamics is linear in
   ``pi``), batched with ``jax.vmap``;
 * :func:`base_parameters`: the identifiable linear combinations ``beta = K pi`` found numerically
-  (Gautier 1991) from the regressor stacked over random states;
+  (Gautier 1991) from the regressor stacked over random states, in the regressor's precision (a
+  float32 regressor gives the float64 rank or a clear error, never a rank of rounding errors);
 * estimators: :func:`least_squares` (ordinary and weighted), :func:`weighted_least_squares`
-  (Gautier and Poignet's weighting by each joint's residual variance), and
+  (Gautier and Poignet's weighting by each joint's residual variance), :func:`fit` (either
+  estimate as a :class:`LeastSquaresFit`: covariance by Gautier's formula, standard deviations
+  and the papers' relative standard deviations in percent, residuals per joint, condition number,
+  and a parameter table), and
   :func:`physically_consistent` (Rucker and Wensing 2022's log-Cholesky parameterisation of the
   pseudo-inertia, optimised with optax, with an optional prior towards nominal parameters in the
   log-det divergence of Lee, Wensing and Park 2020);
@@ -71,7 +75,7 @@ from __future__ import annotations
 from ._base_parameters import BaseParameters, base_parameters, base_parameters_from_regressor
 from ._excitation import FourierTrajectory, condition_number, fit_to_limits, optimize_excitation
 from ._filtering import LowPass, spline_derivatives
-from ._least_squares import least_squares, weighted_least_squares
+from ._least_squares import LeastSquaresFit, fit, least_squares, weighted_least_squares
 from ._measurements import (
     MeasuredStates,
     estimate_delay,
@@ -97,6 +101,8 @@ __all__ = [
     "base_parameters_from_regressor",
     "least_squares",
     "weighted_least_squares",
+    "fit",
+    "LeastSquaresFit",
     "physically_consistent",
     "FourierTrajectory",
     "fit_to_limits",

@@ -136,17 +136,29 @@ def base_parameters_from_regressor(
     1. scale each column to unit norm, so that the decision does not depend on the parameters'
        units; columns of norm below ``rtol`` times the largest (parameters without effect, up to
        rounding) are set to zero;
-    2. rank ``r``: the number of singular values above ``rtol * s_max``;
-    3. independent columns: a QR decomposition without pivoting of the scaled ``W`` with its
-       columns in the ``priority`` order (Gram-Schmidt: a column is kept when it is not a
-       combination of those before it); column ``k`` is independent when ``|R_kk| > rtol``; the
-       count must equal ``r`` (else the rank is ill-determined: more or other states are needed);
-    4. ``B`` from the least-squares solution of ``W_i B = W_d``.
+    2. the triangular factor ``R`` (``p x p``) of a QR decomposition of the scaled ``W``: the
+       steps below work on ``R``, which has the singular values of ``W`` and ``W^T W = R^T R``,
+       so that their cost does not grow with the number of rows;
+    3. rank ``r``: the number of singular values above ``rtol * s_max``;
+    4. independent columns, greedily in the ``priority`` order: a column is kept when the norm of
+       its component orthogonal to the columns kept before it (Gram-Schmidt) is above ``rtol``;
+       the count must equal ``r``;
+    5. ``B`` from the least-squares solution of ``W_i B = W_d``.
+
+    The decision is refused (``ValueError``) rather than made silently wrong: when the QR pivots
+    and the singular values disagree, or when a singular value lies within a factor 10 of the
+    threshold (no clear gap between the identifiable directions and rounding). The precision is
+    the regressor's own: a float32 regressor (JAX without ``jax_enable_x64``) has rounding errors
+    near ``1e-7`` relative, which a float64 threshold would count as independent columns (the
+    double pendulum's rank came out 7 instead of 6), so the default ``rtol`` follows its dtype.
 
     Args:
-        y: the regressor stacked over states (from :func:`regressor`, any batch shape).
-        rtol: relative threshold; default ``1e-8``, far below the smallest significant singular
-            value of a regressor over random states (1e-3 or more) and far above rounding (1e-14).
+        y: the regressor stacked over states (from :func:`regressor`, any batch shape), float32
+            or float64.
+        rtol: relative threshold; default ``max(1e-8, 1e3 eps)`` with ``eps`` the machine epsilon
+            of ``y``'s dtype: ``1e-8`` in float64, far below the smallest significant singular
+            value of a regressor over random states (1e-3 or more) and far above rounding
+            (1e-14); ``1.2e-4`` in float32, where rounding reaches ``1e-7``.
         names: names of the standard parameters (for :meth:`BaseParameters.describe`).
         priority: a permutation of the columns, the order in which they are tried. Default: body
             by body, the 6 inertia entries, then the first moments, then the mass, then the columns
@@ -155,11 +167,13 @@ def base_parameters_from_regressor(
             (e.g. ``link1.Iyy - 0.0361 link2.m + link2.Iyy ...`` for the elbow arm).
 
     Returns:
-        The :class:`BaseParameters`.
+        The :class:`BaseParameters`; ``projection`` in float64, its entries below ``1e-10``
+        relative (float64) or ``1e3 eps`` relative (float32: rounding residues) set to zero.
 
     Example:
         The double pendulum's regressor over 40 random states: 6 of its 20 columns are
-        independent (:class:`BaseParameters`), as :func:`base_parameters` finds.
+        independent (:class:`BaseParameters`), as :func:`base_parameters` finds; the same from a
+        float32 regressor:
 
         >>> import numpy as np
         >>> import kronjax as kj
@@ -168,56 +182,107 @@ def base_parameters_from_regressor(
         >>> base = kj.identify.base_parameters_from_regressor(Y, names=kj.identify.parameter_names(model))
         >>> base.rank, [base.names[i] for i in base.independent]
         (6, ['link1.mcx', 'link1.mcy', 'link1.Izz', 'link2.mcx', 'link2.mcy', 'link2.Izz'])
+        >>> kj.identify.base_parameters_from_regressor(Y.astype(np.float32)).independent == base.independent
+        True
     """
-    y = np.asarray(y, dtype=np.float64)
+    y = np.asarray(y)
     if y.ndim < 2:
         raise ValueError(f"the stacked regressor must have at least 2 dimensions (rows, p), got shape {y.shape}")
-    y = y.reshape(-1, y.shape[-1])
+    precision = y.dtype if np.issubdtype(y.dtype, np.floating) else np.dtype(np.float64)
+    y = y.astype(np.float64).reshape(-1, y.shape[-1])
     rows, p = y.shape
     if rows < p:
         raise ValueError(f"{rows} rows for {p} parameters: stack the regressor over more states (at least {p} rows)")
     if not np.all(np.isfinite(y)):
         raise ValueError("the regressor has non-finite entries")
-    rtol = 1e-8 if rtol is None else float(rtol)
+    eps = float(np.finfo(precision).eps)
+    rtol = max(1e-8, 1e3 * eps) if rtol is None else float(rtol)
+    if rtol < 1e2 * eps:
+        raise ValueError(
+            f"rtol={rtol:g} is below the rounding level of a {precision} regressor (about 1e2 eps = {1e2 * eps:.2g}): "
+            "rounding errors would count as independent columns; leave rtol at its default"
+            + (' or enable float64 with jax.config.update("jax_enable_x64", True)' if eps > np.finfo(np.float64).eps else "")
+        )
     norms = np.linalg.norm(y, axis=0)
     # columns that are zero up to rounding (parameters with no effect) are zero
     zero = norms <= rtol * np.max(norms)
-    scaled = np.where(zero, 0.0, y / np.where(zero, 1.0, norms))
-    s = np.linalg.svd(scaled, compute_uv=False)
-    rank = int(np.sum(s > rtol * s[0])) if s[0] > 0 else 0
-    if rank == 0:
+    r_scaled = np.linalg.qr(np.where(zero, 0.0, y / np.where(zero, 1.0, norms)), mode="r")
+    s = np.linalg.svd(r_scaled, compute_uv=False)
+    if not s[0] > 0:
         raise ValueError("the regressor is zero: no parameter is identifiable")
+    rank = int(np.sum(s > rtol * s[0]))
     order = _priority(p) if priority is None else np.asarray(priority, dtype=int)
     if sorted(order.tolist()) != list(range(p)):
         raise ValueError(f"priority must be a permutation of range({p})")
-    diag = np.abs(np.diag(np.linalg.qr(scaled[:, order], mode="r")))
-    independent = np.sort(order[diag > rtol])
-    if independent.size != rank:
-        raise ValueError(
-            f"ill-determined rank: {rank} singular values and {independent.size} QR pivots above rtol={rtol:g}; "
-            "stack the regressor over more (random) states or change rtol"
-        )
+    independent = _greedy_independent(r_scaled, order, rtol)
+    ambiguous = np.flatnonzero((s > 0.1 * rtol * s[0]) & (s < 10 * rtol * s[0]))
+    if independent.size != rank or ambiguous.size:
+        raise ValueError(_ill_determined(rank, independent.size, s[ambiguous] / s[0], rtol, precision))
     dependent = np.setdiff1d(np.arange(p), independent)
-    b, *_ = np.linalg.lstsq(y[:, independent], y[:, dependent], rcond=None)
+    r_y = r_scaled * norms  # the R factor of the unscaled W (its zero columns zero)
+    b, *_ = np.linalg.lstsq(r_y[:, independent], r_y[:, dependent], rcond=None)
     k = np.zeros((rank, p))
     k[np.arange(rank), independent] = 1.0
     k[:, dependent] = b
     # exact regrouping coefficients are 0 where a rounding residue is left
-    k[np.abs(k) < 1e-10 * max(1.0, float(np.max(np.abs(k))))] = 0.0
+    k[np.abs(k) < max(1e-10, 1e3 * eps) * max(1.0, float(np.max(np.abs(k))))] = 0.0
     names = tuple(str(n) for n in names)
     if names and len(names) != p:
         raise ValueError(f"got {len(names)} names for {p} parameters")
     return BaseParameters(rank=rank, independent=tuple(int(i) for i in independent), projection=jnp.asarray(k), names=names)
 
 
-def _random_states(model: Model, key: Array, samples: int) -> tuple[Array, Array, Array]:
+def _greedy_independent(a: np.ndarray, order: np.ndarray, rtol: float) -> np.ndarray:
+    """The columns of ``a`` (unit norm or zero) that are not combinations of the columns kept
+    before them in ``order``: Gram-Schmidt against the kept ones only (a Householder QR of the
+    whole matrix reflects a dependent column's rounding residue into an arbitrary direction, which
+    can then swallow part of a later, independent column), orthogonalised twice ("twice is
+    enough", Giraud, Langou and Rozloznik 2005)."""
+    basis = np.zeros((a.shape[0], 0))
+    kept = []
+    for k in order:
+        c = a[:, k]
+        for _ in range(2):
+            c = c - basis @ (basis.T @ c)
+        norm = float(np.linalg.norm(c))
+        if norm > rtol:
+            kept.append(k)
+            basis = np.column_stack([basis, c / norm])
+    return np.sort(np.asarray(kept, dtype=int))
+
+
+def _ill_determined(rank: int, pivots: int, near: np.ndarray, rtol: float, precision: np.dtype) -> str:
+    """The message of an ill-determined rank, with its likely causes, the precision first."""
+    found = f"{rank} singular values and {pivots} QR pivots above rtol={rtol:g}"
+    if near.size:
+        found += f"; singular values {np.array2string(near, precision=2)} (relative) within a factor 10 of it"
+    causes = [
+        "too few or degenerate states (e.g. zero velocities, states within narrow joint limits, too few rows): "
+        "stack the regressor over more random states",
+        "rtol between the identifiable directions and rounding: change rtol",
+    ]
+    if np.finfo(precision).eps > np.finfo(np.float64).eps:
+        causes.insert(
+            0,
+            f"the regressor is {precision} (machine epsilon {np.finfo(precision).eps:.2g}), whose rounding "
+            'errors can pass for independent columns: enable float64 with jax.config.update("jax_enable_x64", True) '
+            "at startup and build the regressor again",
+        )
+    return f"ill-determined rank: {found}. Likely causes: " + "; ".join(causes)
+
+
+def _random_states(model: Model, key: Array, samples: int) -> tuple[ArrayLike, ArrayLike, ArrayLike]:
     # not within the joint limits: the rank of the regressor is a generic property of the
     # kinematics, and a range of one point (a URDF's lower = upper = 0, "not set") would hide
-    # every parameter that only acts when the joint moves
-    key_q, key_v, key_vd, key_joints = jax.random.split(key, 4)
+    # every parameter that only acts when the joint moves. Drawn with NumPy seeded by the key: the
+    # eager jax.random calls cost seconds of compilation at the first call, for a few numbers
+    data = jax.random.key_data(key) if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+    rng = np.random.default_rng(np.asarray(data).ravel().tolist())
     shape = (samples, model.nv)
-    q = jax.random.uniform(key_q, shape, minval=-math.pi, maxval=math.pi)
+    q = rng.uniform(-math.pi, math.pi, shape)
+    v, vd = rng.standard_normal(shape), rng.standard_normal(shape)
     if model.has_multi_dof:  # uniform rotations, translations in [-pi, pi], the rest as above
+        key_joints = jax.random.split(key, 4)[3]
         q = jnp.concatenate(
             [
                 q[:, vs] if kind in ("R", "P") else _random_joint(kind, jax.random.fold_in(key_joints, k), samples)
@@ -225,7 +290,7 @@ def _random_states(model: Model, key: Array, samples: int) -> tuple[Array, Array
             ],
             axis=1,
         )
-    return q, jax.random.normal(key_v, shape), jax.random.normal(key_vd, shape)
+    return q, v, vd
 
 
 def _random_joint(kind: str, key: Array, samples: int) -> Array:
@@ -251,7 +316,10 @@ def base_parameters(
     The regressor (:func:`regressor`) is stacked over ``samples`` random states -- ``q`` uniform
     in ``[-pi, pi]`` (rad or m; free, spherical and planar joints: uniform rotations and
     translations, :func:`~kronjax.configuration.random_configuration`), ``v`` and ``vd``
-    standard normal, drawn with ``key`` -- and reduced by :func:`base_parameters_from_regressor`.
+    standard normal, drawn by NumPy seeded with ``key`` -- and reduced by
+    :func:`base_parameters_from_regressor`, in the regressor's precision (float32 when JAX runs
+    without ``jax_enable_x64``: the same rank and independent columns, or a ``ValueError`` that
+    says so, never a rank made of rounding errors).
     The result depends on the kinematics and gravity only. The states ignore ``model.limits``:
     the rank of the regressor and the regrouping are generic properties (the same at almost
     every state), and states within narrow or single-point limits (a URDF's ``lower = upper = 0``)

@@ -42,7 +42,10 @@ def panda(*, gravity=(0.0, 0.0, -9.81)) -> Model:
       Optimization", IEEE Robotics and Automation Letters 4(4), 2019, pp. 4147-4154 (supplementary
       material, Tables VIII-IX; also github.com/marcocognetti/FrankaEmikaPandaDynModel),
 
-    the values rtb's Panda carries. The inertia tensors are about the centre of mass in axes
+    the values rtb's Panda carries, but for link 6's centre-of-mass ``z``: ``-1.9235e-02``, not
+    the supplement's ``-1.0517e-02`` (a repeat of link 7's ``x`` on the next line of its Table
+    VIII), the value with which the paper's own base-parameter coefficients of these parameters
+    (Table III, column ``pi(p^)``) are reproduced in every row. The inertia tensors are about the centre of mass in axes
     parallel to the link frame (barycentric), as kronjax expects (and as rtb's ``Link.I`` is
     defined). The centres of mass are in Gaz et al.'s link frames (Franka's D-H frames), except
     link 7's: Gaz et al. give ``z = 0.061597`` in frame 7, which is ``0.061597 - 0.107`` in the
@@ -119,7 +122,14 @@ def panda(*, gravity=(0.0, 0.0, -9.81)) -> Model:
         ),
         Inertial(
             mass=1.666555,
-            com=(6.0149e-02, -1.4117e-02, -1.0517e-02),
+            # z: not Table VIII's -1.0517e-02 (the digits of link 7's x on the next line, a
+            # transcription slip; rtb copies it): the paper's Table III coefficients of the
+            # retrieved parameters, pi(p^), are reproduced with -1.0517e-02 in every row but the
+            # three that contain c6z m6, and in those three too with -1.9235e-02:
+            # "c5y m5 - c6z m6" = 0.0824 (-1.0517e-02 gives 0.0679; 0.0824 +- 5e-5 bounds z to
+            # [-0.019265, -0.019205]), "J6yy + J5zz + 0.0077 m7" = 0.0276 (0.0271),
+            # "J6yz" = -0.0001 (+0.0001); tests/test_identify_uncertainty.py pins them
+            com=(6.0149e-02, -1.4117e-02, -1.9235e-02),
             inertia=_tensor(1.9640e-03, 1.0900e-04, -1.1580e-03, 4.3540e-03, 3.4100e-04, 5.4330e-03),
         ),
         Inertial(
