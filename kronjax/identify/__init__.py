@@ -69,8 +69,9 @@ from ._excitation import FourierTrajectory, condition_number, fit_to_limits, opt
 from ._friction import Friction
 from ._least_squares import least_squares, weighted_least_squares
 from ._parameters import BODY_PARAMETERS, parameter_names, pseudo_inertia, standard_parameters, with_standard_parameters
-from ._physical import physically_consistent
+from ._physical import ConsistentFit, physically_consistent
 from ._regressor import regressor
+from ._to_model import to_model
 
 __all__ = [
     "BODY_PARAMETERS",
@@ -86,6 +87,8 @@ __all__ = [
     "least_squares",
     "weighted_least_squares",
     "physically_consistent",
+    "ConsistentFit",
+    "to_model",
     "FourierTrajectory",
     "fit_to_limits",
     "condition_number",
