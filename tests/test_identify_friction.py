@@ -224,4 +224,4 @@ def test_bad_input():
     with pytest.raises(ValueError, match="damping must be >= 0"):
         ki.to_model(MODEL, np.concatenate([pi, [-0.1, 0.0, 0.0, 0.0]]), friction=True)
     with pytest.raises(ValueError, match="pass the friction= and armature="):
-        ki.to_model(MODEL, np.zeros(6), friction=True, base=ki.base_parameters(MODEL))
+        ki.to_model(MODEL, np.zeros(6), friction=True, base=ki.base_parameters_from_regressor(y[..., :NB]))
