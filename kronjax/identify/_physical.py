@@ -196,9 +196,10 @@ def physically_consistent(
             given to :func:`regressor`.
         armature: whether ``y`` has the rotor-inertia columns.
         initial: starting point ``(p,)`` (realisable bodies, non-negative coefficients where they
-            are kept so); default the model's :func:`standard_parameters` and zero coefficients.
-            A non-negative coefficient that starts at 0 starts at ``1e-3`` instead (``u = 0`` is
-            a stationary point of ``u^2``).
+            are kept so); default the model's :func:`standard_parameters`, and the friction and
+            rotor inertias at their least-squares values for those bodies, clipped at 0 where
+            they are kept non-negative. A non-negative coefficient that starts at 0 starts at
+            ``1e-3`` instead (``u = 0`` is a stationary point of ``u^2``).
         sigma: torque standard deviations broadcastable to ``tau`` (e.g. per joint, from
             :func:`weighted_least_squares`); default 1.
         prior: parameters ``(p,)`` to regularise towards (default ``initial``); only the bodies
@@ -229,12 +230,12 @@ def physically_consistent(
         ...                        gravity=(0, -9.81, 0))
         >>> pi = kj.identify.standard_parameters(model)
         >>> Y = kj.identify.regressor(model, *np.random.default_rng(0).normal(size=(3, 40, 1)))
-        >>> estimate, losses = kj.identify.physically_consistent(model, Y, Y @ pi, initial=1.5 * pi, steps=100)
+        >>> fit = kj.identify.physically_consistent(model, Y, Y @ pi, initial=1.5 * pi, steps=100)
+        >>> estimate, losses = fit  # or fit.pi, fit.losses
         >>> bool(jnp.allclose(Y @ estimate, Y @ pi)), bool(losses[-1] < 1e-9 * losses[0])
         (True, True)
         >>> bool(np.linalg.eigvalsh(kj.identify.pseudo_inertia(estimate)).min() > 0)
         True
-        >>> fit = kj.identify.physically_consistent(model, Y, Y @ pi, initial=1.5 * pi, steps=100)
         >>> fit.converged, fit.steps, bool(fit.gradient_norm < 1e-6 * fit.initial_gradient_norm)
         (True, 100, True)
     """
@@ -261,7 +262,7 @@ def physically_consistent(
     tw = (tau * w).reshape(-1)
     normal = (yw.T @ yw / tw.shape[0], yw.T @ tw / tw.shape[0], tw @ tw / tw.shape[0])
     if initial is None:
-        initial = jnp.concatenate([standard_parameters(model), jnp.zeros(p - 10 * nb)]).astype(y.dtype)
+        initial = _default_initial(standard_parameters(model).astype(y.dtype), normal, positive)
     initial = as_parameters(initial, p, "initial")
     prior = initial if prior is None else as_parameters(prior, p, "prior")
     if not is_concrete(initial, prior):
@@ -278,6 +279,16 @@ def physically_consistent(
     eps = float(jnp.finfo(y.dtype).eps)
     tol = max(1e-9, 100 * eps) if tolerance is None else float(tolerance)
     return _report(pi, losses, loss, grad0, grad, normal[2], steps, tol, eps)
+
+
+def _default_initial(bodies: Array, normal, positive: np.ndarray) -> Array:
+    """The model's bodies, and the coefficients after them at their least-squares values for
+    those bodies, clipped at 0 where they are kept non-negative: a start of the right scale (the
+    data's), which ``u^2`` reaches slowly from near 0."""
+    gram, moment, _ = normal
+    nb = bodies.shape[0]
+    rest = jnp.linalg.lstsq(gram[nb:, nb:], moment[nb:] - gram[nb:, :nb] @ bodies)[0]
+    return jnp.concatenate([bodies, jnp.where(jnp.asarray(positive), jnp.maximum(rest, 0.0), rest)])
 
 
 def _positive_init(start: np.ndarray, positive: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
