@@ -11,7 +11,8 @@ tensor *about the body-frame origin* (``I = I_G + m (c^T c E - c c^T)``, Steiner
 Pinocchio's order (``Inertia::toDynamicParameters``, ``computeJointTorqueRegressor``). With
 ``friction=True`` the regressor has ``2 n`` more columns: viscous ``fv_j qd_j`` and Coulomb
 ``fc_j sign(qd_j)`` per joint coordinate (the model's ``damping`` and ``friction``, which
-``inverse_dynamics(..., passive=True)`` overcomes), and with ``armature=True`` ``n`` more, the rotor
+``inverse_dynamics(..., passive=True)`` overcomes); a :class:`Friction` chooses other kinds (smooth
+``tanh`` Coulomb, offset, Stribeck), ``n`` columns each. With ``armature=True`` ``n`` more, the rotor
 inertias ``ia_j qdd_j`` (the model's ``armature``): ``tau = Y [pi, fv, fc, ia]``.
 
 What is here:
@@ -20,6 +21,8 @@ What is here:
   :func:`pseudo_inertia`, the ``4 x 4`` matrix ``J = [[Sigma, h], [h^T, m]]`` with
   ``Sigma = tr(I)/2 E - I``, positive definite exactly when the body is physically realisable
   (Wensing, Kim and Slotine 2017);
+* :class:`Friction`: the friction model of the regressor's columns (viscous, Coulomb by ``sign`` or
+  ``tanh``, offset, Stribeck), each linear in its coefficients;
 * :func:`regressor`: ``Y``, obtained *exactly* as ``jax.jacfwd`` of
   :func:`~kronjax.dynamics.inverse_dynamics` with respect to ``pi`` (inverse dynamics is linear in
   ``pi``), batched with ``jax.vmap``;
@@ -33,7 +36,9 @@ What is here:
   and a parameter table), and
   :func:`physically_consistent` (Rucker and Wensing 2022's log-Cholesky parameterisation of the
   pseudo-inertia, optimised with optax, with an optional prior towards nominal parameters in the
-  log-det divergence of Lee, Wensing and Park 2020);
+  log-det divergence of Lee, Wensing and Park 2020; friction and rotor inertias kept non-negative),
+  which returns a :class:`ConsistentFit` with its convergence report;
+* :func:`to_model`: the model with an estimate's inertials, friction and rotor inertias;
 * excitation: :class:`FourierTrajectory` (Swevers et al. 1997), :func:`fit_to_limits`,
   :func:`condition_number` and :func:`optimize_excitation`;
 * measured data (host-side NumPy/SciPy, float64): :func:`preprocess` makes a log of time stamps,
@@ -64,7 +69,8 @@ References:
   programming approach", IEEE Trans. Robotics 36(2), 2020.
 - C. Rucker, P. M. Wensing, "Smooth parameterization of rigid-body inertia", IEEE RA-L 7(2), 2022.
 
-Modules: ``_parameters`` (standard parameters, pseudo-inertia), ``_regressor``,
+Modules: ``_parameters`` (standard parameters, pseudo-inertia), ``_friction`` (friction models),
+``_regressor``, ``_to_model`` (an estimate back into a model),
 ``_base_parameters``, ``_least_squares``, ``_physical`` (physically consistent identification),
 ``_excitation`` (Fourier trajectories and their optimisation), ``_measurements`` (logs into states)
 and ``_filtering`` (filters and filtered derivatives).
@@ -75,6 +81,7 @@ from __future__ import annotations
 from ._base_parameters import BaseParameters, base_parameters, base_parameters_from_regressor
 from ._excitation import FourierTrajectory, condition_number, fit_to_limits, optimize_excitation
 from ._filtering import LowPass, spline_derivatives
+from ._friction import Friction
 from ._least_squares import LeastSquaresFit, fit, least_squares, weighted_least_squares
 from ._measurements import (
     MeasuredStates,
@@ -86,8 +93,9 @@ from ._measurements import (
     whole_periods,
 )
 from ._parameters import BODY_PARAMETERS, parameter_names, pseudo_inertia, standard_parameters, with_standard_parameters
-from ._physical import physically_consistent
+from ._physical import ConsistentFit, physically_consistent
 from ._regressor import regressor
+from ._to_model import to_model
 
 __all__ = [
     "BODY_PARAMETERS",
@@ -95,6 +103,7 @@ __all__ = [
     "with_standard_parameters",
     "parameter_names",
     "pseudo_inertia",
+    "Friction",
     "regressor",
     "BaseParameters",
     "base_parameters",
@@ -104,6 +113,8 @@ __all__ = [
     "fit",
     "LeastSquaresFit",
     "physically_consistent",
+    "ConsistentFit",
+    "to_model",
     "FourierTrajectory",
     "fit_to_limits",
     "condition_number",

@@ -16,6 +16,7 @@ from .. import _lie
 from .._deprecation import renamed_keywords, warn
 from ..chain import Model
 from ..configuration import joint_slices
+from ._friction import Friction
 from ._parameters import as_parameters, parameter_count, parameter_names
 from ._regressor import regressor
 
@@ -306,7 +307,7 @@ def base_parameters(
     key: Array | int | None = None,
     *,
     samples: int | None = None,
-    friction: bool = False,
+    friction: bool | Friction = False,
     armature: bool = False,
     method: str = "auto",
     rtol: float | None = None,
@@ -332,7 +333,8 @@ def base_parameters(
         key: a JAX random key for the states (default ``jax.random.key(0)``: the same states at
             every call). An ``int`` (the former seed) is deprecated.
         samples: number of random states (default ``2 p / n + 20``).
-        friction: include the ``2 n`` friction parameters.
+        friction: include the friction parameters: ``True`` (``2 n``: viscous and Coulomb) or a
+            :class:`Friction` (``n`` per kind), as in :func:`regressor`.
         armature: include the ``n`` rotor inertias.
         method: the inverse-dynamics method of the regressor (:func:`regressor`).
         rtol: as in :func:`base_parameters_from_regressor`.

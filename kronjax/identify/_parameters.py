@@ -14,6 +14,7 @@ from jaxtyping import Array, ArrayLike, Float
 from ..chain import Inertials, Model
 from ..chain._arrays import is_concrete
 from ..dynamics._bodies import require_inertials
+from ._friction import Friction, friction_kinds
 
 BODY_PARAMETERS = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 """Names of the 10 standard parameters of a body, in Pinocchio's order (inertia about the origin)."""
@@ -129,7 +130,7 @@ def with_standard_parameters(model: Model, pi: Float[ArrayLike, " p"], *, check:
 
     The inverse of :func:`standard_parameters`: ``c = h / m``, ``I_G = I_O - m (c^T c E - c c^T)``.
     Kinematics, gravity, names, limits and the joint-space parameters (``armature``, ``damping``,
-    ``friction``) are kept: set identified ``fv``, ``fc``, ``ia`` with ``equinox.tree_at``. Works
+    ``friction``) are kept: :func:`to_model` sets identified ``fv``, ``fc``, ``ia`` as well. Works
     on kinematics-only models too.
 
     Args:
@@ -190,14 +191,16 @@ def with_standard_parameters(model: Model, pi: Float[ArrayLike, " p"], *, check:
     return set_inertials(model, pi)
 
 
-def parameter_names(model: Model, friction: bool = False, armature: bool = False) -> tuple[str, ...]:
+def parameter_names(model: Model, friction: bool | Friction = False, armature: bool = False) -> tuple[str, ...]:
     """Names of the regressor's columns: ``"<body>.<parameter>"`` (:data:`BODY_PARAMETERS`), then
-    with ``friction=True`` ``"<joint>.fv"`` (viscous) and ``"<joint>.fc"`` (Coulomb) per joint
-    coordinate, then with ``armature=True`` ``"<joint>.ia"`` (rotor inertia).
+    the friction coefficients kind by kind, ``"<joint>.<kind>"`` per joint coordinate with the
+    kinds of :attr:`Friction.kinds` (``fv`` viscous, ``fc`` Coulomb, ``fo`` offset, ``fs``
+    Stribeck; ``friction=True``: ``fv`` then ``fc``), then with ``armature=True``
+    ``"<joint>.ia"`` (rotor inertia).
 
     Args:
         model: the :class:`~kronjax.chain.Model`.
-        friction: with the friction columns' names.
+        friction: ``False``, ``True`` or a :class:`Friction`, as given to :func:`regressor`.
         armature: with the rotor-inertia columns' names.
 
     Returns:
@@ -211,19 +214,20 @@ def parameter_names(model: Model, friction: bool = False, armature: bool = False
         (20, ('link1.m', 'link1.mcx', 'link1.mcy', 'link1.mcz'), 'link2.Izz')
         >>> kj.identify.parameter_names(model, friction=True, armature=True)[20:]
         ('joint1.fv', 'joint2.fv', 'joint1.fc', 'joint2.fc', 'joint1.ia', 'joint2.ia')
+        >>> kj.identify.parameter_names(model, friction=kj.identify.Friction(viscous=False, stribeck=0.1))[20:]
+        ('joint1.fc', 'joint2.fc', 'joint1.fs', 'joint2.fs')
     """
     names = [f"{body}.{p}" for body in model.body_names for p in BODY_PARAMETERS]
     moving = model.coordinate_names
-    if friction:
-        names += [f"{j}.fv" for j in moving] + [f"{j}.fc" for j in moving]
+    names += [f"{j}.{kind}" for kind in friction_kinds(friction) for j in moving]
     if armature:
         names += [f"{j}.ia" for j in moving]
     return tuple(names)
 
 
-def parameter_count(model: Model, friction: bool, armature: bool) -> int:
+def parameter_count(model: Model, friction: bool | Friction | None, armature: bool) -> int:
     """The number of the regressor's columns."""
-    return 10 * model.n_bodies + model.nv * (2 * bool(friction) + bool(armature))
+    return 10 * model.n_bodies + model.nv * (len(friction_kinds(friction)) + bool(armature))
 
 
 def pseudo_inertia(pi: Float[ArrayLike, " p"] | Sequence[float]) -> Float[Array, "nb 4 4"]:

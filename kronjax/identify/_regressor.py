@@ -12,6 +12,7 @@ from .._deprecation import renamed_keywords
 from ..chain import Model
 from ..dynamics import inverse_dynamics
 from ..dynamics._inverse import resolve_method
+from ._friction import Friction, as_friction
 from ._parameters import set_inertials
 
 
@@ -25,7 +26,7 @@ def _state_dtype(model: Model, *xs) -> jnp.dtype:
     return jnp.result_type(*xs, *floats)
 
 
-def _regressor_one(model: Model, q: Array, v: Array, vd: Array, friction: bool, armature: bool, method: str) -> Array:
+def _regressor_one(model: Model, q: Array, v: Array, vd: Array, friction: Friction | None, armature: bool, method: str) -> Array:
     dtype = _state_dtype(model, q, v, vd)
     pi0 = _unit_parameters(model.n_bodies, dtype)
 
@@ -33,8 +34,8 @@ def _regressor_one(model: Model, q: Array, v: Array, vd: Array, friction: bool, 
         return inverse_dynamics(set_inertials(model, pi), q, v, vd, method=method)
 
     columns = [jax.jacfwd(tau)(pi0)]  # exact: tau is linear in pi
-    if friction:
-        columns += [jnp.diag(v).astype(dtype), jnp.diag(jnp.sign(v)).astype(dtype)]
+    if friction is not None:
+        columns += [jnp.diag(term).astype(dtype) for term in friction.terms(v)]
     if armature:
         columns.append(jnp.diag(vd).astype(dtype))
     return jnp.concatenate(columns, axis=1)
@@ -47,12 +48,12 @@ def regressor(
     v: Float[ArrayLike, "*batch nv"],
     vd: Float[ArrayLike, "*batch nv"],
     *,
-    friction: bool = False,
+    friction: bool | Friction = False,
     armature: bool = False,
     method: str = "auto",
 ) -> Float[Array, "*batch n p"]:
     """The joint-torque regressor ``Y`` with ``tau = Y pi`` (Atkeson et al. 1986), ``(n, 10 nb)``,
-    with ``2 n`` more columns with ``friction=True`` and ``n`` more with ``armature=True``.
+    with ``k n`` more columns for ``k`` friction kinds and ``n`` more with ``armature=True``.
 
     Column ``10 i + k`` is the derivative of the joint torques with respect to body ``i``'s
     parameter :data:`BODY_PARAMETERS` ``[k]`` (inertia about the body-frame origin, body axes), so
@@ -60,19 +61,25 @@ def regressor(
     ``model.armature * vd`` (:attr:`~kronjax.chain.Model.armature`). ``Y`` is
     ``jax.jacfwd`` of :func:`~kronjax.dynamics.inverse_dynamics` with respect to ``pi``, which is
     exact because inverse dynamics is linear in ``pi``; it depends only on the kinematics and
-    gravity (the model's own inertials are not used; the model may have none). With
-    ``friction=True`` the next ``2 n`` columns are ``diag(v)`` (viscous) and ``diag(sign(v))``
-    (Coulomb), with ``armature=True`` the last ``n`` ``diag(vd)`` (rotor inertias): ``tau = Y [pi,
-    fv, fc, ia] = inverse_dynamics(model, q, v, vd, passive=True)`` for ``fv = model.damping``,
-    ``fc = model.friction`` and ``ia = model.armature``.
+    gravity (the model's own inertials are not used; the model may have none).
+
+    Friction columns follow, kind by kind (all coordinates of one kind, then the next), each
+    ``diag`` of a :class:`Friction` term: viscous ``v``, Coulomb ``sign(v)`` or ``tanh(v / s)``,
+    offset ``1``, Stribeck ``exp(-(v / vs)^2) sign(v)``. ``friction=True`` is ``Friction()``:
+    ``diag(v)`` (viscous) and ``diag(sign(v))`` (Coulomb). With ``armature=True`` the last ``n``
+    columns are ``diag(vd)`` (rotor inertias). Then ``tau = Y [pi, fv, fc, ia] =
+    inverse_dynamics(model, q, v, vd, passive=True)`` for ``fv = model.damping``, ``fc =
+    model.friction`` and ``ia = model.armature`` (:func:`to_model` builds that model from an
+    estimate).
 
     Args:
         model: the :class:`~kronjax.chain.Model`.
         q, v, vd: ``(nq,)``, ``(nv,)``, ``(nv,)`` for one state (``n = nq = nv`` unless the model
             has free, spherical or planar joints), or with the same leading batch dimensions: the
-            batch is mapped with ``jax.vmap`` and ``Y`` is ``(..., nv, p)``. With ``friction=True``
-            every velocity coordinate gets its two columns, a free-flyer's too.
-        friction: append the viscous and Coulomb friction columns.
+            batch is mapped with ``jax.vmap`` and ``Y`` is ``(..., nv, p)``. With friction every
+            velocity coordinate gets its columns, a free-flyer's too.
+        friction: ``False`` (none), ``True`` (viscous and sign Coulomb) or a :class:`Friction`
+            choosing the kinds, one column per coordinate each.
         armature: append the rotor-inertia columns.
         method: the inverse-dynamics method differentiated (see
             :func:`~kronjax.dynamics.inverse_dynamics`); all give the same ``Y``.
@@ -84,7 +91,7 @@ def regressor(
     Returns:
         ``Y``, ``(nv, p)`` per state (``(..., nv, p)`` for a batch), with ``tau = Y pi`` for the
         standard parameters ``pi`` of :func:`standard_parameters` (then the friction and armature
-        columns).
+        columns, named by :func:`parameter_names`).
 
     Example:
         ``Y pi`` is the inverse dynamics (the double pendulum has no rotors):
@@ -101,6 +108,13 @@ def regressor(
         True
         >>> kj.identify.regressor(model, *np.random.default_rng(0).normal(size=(3, 40, 2))).shape  # 40 states at once
         (40, 2, 20)
+
+        With viscous, smooth Coulomb (``s = 0.05`` rad/s) and offset columns, ``2 + 2 + 2`` more:
+
+        >>> friction = kj.identify.Friction(coulomb="tanh", smoothing=0.05, offset=True)
+        >>> Y = kj.identify.regressor(model, q, v, vd, friction=friction)
+        >>> Y.shape, bool(jnp.allclose(Y[:, 22:24], jnp.diag(jnp.tanh(v / 0.05))))
+        ((2, 26), True)
     """
     if not isinstance(model, Model):
         raise TypeError(f"expected a kronjax Model, got {type(model).__name__}")
@@ -119,11 +133,11 @@ def regressor(
         raise ValueError(
             f"q, v and vd must have the same shape but for their last axis (nq, nv, nv), got {q.shape}, {v.shape}, {vd.shape}"
         )
-    return _regressor(model, q, v, vd, bool(friction), bool(armature), method)
+    return _regressor(model, q, v, vd, as_friction(friction), bool(armature), method)
 
 
 @eqx.filter_jit
-def _regressor(model: Model, q: Array, v: Array, vd: Array, friction: bool, armature: bool, method: str) -> Array:
+def _regressor(model: Model, q: Array, v: Array, vd: Array, friction: Friction | None, armature: bool, method: str) -> Array:
     batch = q.shape[:-1]
     one = lambda q, v, vd: _regressor_one(model, q, v, vd, friction, armature, method)  # noqa: E731
     if not batch:
