@@ -129,9 +129,9 @@ def test_physically_consistent_recovers_offset_and_tanh_coulomb():
         warnings.simplefilter("error")
         fit = ki.physically_consistent(MODEL, y, tau, friction=SMOOTH, initial=start, steps=STEPS)
     assert fit.converged and fit.steps == STEPS
-    np.testing.assert_allclose(base.from_standard(fit.pi), base.from_standard(truth), rtol=0, atol=1e-5)
-    np.testing.assert_allclose(fit.pi[NB:], truth[NB:], rtol=0, atol=1e-5)
-    assert np.linalg.eigvalsh(ki.pseudo_inertia(fit.pi[:NB])).min() > 0
+    np.testing.assert_allclose(base.from_standard(fit.estimate), base.from_standard(truth), rtol=0, atol=1e-5)
+    np.testing.assert_allclose(fit.estimate[NB:], truth[NB:], rtol=0, atol=1e-5)
+    assert np.linalg.eigvalsh(ki.pseudo_inertia(fit.estimate[:NB])).min() > 0
 
 
 @pytest.mark.slow
@@ -150,8 +150,8 @@ def test_physically_consistent_keeps_friction_nonnegative():
     bounded = scipy.optimize.lsq_linear(w, tau.reshape(-1), bounds=(lower, np.inf), tol=1e-14).x
     fit = ki.physically_consistent(MODEL, y, tau, friction=SMOOTH, initial=start, steps=STEPS)
     assert fit.converged
-    assert np.all(fit.pi[NB : NB + 4] >= 0) and fit.pi[NB + 1] < 1e-6
-    np.testing.assert_allclose(base.from_standard(fit.pi), bounded, rtol=0, atol=1e-5)
+    assert np.all(fit.estimate[NB : NB + 4] >= 0) and fit.estimate[NB + 1] < 1e-6
+    np.testing.assert_allclose(base.from_standard(fit.estimate), bounded, rtol=0, atol=1e-5)
 
 
 def test_convergence_report():
@@ -163,7 +163,7 @@ def test_convergence_report():
     assert not fit.converged and fit.steps == 3
     assert fit.loss_change > fit.tolerance and fit.gradient_norm > np.sqrt(fit.tolerance) * fit.initial_gradient_norm
     estimate, losses = fit
-    assert estimate is fit.pi and losses.shape == (3,)
+    assert estimate is fit.estimate and losses.shape == (3,)
     assert float(fit.loss) < float(losses[0])
 
 

@@ -92,8 +92,8 @@ _ROUNDING = 1e3  # the loss's rounding error, in eps times the mean squared (wei
 class ConsistentFit(eqx.Module):
     """The estimate of :func:`physically_consistent` and its convergence report.
 
-    Unpacks as the 2-tuple ``(pi, losses)`` that :func:`physically_consistent` returned before
-    the report existed: ``pi, losses = physically_consistent(...)`` keeps working.
+    Unpacks as the 2-tuple ``(estimate, losses)`` that :func:`physically_consistent` returned
+    before the report existed: ``pi, losses = physically_consistent(...)`` keeps working.
 
     Converged means both (``tolerance`` ``tol``, ``L`` the loss, ``g`` the Euclidean norm of its
     gradient with respect to the optimiser's variables: log-Cholesky coordinates and the square
@@ -107,12 +107,12 @@ class ConsistentFit(eqx.Module):
       that neither the torques' units nor ``sigma`` change the decision); or it is exactly zero.
 
     Attributes:
-        pi: ``(p,)`` the estimate (standard parameters, then friction and rotor inertias).
+        estimate: ``(p,)`` the standard parameters, then friction and rotor inertias (``pi``).
         losses: ``(steps,)`` the loss before each step.
-        loss: the loss at ``pi``.
+        loss: the loss at ``estimate``.
         loss_change: ``|L[-10] - L| / |L|``, the relative loss change over the last
             ``min(10, steps)`` steps.
-        gradient_norm: ``g`` at ``pi``.
+        gradient_norm: ``g`` at ``estimate``.
         initial_gradient_norm: ``g_0`` at the start.
         steps: the number of optimiser steps taken.
         tolerance: ``tol``.
@@ -133,11 +133,11 @@ class ConsistentFit(eqx.Module):
         >>> fit.converged, fit.steps, fit.losses.shape
         (True, 100, (100,))
         >>> estimate, losses = fit  # as before the report existed
-        >>> bool(np.allclose(estimate, fit.pi))
+        >>> bool(np.allclose(estimate, fit.estimate))
         True
     """
 
-    pi: Float[Array, " p"]
+    estimate: Float[Array, " p"]
     losses: Float[Array, " steps"]
     loss: Float[Array, ""]
     loss_change: Float[Array, ""]
@@ -148,7 +148,7 @@ class ConsistentFit(eqx.Module):
     converged: bool = eqx.field(static=True)
 
     def __iter__(self):
-        return iter((self.pi, self.losses))
+        return iter((self.estimate, self.losses))
 
 
 def physically_consistent(
@@ -212,7 +212,7 @@ def physically_consistent(
             eps)``, ``eps`` the machine epsilon of ``y``'s dtype).
 
     Returns:
-        A :class:`ConsistentFit`: the estimate ``pi`` ``(p,)``, the loss before each step
+        A :class:`ConsistentFit`: the ``estimate`` ``(p,)``, the loss before each step
         (``losses``), the gradient norm, the number of steps and ``converged``; it unpacks as
         ``(pi, losses)``.
 
@@ -231,7 +231,7 @@ def physically_consistent(
         >>> pi = kj.identify.standard_parameters(model)
         >>> Y = kj.identify.regressor(model, *np.random.default_rng(0).normal(size=(3, 40, 1)))
         >>> fit = kj.identify.physically_consistent(model, Y, Y @ pi, initial=1.5 * pi, steps=100)
-        >>> estimate, losses = fit  # or fit.pi, fit.losses
+        >>> estimate, losses = fit  # or fit.estimate, fit.losses
         >>> bool(jnp.allclose(Y @ estimate, Y @ pi)), bool(losses[-1] < 1e-9 * losses[0])
         (True, True)
         >>> bool(np.linalg.eigvalsh(kj.identify.pseudo_inertia(estimate)).min() > 0)
@@ -325,7 +325,7 @@ def _report(pi, losses, loss, grad0, grad, energy, steps: int, tol: float, eps: 
             stacklevel=3,
         )
     return ConsistentFit(
-        pi=pi,
+        estimate=pi,
         losses=losses,
         loss=loss,
         loss_change=jnp.asarray(change, losses.dtype),
