@@ -198,7 +198,8 @@ def test_preprocess_a_simulated_log_gives_the_base_parameters():
     estimated against a nominal model with 30 % heavier links: the delay to a twentieth of a
     sample, every stale row dropped, the velocities and accelerations within 1 % and 2 % of their
     peaks, and least squares on the states and torques it returns within 0.2 % of the true base
-    parameters (0.2 % of the largest for those that are zero; 1e-4 measured). The base parameters
+    parameters (0.2 % of the largest for those that are zero; 1e-4 measured) and within 3 of
+    their reported standard deviations. The base parameters
     are those of the log's own regressor (the same as base_parameters(model) finds: 6, in
     BaseParameters' example), which saves compiling the regressor for a second shape."""
     rng = np.random.default_rng(6)
@@ -221,6 +222,11 @@ def test_preprocess_a_simulated_log_gives_the_base_parameters():
     truth = np.asarray(base.from_standard(pi))
     tol = np.where(np.abs(truth) > 0, 2e-3 * np.abs(truth), 2e-3 * np.max(np.abs(truth)))
     assert np.all(np.abs(beta - truth) < tol), (beta, truth)
+    # within the reported standard deviations (Gautier's formula) of a fit on the samples decimated to
+    # twice the cut-off, whose errors are nearly independent (the formula's assumption)
+    step = int(log.rate / (2 * log.cutoff))
+    est = ki.fit(base.regressor(y)[::step], log.tau[::step])
+    assert np.all(np.abs(np.asarray(est.estimate) - truth) < 3 * np.asarray(est.std)), (est.estimate - truth) / est.std
 
 
 @pytest.mark.parametrize("method", ["butterworth", "savgol"])
