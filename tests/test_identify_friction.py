@@ -164,6 +164,7 @@ def test_convergence_report():
     assert fit.loss_change > fit.tolerance and fit.gradient_norm > np.sqrt(fit.tolerance) * fit.initial_gradient_norm
     estimate, losses = fit
     assert estimate is fit.estimate and losses.shape == (3,)
+    assert fit[0] is fit.estimate and fit[1] is fit.losses and len(fit) == 2  # indexes as the old 2-tuple
     assert float(fit.loss) < float(losses[0])
 
 

@@ -92,8 +92,9 @@ _ROUNDING = 1e3  # the loss's rounding error, in eps times the mean squared (wei
 class ConsistentFit(eqx.Module):
     """The estimate of :func:`physically_consistent` and its convergence report.
 
-    Unpacks as the 2-tuple ``(estimate, losses)`` that :func:`physically_consistent` returned
-    before the report existed: ``pi, losses = physically_consistent(...)`` keeps working.
+    Unpacks and indexes as the 2-tuple ``(estimate, losses)`` that :func:`physically_consistent`
+    returned before the report existed: ``pi, losses = physically_consistent(...)`` and
+    ``physically_consistent(...)[0]`` keep working.
 
     Converged means both (``tolerance`` ``tol``, ``L`` the loss, ``g`` the Euclidean norm of its
     gradient with respect to the optimiser's variables: log-Cholesky coordinates and the square
@@ -133,8 +134,8 @@ class ConsistentFit(eqx.Module):
         >>> fit.converged, fit.steps, fit.losses.shape
         (True, 100, (100,))
         >>> estimate, losses = fit  # as before the report existed
-        >>> bool(np.allclose(estimate, fit.estimate))
-        True
+        >>> bool(np.allclose(estimate, fit.estimate)), fit[1] is fit.losses
+        (True, True)
     """
 
     estimate: Float[Array, " p"]
@@ -149,6 +150,12 @@ class ConsistentFit(eqx.Module):
 
     def __iter__(self):
         return iter((self.estimate, self.losses))
+
+    def __getitem__(self, index):
+        return (self.estimate, self.losses)[index]
+
+    def __len__(self) -> int:
+        return 2
 
 
 def physically_consistent(
