@@ -52,6 +52,8 @@ from .dynamics import generalized_forces as generalized_forces
 from .dynamics import gravity as gravity
 from .dynamics import inverse_dynamics as inverse_dynamics
 from .dynamics import inverse_dynamics_derivatives as inverse_dynamics_derivatives
+from .dynamics import inverse_dynamics_hessian as inverse_dynamics_hessian
+from .dynamics import inverse_dynamics_second_derivatives as inverse_dynamics_second_derivatives
 from .dynamics import kinetic_energy as kinetic_energy
 from .dynamics import mass_matrix as mass_matrix
 from .dynamics import mass_matrix_derivative as mass_matrix_derivative

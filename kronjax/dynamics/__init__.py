@@ -30,7 +30,7 @@ Two routes to inverse dynamics exist and agree:
   ``"rnea"`` for trees and ``"euler_lagrange"`` otherwise.
 
 Modules: ``_bodies`` (per-body quantities), ``_terms`` (``M``, ``dM/dq``, ``C*``, ``C``, ``g``,
-energies), ``_wrenches``, ``_inverse``, ``_forward``, ``_rules`` (the JAX derivative rules of the
+energies), ``_wrenches``, ``_inverse``, ``_forward``, ``_second_order``, ``_rules`` (the JAX derivative rules of the
 tree recursions).
 """
 
@@ -38,6 +38,11 @@ from __future__ import annotations
 
 from ._forward import forward_dynamics, forward_dynamics_derivatives
 from ._inverse import INVERSE_DYNAMICS_METHODS, inverse_dynamics, inverse_dynamics_derivatives
+from ._second_order import (
+    InverseDynamicsSecondDerivatives,
+    inverse_dynamics_hessian,
+    inverse_dynamics_second_derivatives,
+)
 from ._terms import (
     CORIOLIS_FORMS,
     MATRIX_METHODS,
@@ -68,4 +73,7 @@ __all__ = [
     "forward_dynamics",
     "inverse_dynamics_derivatives",
     "forward_dynamics_derivatives",
+    "InverseDynamicsSecondDerivatives",
+    "inverse_dynamics_second_derivatives",
+    "inverse_dynamics_hessian",
 ]

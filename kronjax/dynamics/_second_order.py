@@ -1,0 +1,160 @@
+"""Second-order derivatives of inverse dynamics in Khang's layout, and the Hessian of ``λ^T tau``
+that Newton and DDP solvers contract them into."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
+
+from ..chain import Model, Tree
+from ._bodies import check_inputs, require_inertials
+from ._inverse import inverse_dynamics_derivatives
+from ._rnea_second_derivatives import rnea_second_derivatives
+
+
+class InverseDynamicsSecondDerivatives(NamedTuple):
+    """The second-order partial derivatives of ``tau(q, v, vd)``, each ``(nv, nv^2)`` in Khang's
+    layout: entry ``[i, j nv + k]`` is ``d/dx_k`` of entry ``[i, j]`` of the first-order
+    derivative (:func:`~kronjax.inverse_dynamics_derivatives`), ``x_k`` along the tangent space
+    (``q ⊕ h e_k``, :func:`~kronjax.integrate`) for a configuration coordinate.
+
+    Attributes:
+        d2tau_dq2: ``d/dq_k (d tau_i / dq_j)``. Symmetric in ``(j, k)`` but for the block of a
+            free or spherical joint's own coordinates, where ``q ⊕ a ⊕ b`` is not ``q ⊕ b ⊕ a``:
+            there ``[i, j, k] - [i, k, j] = sum_l (d tau_i / dq_l) [e_k, e_j]_l`` (the Lie
+            bracket of the joint's algebra), and the symmetric part is the Hessian of
+            ``a -> tau(q ⊕ a)``.
+        d2tau_dqdv: ``d/dv_k (d tau_i / dq_j)`` (= ``d/dq_j (d tau_i / dv_k)``).
+        d2tau_dv2: ``d/dv_k (d tau_i / dv_j)``, independent of ``v`` and ``vd``: ``C* (I + K)``
+            (:func:`~kronjax.coriolis_star` with its pair of velocity indices symmetrised, ``K``
+            the commutation matrix).
+        d2tau_dvddq: ``d/dq_k (d tau_i / dvd_j) = d M_ij / dq_k``
+            (:func:`~kronjax.mass_matrix_derivative`).
+    """
+
+    d2tau_dq2: Float[Array, "nv nv*nv"]
+    d2tau_dqdv: Float[Array, "nv nv*nv"]
+    d2tau_dv2: Float[Array, "nv nv*nv"]
+    d2tau_dvddq: Float[Array, "nv nv*nv"]
+
+
+def inverse_dynamics_second_derivatives(
+    model: Model,
+    q: Float[ArrayLike, " nq"],
+    v: Float[ArrayLike, " nv"],
+    vd: Float[ArrayLike, " nv"],
+) -> InverseDynamicsSecondDerivatives:
+    """Second-order partial derivatives of inverse dynamics ``tau(q, v, vd)``
+    (:func:`~kronjax.inverse_dynamics`), the four tensors of Pinocchio's
+    ``ComputeRNEASecondOrderDerivatives`` in Khang's layout (the other second derivatives are zero:
+    ``tau`` is affine in ``vd``, which enters through ``M(q)`` alone).
+
+    :class:`~kronjax.chain.Tree` models: IDSVA-SO, the algorithm of Singh, Russell and Wensing,
+    "Efficient analytical derivatives of rigid-body dynamics using spatial vector algebra", IEEE
+    RA-L 7(2), 2022 (arXiv 2203.01497), as Pinocchio writes it, on the composite-body quantities
+    of the first-order derivatives: one dot product per entry, over the triples of coordinates on
+    one path of the tree only. Other models: ``jax.jacfwd`` of
+    :func:`~kronjax.inverse_dynamics_derivatives`.
+
+    Pinocchio's ``Tensor3x`` ``T`` (``Eigen::Tensor<double, 3>``, column-major, ``T(i, j, k)`` at
+    ``i + nv j + nv^2 k``) holds the same numbers: ``T(i, j, k)`` is entry ``[i, j nv + k]`` here,
+    so a NumPy array ``t[i, j, k]`` of it converts by ``t.reshape(nv, nv * nv)``, and a raw buffer
+    by ``np.frombuffer(buffer).reshape(nv, nv, nv, order="F").reshape(nv, nv * nv)``. Its
+    ``dtau_dqdv`` is ``d2tau_dqdv``, ``dtau_dadq`` is ``d2tau_dvddq``.
+
+    Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        v: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
+        vd: ``(nv,)`` joint accelerations.
+
+    Returns:
+        :class:`InverseDynamicsSecondDerivatives` ``(d2tau_dq2, d2tau_dqdv, d2tau_dv2,
+        d2tau_dvddq)``, each ``(nv, nv^2)``, entry ``[i, j nv + k] = d/dx_k (d tau_i / dy_j)``.
+
+    Example:
+        ``d2tau_dvddq`` is ``dM/dq`` and ``d2tau_dv2`` is ``C*`` symmetrised:
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> model = kj.models.double_pendulum()
+        >>> q, v, vd = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0]), jnp.array([0.5, 0.2])
+        >>> second = kj.inverse_dynamics_second_derivatives(model, q, v, vd)
+        >>> second.d2tau_dq2.shape
+        (2, 4)
+        >>> bool(jnp.allclose(second.d2tau_dvddq, kj.mass_matrix_derivative(model, q)))
+        True
+        >>> c = kj.coriolis_star(model, q).reshape(2, 2, 2)
+        >>> bool(jnp.allclose(second.d2tau_dv2, (c + c.transpose(0, 2, 1)).reshape(2, 4)))
+        True
+    """
+    q, v, vd = check_inputs(model, q=q, v=v, vd=vd)
+    require_inertials(model)
+    if isinstance(model.kinematics, Tree):
+        return InverseDynamicsSecondDerivatives(*rnea_second_derivatives(model, q, v, vd))
+    n = model.nv
+
+    def first(x: Array) -> tuple:  # at (q, v) = x, along the chart of 1-DoF coordinates
+        return inverse_dynamics_derivatives(model, x[:n], x[n:], vd)
+
+    dq, dv, mass = jax.jacfwd(first)(jnp.concatenate([q, v]))
+    khang = lambda t: t.reshape(n, n * n)  # noqa: E731
+    return InverseDynamicsSecondDerivatives(khang(dq[..., :n]), khang(dq[..., n:]), khang(dv[..., n:]), khang(mass[..., :n]))
+
+
+def inverse_dynamics_hessian(
+    model: Model,
+    q: Float[ArrayLike, " nq"],
+    v: Float[ArrayLike, " nv"],
+    vd: Float[ArrayLike, " nv"],
+    lam: Float[ArrayLike, " nv"],
+) -> tuple[Float[Array, "2*nv 2*nv"], Float[Array, "nv nv"]]:
+    """The Hessian of ``λ^T tau`` with respect to ``(q, v)`` and its ``vd``-``q`` block: what an
+    exact-Hessian NLP solver or second-order DDP contracts the second derivatives of the dynamics
+    into (``λ`` the multipliers of ``tau``, or the value gradient).
+
+    ``H = d²(λ^T tau(q ⊕ a, v, vd)) / d(a, v)²`` at ``a = 0`` (symmetric; ``q ⊕ a`` the tangent
+    chart, :func:`~kronjax.integrate`) is ``λ`` contracted with the first index of
+    :func:`inverse_dynamics_second_derivatives`, the ``(q, q)`` block symmetrised (which changes
+    only a free or spherical joint's own block: see
+    :attr:`InverseDynamicsSecondDerivatives.d2tau_dq2`). ``tau`` being linear in ``vd``, the only
+    other block is ``d²(λ^T tau) / dvd_j dq_k = λ^T dM[:, j] / dq_k``.
+
+    Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration.
+        v: ``(nv,)`` joint velocities.
+        vd: ``(nv,)`` joint accelerations.
+        lam: ``(nv,)`` the weights ``λ`` of the joint forces.
+
+    Returns:
+        ``(hessian, vd_q)``: ``hessian`` ``(2 nv, 2 nv)``, rows and columns ``(q, v)`` in that
+        order (``[q_j, v_k]`` is ``λ^T d/dv_k (d tau / dq_j)``); ``vd_q`` ``(nv, nv)``, ``[j, k] =
+        λ^T dM[:, j] / dq_k``.
+
+    Example:
+        The Hessian of ``λ^T tau`` by JAX's own differentiation agrees:
+
+        >>> import kronjax as kj
+        >>> import jax, jax.numpy as jnp
+        >>> model = kj.models.double_pendulum()
+        >>> q, v, vd = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0]), jnp.array([0.5, 0.2])
+        >>> lam = jnp.array([0.4, -1.0])
+        >>> hessian, vd_q = kj.inverse_dynamics_hessian(model, q, v, vd, lam)
+        >>> x = jnp.concatenate([q, v])
+        >>> scalar = lambda x: lam @ kj.inverse_dynamics(model, x[:2], x[2:], vd)
+        >>> bool(jnp.allclose(hessian, jax.hessian(scalar)(x), atol=1e-4))
+        True
+    """
+    second = inverse_dynamics_second_derivatives(model, q, v, vd)
+    lam = jnp.asarray(lam, second.d2tau_dq2.dtype)
+    n = model.nv
+    qq, qv, vv, aq = (lam @ t for t in second)
+    qq, qv, vv, aq = (x.reshape(n, n) for x in (qq, qv, vv, aq))
+    qq = (qq + qq.T) / 2
+    hessian = jnp.block([[qq, qv], [qv.T, vv]])
+    return hessian, aq
