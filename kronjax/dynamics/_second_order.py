@@ -150,9 +150,11 @@ def inverse_dynamics_hessian(
         >>> bool(jnp.allclose(hessian, jax.hessian(scalar)(x), atol=1e-4))
         True
     """
+    n = model.nv
+    if jnp.shape(lam) != (n,):
+        raise ValueError(f"lam must have shape ({n},), one weight per joint force; got shape {jnp.shape(lam)}")
     second = inverse_dynamics_second_derivatives(model, q, v, vd)
     lam = jnp.asarray(lam, second.d2tau_dq2.dtype)
-    n = model.nv
     qq, qv, vv, aq = (lam @ t for t in second)
     qq, qv, vv, aq = (x.reshape(n, n) for x in (qq, qv, vv, aq))
     qq = (qq + qq.T) / 2
