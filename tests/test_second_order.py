@@ -140,7 +140,7 @@ def pinocchio_differences(name: str):
     data = pm.createData()
     n = model.nv
 
-    def first(q, v):
+    def first(q, v, a):
         dq, dv, _ = pin.computeRNEADerivatives(pm, data, q, v, a)
         mass = pin.crba(pm, data, q)
         return np.array(dq), np.array(dv), np.triu(mass) + np.triu(mass, 1).T
@@ -150,8 +150,8 @@ def pinocchio_differences(name: str):
         dq_q, dq_v, dv_v, m_q = (np.zeros((n, n, n)) for _ in range(4))
         for k in range(n):
             step = H * np.eye(n)[k]
-            plus_q, minus_q = first(pin.integrate(pm, q, step), v), first(pin.integrate(pm, q, -step), v)
-            plus_v, minus_v = first(q, v + step), first(q, v - step)
+            plus_q, minus_q = first(pin.integrate(pm, q, step), v, a), first(pin.integrate(pm, q, -step), v, a)
+            plus_v, minus_v = first(q, v + step, a), first(q, v - step, a)
             dq_q[..., k] = (plus_q[0] - minus_q[0]) / (2 * H)
             m_q[..., k] = (plus_q[2] - minus_q[2]) / (2 * H)
             dq_v[..., k] = (plus_v[0] - minus_v[0]) / (2 * H)
