@@ -48,6 +48,8 @@ from .dynamics import coriolis_matrix as coriolis_matrix
 from .dynamics import coriolis_star as coriolis_star
 from .dynamics import forward_dynamics as forward_dynamics
 from .dynamics import forward_dynamics_derivatives as forward_dynamics_derivatives
+from .dynamics import forward_dynamics_hessian as forward_dynamics_hessian
+from .dynamics import forward_dynamics_second_derivatives as forward_dynamics_second_derivatives
 from .dynamics import generalized_forces as generalized_forces
 from .dynamics import gravity as gravity
 from .dynamics import inverse_dynamics as inverse_dynamics

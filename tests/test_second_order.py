@@ -92,6 +92,20 @@ def analytic(name: str, dtype=jnp.float64):
 
 
 @functools.cache
+def analytic_forward(name: str):
+    """The forward-dynamics tensors and Hessian at ``tau = a`` (the states' accelerations as forces)."""
+    model, (q, v, tau, mu) = model_and_states(name)
+
+    @jax.jit
+    @jax.vmap
+    def f(q, v, tau, mu):
+        return kj.forward_dynamics_second_derivatives(model, q, v, tau), kj.forward_dynamics_hessian(model, q, v, tau, mu)
+
+    second, hessian = f(*(jnp.asarray(x) for x in (q, v, tau, mu)))
+    return tuple(as_tensors(np.asarray(t)) for t in second), jax.tree.map(np.asarray, hessian)
+
+
+@functools.cache
 def autodiff(name: str):
     """The four tensors by forward-over-forward differentiation of the plain recursion: the first
     derivatives ``d tau / d(d, v, a)`` of ``tau((q ⊕ xi) ⊕ d, v, a)`` at ``d = 0`` differentiated by
@@ -130,6 +144,38 @@ def test_against_autodiff_of_the_recursion(name):
     assert error <= TOL, error
 
 
+def _differences(first, pm, n, q, v, x):
+    """Central differences of ``first(q, v, x) -> (d/dq, d/dv, third)`` along ``pin.integrate`` and
+    ``v``: ``(d(d/dq)/dq, d(d/dq)/dv, d(d/dv)/dv, d(third)/dq)``, each ``[i, j, k]``."""
+    dq_q, dq_v, dv_v, third_q = (np.zeros((n, n, n)) for _ in range(4))
+    for k in range(n):
+        step = H * np.eye(n)[k]
+        plus_q, minus_q = first(pin.integrate(pm, q, step), v, x), first(pin.integrate(pm, q, -step), v, x)
+        plus_v, minus_v = first(q, v + step, x), first(q, v - step, x)
+        dq_q[..., k] = (plus_q[0] - minus_q[0]) / (2 * H)
+        third_q[..., k] = (plus_q[2] - minus_q[2]) / (2 * H)
+        dq_v[..., k] = (plus_v[0] - minus_v[0]) / (2 * H)
+        dv_v[..., k] = (plus_v[1] - minus_v[1]) / (2 * H)
+    return dq_q, dq_v, dv_v, third_q
+
+
+@functools.cache
+def pinocchio_forward_differences(name: str):
+    """Central differences of Pinocchio's ``computeABADerivatives`` (``ddq_dq``, ``ddq_dv``,
+    ``Minv``) at ``tau = a``, as :func:`pinocchio_differences`."""
+    model, (qs, vs, taus, _) = model_and_states(name)
+    pm = to_pinocchio(model)
+    data = pm.createData()
+
+    def first(q, v, tau):
+        pin.computeABADerivatives(pm, data, q, v, tau)
+        minv = np.triu(data.Minv) + np.triu(data.Minv, 1).T
+        return data.ddq_dq.copy(), data.ddq_dv.copy(), minv
+
+    out = [_differences(first, pm, model.nv, q, v, tau) for q, v, tau in zip(qs, vs, taus)]
+    return tuple(np.stack(t) for t in zip(*out))
+
+
 @functools.cache
 def pinocchio_differences(name: str):
     """Central differences of Pinocchio's ``computeRNEADerivatives`` (Python bindings) along
@@ -138,25 +184,13 @@ def pinocchio_differences(name: str):
     model, (qs, vs, accs, _) = model_and_states(name)
     pm = to_pinocchio(model)
     data = pm.createData()
-    n = model.nv
 
     def first(q, v, a):
         dq, dv, _ = pin.computeRNEADerivatives(pm, data, q, v, a)
         mass = pin.crba(pm, data, q)
         return np.array(dq), np.array(dv), np.triu(mass) + np.triu(mass, 1).T
 
-    out = []
-    for q, v, a in zip(qs, vs, accs):
-        dq_q, dq_v, dv_v, m_q = (np.zeros((n, n, n)) for _ in range(4))
-        for k in range(n):
-            step = H * np.eye(n)[k]
-            plus_q, minus_q = first(pin.integrate(pm, q, step), v, a), first(pin.integrate(pm, q, -step), v, a)
-            plus_v, minus_v = first(q, v + step, a), first(q, v - step, a)
-            dq_q[..., k] = (plus_q[0] - minus_q[0]) / (2 * H)
-            m_q[..., k] = (plus_q[2] - minus_q[2]) / (2 * H)
-            dq_v[..., k] = (plus_v[0] - minus_v[0]) / (2 * H)
-            dv_v[..., k] = (plus_v[1] - minus_v[1]) / (2 * H)
-        out.append((dq_q, dq_v, dv_v, m_q))
+    out = [_differences(first, pm, model.nv, q, v, a) for q, v, a in zip(qs, vs, accs)]
     return tuple(np.stack(t) for t in zip(*out))
 
 
@@ -168,6 +202,21 @@ def test_against_pinocchio_differences(name):
     error = max_error(ours, pinocchio_differences(name))
     print(f"\n{name}: relative error vs central differences of computeRNEADerivatives {error:.1e}")
     assert error <= FD_TOL, error
+
+
+@pytest.mark.parametrize("name", ["panda", "every_joint_kind"])
+def test_forward_dynamics_against_pinocchio_differences(name):
+    """The chain rule through ``M^-1`` against central differences of Pinocchio's
+    ``computeABADerivatives``; and ``forward_dynamics_hessian`` is ``μ`` contracted with them."""
+    (qq, qv, vv, tq), (hessian, tau_q) = analytic_forward(name)
+    error = max_error((qq, qv, vv, tq), pinocchio_forward_differences(name))
+    print(f"\n{name}: forward dynamics, relative error vs central differences of computeABADerivatives {error:.1e}")
+    assert error <= FD_TOL, error
+    mu = model_and_states(name)[1][3]
+    contract = lambda t: np.einsum("si,sijk->sjk", mu, t)  # noqa: E731
+    block, mixed = contract(qq), contract(qv)
+    expected = np.block([[(block + block.transpose(0, 2, 1)) / 2, mixed], [mixed.transpose(0, 2, 1), contract(vv)]])
+    assert max_error([hessian, tau_q], [expected, contract(tq)]) <= 1e-13
 
 
 @pytest.mark.parametrize("name", ["panda", "every_joint_kind", "floating_mimic"])

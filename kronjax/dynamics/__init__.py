@@ -39,7 +39,10 @@ from __future__ import annotations
 from ._forward import forward_dynamics, forward_dynamics_derivatives
 from ._inverse import INVERSE_DYNAMICS_METHODS, inverse_dynamics, inverse_dynamics_derivatives
 from ._second_order import (
+    ForwardDynamicsSecondDerivatives,
     InverseDynamicsSecondDerivatives,
+    forward_dynamics_hessian,
+    forward_dynamics_second_derivatives,
     inverse_dynamics_hessian,
     inverse_dynamics_second_derivatives,
 )
@@ -76,4 +79,7 @@ __all__ = [
     "InverseDynamicsSecondDerivatives",
     "inverse_dynamics_second_derivatives",
     "inverse_dynamics_hessian",
+    "ForwardDynamicsSecondDerivatives",
+    "forward_dynamics_second_derivatives",
+    "forward_dynamics_hessian",
 ]

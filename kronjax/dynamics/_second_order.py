@@ -1,5 +1,5 @@
-"""Second-order derivatives of inverse dynamics in Khang's layout, and the Hessian of ``λ^T tau``
-that Newton and DDP solvers contract them into."""
+"""Second-order derivatives of inverse and forward dynamics in Khang's layout, and the Hessians of
+``λ^T tau`` and ``μ^T vd`` that Newton and DDP solvers contract them into."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from ..chain import Model, Tree
 from ._bodies import check_inputs, require_inertials
+from ._forward import forward_dynamics, forward_dynamics_derivatives
 from ._inverse import inverse_dynamics_derivatives
 from ._rnea_second_derivatives import rnea_second_derivatives
 
@@ -150,13 +151,133 @@ def inverse_dynamics_hessian(
         >>> bool(jnp.allclose(hessian, jax.hessian(scalar)(x), atol=1e-4))
         True
     """
+    _check_weights(model.nv, lam, "lam")
+    return _contracted(inverse_dynamics_second_derivatives(model, q, v, vd), lam)
+
+
+def _contracted(second: tuple, weights: ArrayLike) -> tuple[Array, Array]:
+    """The ``(2 nv, 2 nv)`` Hessian in ``(q, v)`` and the ``(nv, nv)`` third block of ``weights``
+    contracted with the first index of four second-derivative tensors ``(qq, qv, vv, third-q)``
+    (Khang's layout), the ``(q, q)`` block symmetrised."""
+    n = second[0].shape[0]
+    weights = jnp.asarray(weights, second[0].dtype)
+    qq, qv, vv, third = ((weights @ t).reshape(n, n) for t in second)
+    return jnp.block([[(qq + qq.T) / 2, qv], [qv.T, vv]]), third
+
+
+def _check_weights(n: int, weights: ArrayLike, name: str) -> None:
+    if jnp.shape(weights) != (n,):
+        raise ValueError(f"{name} must have shape ({n},), one weight per coordinate; got shape {jnp.shape(weights)}")
+
+
+class ForwardDynamicsSecondDerivatives(NamedTuple):
+    """The second-order partial derivatives of ``vd(q, v, tau)``, each ``(nv, nv^2)`` in Khang's
+    layout: entry ``[i, j nv + k]`` is ``d/dx_k`` of entry ``[i, j]`` of the first-order
+    derivative (:func:`~kronjax.forward_dynamics_derivatives`), ``x_k`` along the tangent space for
+    a configuration coordinate (as :class:`InverseDynamicsSecondDerivatives`).
+
+    Attributes:
+        d2vd_dq2: ``d/dq_k (d vd_i / dq_j)``.
+        d2vd_dqdv: ``d/dv_k (d vd_i / dq_j)``.
+        d2vd_dv2: ``d/dv_k (d vd_i / dv_j)``.
+        d2vd_dtaudq: ``d/dq_k (d vd_i / dtau_j) = d (M^-1)_ij / dq_k``.
+    """
+
+    d2vd_dq2: Float[Array, "nv nv*nv"]
+    d2vd_dqdv: Float[Array, "nv nv*nv"]
+    d2vd_dv2: Float[Array, "nv nv*nv"]
+    d2vd_dtaudq: Float[Array, "nv nv*nv"]
+
+
+def forward_dynamics_second_derivatives(
+    model: Model,
+    q: Float[ArrayLike, " nq"],
+    v: Float[ArrayLike, " nv"],
+    tau: Float[ArrayLike, " nv"],
+) -> ForwardDynamicsSecondDerivatives:
+    """Second-order partial derivatives of forward dynamics ``vd(q, v, tau)``
+    (:func:`~kronjax.forward_dynamics`), from those of inverse dynamics by the chain rule through
+    ``M^-1`` (Singh, Russell and Wensing, IEEE T-RO 2023, arXiv 2302.06001): ``tau(q, v, vd(q, v,
+    tau)) = tau`` differentiated twice, with ``tau`` affine in ``vd`` (``d tau / dvd = M(q)``)::
+
+        d2vd/dx_j dy_k = -M^-1 (d2tau/dx_j dy_k + dM/dx_j dvd/dy_k + dM/dy_k dvd/dx_j)
+
+    for ``x, y`` in ``(q, v)`` (``dM/dv = 0``), the inverse-dynamics tensors taken at ``vd``, and
+    ``d/dq_k (M^-1) = -M^-1 (dM/dq_k) M^-1``. The ``tau``-``tau`` and ``tau``-``v`` ones are zero.
+
+    Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration (``nq = nv`` with 1-DoF joints; free and spherical joints as
+            quaternions, Pinocchio's order).
+        v: ``(nv,)`` joint velocities (the tangent space at ``q`` for multi-DoF joints).
+        tau: ``(nv,)`` joint forces and torques.
+
+    Returns:
+        :class:`ForwardDynamicsSecondDerivatives` ``(d2vd_dq2, d2vd_dqdv, d2vd_dv2,
+        d2vd_dtaudq)``, each ``(nv, nv^2)``, entry ``[i, j nv + k] = d/dx_k (d vd_i / dy_j)``.
+
+    Example:
+        ``d2vd_dtaudq`` is the derivative of ``M^-1``:
+
+        >>> import kronjax as kj
+        >>> import jax, jax.numpy as jnp
+        >>> model = kj.models.double_pendulum()
+        >>> q, v, tau = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0]), jnp.array([50.0, 20.0])
+        >>> second = kj.forward_dynamics_second_derivatives(model, q, v, tau)
+        >>> inverse = jax.jacfwd(lambda q: jnp.linalg.inv(kj.mass_matrix(model, q)))(q)
+        >>> bool(jnp.allclose(second.d2vd_dtaudq, inverse.reshape(2, 4), atol=1e-4))
+        True
+    """
+    q, v, tau = check_inputs(model, q=q, v=v, tau=tau)
+    vd = forward_dynamics(model, q, v, tau)
+    vd_q, vd_v, minv = forward_dynamics_derivatives(model, q, v, tau)
     n = model.nv
-    if jnp.shape(lam) != (n,):
-        raise ValueError(f"lam must have shape ({n},), one weight per joint force; got shape {jnp.shape(lam)}")
-    second = inverse_dynamics_second_derivatives(model, q, v, vd)
-    lam = jnp.asarray(lam, second.d2tau_dq2.dtype)
-    qq, qv, vv, aq = (lam @ t for t in second)
-    qq, qv, vv, aq = (x.reshape(n, n) for x in (qq, qv, vv, aq))
-    qq = (qq + qq.T) / 2
-    hessian = jnp.block([[qq, qv], [qv.T, vv]])
-    return hessian, aq
+    tau_qq, tau_qv, tau_vv, mass_q = (t.reshape(n, n, n) for t in inverse_dynamics_second_derivatives(model, q, v, vd))
+    # [m, j, k] = (dM/dq_j dvd/dx_k)_m
+    through_q = jnp.einsum("mlj,lk->mjk", mass_q, vd_q)
+    through_v = jnp.einsum("mlj,lk->mjk", mass_q, vd_v)
+    solve = lambda t: -jnp.einsum("im,mjk->ijk", minv, t).reshape(n, n * n)  # noqa: E731
+    return ForwardDynamicsSecondDerivatives(
+        solve(tau_qq + through_q + through_q.transpose(0, 2, 1)),
+        solve(tau_qv + through_v),
+        solve(tau_vv),
+        solve(jnp.einsum("mlk,lj->mjk", mass_q, minv)),
+    )
+
+
+def forward_dynamics_hessian(
+    model: Model,
+    q: Float[ArrayLike, " nq"],
+    v: Float[ArrayLike, " nv"],
+    tau: Float[ArrayLike, " nv"],
+    mu: Float[ArrayLike, " nv"],
+) -> tuple[Float[Array, "2*nv 2*nv"], Float[Array, "nv nv"]]:
+    """The Hessian of ``μ^T vd`` with respect to ``(q, v)`` and its ``tau``-``q`` block: DDP's
+    ``f_xx`` contracted with the value gradient (``μ``), from
+    :func:`forward_dynamics_second_derivatives` as :func:`inverse_dynamics_hessian` is from the
+    inverse-dynamics tensors.
+
+    Args:
+        model: the :class:`~kronjax.chain.Model` (its inertials are needed).
+        q: ``(nq,)`` configuration.
+        v: ``(nv,)`` joint velocities.
+        tau: ``(nv,)`` joint forces and torques.
+        mu: ``(nv,)`` the weights ``μ`` of the accelerations.
+
+    Returns:
+        ``(hessian, tau_q)``: ``hessian`` ``(2 nv, 2 nv)``, rows and columns ``(q, v)`` (the
+        ``(q, q)`` block symmetrised); ``tau_q`` ``(nv, nv)``, ``[j, k] = μ^T d (M^-1)[:, j] / dq_k``.
+
+    Example:
+        >>> import kronjax as kj
+        >>> import jax, jax.numpy as jnp
+        >>> model = kj.models.double_pendulum()
+        >>> q, v, tau = jnp.array([0.3, 0.7]), jnp.array([1.0, -2.0]), jnp.array([50.0, 20.0])
+        >>> mu = jnp.array([0.4, -1.0])
+        >>> hessian, tau_q = kj.forward_dynamics_hessian(model, q, v, tau, mu)
+        >>> scalar = lambda x: mu @ kj.forward_dynamics(model, x[:2], x[2:], tau)
+        >>> bool(jnp.allclose(hessian, jax.hessian(scalar)(jnp.concatenate([q, v])), rtol=1e-3, atol=1e-3))
+        True
+    """
+    _check_weights(model.nv, mu, "mu")
+    return _contracted(forward_dynamics_second_derivatives(model, q, v, tau), mu)
