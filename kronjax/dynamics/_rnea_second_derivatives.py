@@ -1,6 +1,6 @@
 """Second-order derivatives of inverse dynamics (RNEA) of a joint tree (private).
 
-The algorithm is Singh, Russell and Wensing's IDSVA-SO (IEEE RA-L 2022, arXiv 2203.01497) as
+The algorithm is Singh, Russell and Wensing's IDSVA-SO (arXiv:2203.01497) as
 Pinocchio writes it (``ComputeRNEASecondOrderDerivatives``): after the first-order quantities of
 :mod:`kronjax.dynamics._rnea_derivatives` (world frame, composite bodies), every entry of the four
 tensors is one dot product over a triple of coordinates ``k ⪯ j ⪯ i`` on one path of the tree

@@ -53,9 +53,8 @@ def inverse_dynamics_second_derivatives(
     ``ComputeRNEASecondOrderDerivatives`` in Khang's layout (the other second derivatives are zero:
     ``tau`` is affine in ``vd``, which enters through ``M(q)`` alone).
 
-    :class:`~kronjax.chain.Tree` models: IDSVA-SO, the algorithm of Singh, Russell and Wensing,
-    "Efficient analytical derivatives of rigid-body dynamics using spatial vector algebra", IEEE
-    RA-L 7(2), 2022 (arXiv 2203.01497), as Pinocchio writes it, on the composite-body quantities
+    :class:`~kronjax.chain.Tree` models: IDSVA-SO, the algorithm of Singh, Russell and Wensing
+    (arXiv:2203.01497), as Pinocchio writes it, on the composite-body quantities
     of the first-order derivatives: one dot product per entry, over the triples of coordinates on
     one path of the tree only. Other models: ``jax.jacfwd`` of
     :func:`~kronjax.inverse_dynamics_derivatives`.
@@ -197,7 +196,7 @@ def forward_dynamics_second_derivatives(
 ) -> ForwardDynamicsSecondDerivatives:
     """Second-order partial derivatives of forward dynamics ``vd(q, v, tau)``
     (:func:`~kronjax.forward_dynamics`), from those of inverse dynamics by the chain rule through
-    ``M^-1`` (Singh, Russell and Wensing, IEEE T-RO 2023, arXiv 2302.06001): ``tau(q, v, vd(q, v,
+    ``M^-1`` (Singh, Russell and Wensing, arXiv:2302.06001): ``tau(q, v, vd(q, v,
     tau)) = tau`` differentiated twice, with ``tau`` affine in ``vd`` (``d tau / dvd = M(q)``)::
 
         d2vd/dx_j dy_k = -M^-1 (d2tau/dx_j dy_k + dM/dx_j dvd/dy_k + dM/dy_k dvd/dx_j)
