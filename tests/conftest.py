@@ -106,7 +106,6 @@ SLOW_FIRST = (
     "test_robot_zoo.py",
     "test_robot_zoo_second_half.py",
     "test_trajopt.py",
-    "test_pinocchio_cpp.py",  # its first run compiles Pinocchio's C++ (about 4 minutes), cached after
     "test_floating_base.py",
     "test_notebooks.py",
     "test_docstrings.py",

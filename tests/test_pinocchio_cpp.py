@@ -3,7 +3,9 @@ issue 41) against central differences of its Python bindings' first-order ones, 
 (fixed base) and the Unitree G1 (free-flyer root), 2 random states each: the index order of the
 four tensors as bench/_pinocchio_cpp.py documents it (dtau_dqdv: configuration index second,
 velocity index third), and the free-flyer's non-symmetric d2tau_dqdq (the se(3) bracket of the
-chart q ⊕ d = q exp6(d)).
+chart q ⊕ d = q exp6(d)); then kronjax's ``inverse_dynamics_second_derivatives`` against them to
+1e-10. The extended tier (not in CI: compiling the program takes minutes; tests/test_second_order.py
+checks kronjax's tensors in CI against differences of Pinocchio's Python bindings).
 
 Skipped without pin, example-robot-data, a C++ compiler, or the header-only wheels cmeel-eigen
 and cmeel-urdfdom-headers (bench/_pinocchio_cpp.py). The first run compiles the program (about
@@ -24,7 +26,7 @@ if str(ROOT) not in sys.path:
 from bench import _pinocchio_cpp as cpp  # noqa: E402
 from bench.legged import robot_file  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.extended]
 
 ROBOTS = {
     "panda": ("panda_description/urdf/panda.urdf", False),
@@ -32,7 +34,7 @@ ROBOTS = {
 }
 N_STATES = 2
 H = 1e-5
-RTOL = 1e-7  # of each tensor's largest entry; seen: below 5e-10
+RTOL = 1e-7  # of each tensor's largest entry; seen: below 5e-10 (finite differences), 1e-14 (kronjax)
 
 
 @pytest.fixture(scope="module")
@@ -72,10 +74,10 @@ def first_order_differences(model, q, v, a):
     return out / (2 * H)
 
 
-def assert_close(actual, expected, name):
+def assert_close(actual, expected, name, rtol=RTOL):
     scale = max(1.0, float(np.abs(expected).max()))
     error = float(np.abs(actual - expected).max())
-    assert error <= RTOL * scale, f"{name}: max error {error:.3e}, scale {scale:.3e}"
+    assert error <= rtol * scale, f"{name}: max error {error:.3e}, scale {scale:.3e}"
 
 
 @pytest.mark.parametrize("robot", list(ROBOTS))
@@ -124,3 +126,40 @@ def test_second_order_tensors_match_finite_differences_of_pinocchio(program, rob
                 bracket[:, j, l] = dtau_dq[:, :6] @ pin.Motion(e_l).cross(pin.Motion(e_j)).vector
         assert np.abs(asymmetry).max() > 1e-3 * np.abs(dqdq[s]).max()  # not symmetric
         assert_close(asymmetry, bracket, "free-flyer asymmetry of d2tau_dqdq")
+
+
+@pytest.mark.parametrize("robot", list(ROBOTS))
+def test_kronjax_tensors_equal_pinocchio_cpp(program, robot):
+    """kronjax's four tensors (Khang's layout, its joint order) against Pinocchio's C++ ones on the
+    same states (joints matched by name), relative to each tensor's largest entry."""
+    import jax
+
+    import kronjax as kj
+
+    relative, free_flyer = ROBOTS[robot]
+    try:
+        urdf = robot_file(relative)
+    except FileNotFoundError as error:
+        pytest.skip(str(error))
+    ours = kj.load_urdf(urdf, floating_base=free_flyer, mimic="independent")  # as Pinocchio reads <mimic>
+    theirs = pin.buildModelFromUrdf(str(urdf), pin.JointModelFreeFlyer()) if free_flyer else pin.buildModelFromUrdf(str(urdf))
+    moving = [name for name, kind in zip(ours.joint_names, ours.kinematics.kinds) if kind != "F"]
+    ids = [theirs.getJointId(name) for name in moving]
+    q_perm = np.concatenate([np.arange(theirs.idx_qs[j], theirs.idx_qs[j] + theirs.nqs[j]) for j in ids])
+    v_perm = np.concatenate([np.arange(theirs.idx_vs[j], theirs.idx_vs[j] + theirs.nvs[j]) for j in ids])
+    rng = np.random.default_rng(1)
+    pin.seed(1)
+    if free_flyer:
+        q = np.stack([pin.integrate(theirs, pin.neutral(theirs), rng.standard_normal(theirs.nv)) for _ in range(N_STATES)])
+    else:
+        q = np.stack([pin.randomConfiguration(theirs) for _ in range(N_STATES)])
+    v, a = rng.standard_normal((2, N_STATES, theirs.nv))
+    _, tensors = cpp.second_order(urdf, free_flyer, q, v, a, N_STATES, min_seconds=0.01)
+    second = jax.jit(jax.vmap(lambda q, v, a: kj.inverse_dynamics_second_derivatives(ours, q, v, a)))(
+        q[:, q_perm], v[:, v_perm], a[:, v_perm]
+    )
+    n = ours.nv
+    dqdq, dvdv, dqdv, dadq = tensors  # Pinocchio's order
+    for name, mine, reference in zip(second._fields, second, (dqdq, dqdv, dvdv, dadq)):
+        for s in range(N_STATES):
+            assert_close(np.asarray(mine[s]).reshape(n, n, n), reference[s][np.ix_(v_perm, v_perm, v_perm)], name, 1e-10)

@@ -34,6 +34,18 @@ class InverseDynamicsSecondDerivatives(NamedTuple):
             the commutation matrix).
         d2tau_dvddq: ``d/dq_k (d tau_i / dvd_j) = d M_ij / dq_k``
             (:func:`~kronjax.mass_matrix_derivative`).
+
+    Example:
+        Entry ``[i, j nv + k]`` of a field is ``[i, j, k]`` of its ``(nv, nv, nv)`` reshape:
+
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> model = kj.models.double_pendulum()
+        >>> second = kj.inverse_dynamics_second_derivatives(model, jnp.zeros(2), jnp.ones(2), jnp.zeros(2))
+        >>> second._fields
+        ('d2tau_dq2', 'd2tau_dqdv', 'd2tau_dv2', 'd2tau_dvddq')
+        >>> second.d2tau_dv2.reshape(2, 2, 2).shape
+        (2, 2, 2)
     """
 
     d2tau_dq2: Float[Array, "nv nv*nv"]
@@ -180,6 +192,14 @@ class ForwardDynamicsSecondDerivatives(NamedTuple):
         d2vd_dqdv: ``d/dv_k (d vd_i / dq_j)``.
         d2vd_dv2: ``d/dv_k (d vd_i / dv_j)``.
         d2vd_dtaudq: ``d/dq_k (d vd_i / dtau_j) = d (M^-1)_ij / dq_k``.
+
+    Example:
+        >>> import kronjax as kj
+        >>> import jax.numpy as jnp
+        >>> model = kj.models.double_pendulum()
+        >>> second = kj.forward_dynamics_second_derivatives(model, jnp.zeros(2), jnp.ones(2), jnp.zeros(2))
+        >>> second._fields
+        ('d2vd_dq2', 'd2vd_dqdv', 'd2vd_dv2', 'd2vd_dtaudq')
     """
 
     d2vd_dq2: Float[Array, "nv nv*nv"]
