@@ -143,6 +143,14 @@ CASES = {
     "forward_dynamics": lambda x: kj.forward_dynamics(x["model"], x["q"], x["qd"], x["tau"]),
     "inverse_dynamics_derivatives": lambda x: kj.inverse_dynamics_derivatives(x["model"], x["q"], x["qd"], x["qdd"]),
     "forward_dynamics_derivatives": lambda x: kj.forward_dynamics_derivatives(x["model"], x["q"], x["qd"], x["tau"]),
+    "inverse_dynamics_second_derivatives": lambda x: kj.inverse_dynamics_second_derivatives(
+        x["model"], x["q"], x["qd"], x["qdd"]
+    ),
+    "inverse_dynamics_hessian": lambda x: kj.inverse_dynamics_hessian(x["model"], x["q"], x["qd"], x["qdd"], x["tau"]),
+    "forward_dynamics_second_derivatives": lambda x: kj.forward_dynamics_second_derivatives(
+        x["model"], x["q"], x["qd"], x["tau"]
+    ),
+    "forward_dynamics_hessian": lambda x: kj.forward_dynamics_hessian(x["model"], x["q"], x["qd"], x["tau"], x["qdd"]),
     # centroidal
     "center_of_mass": lambda x: kj.center_of_mass(x["model"], x["q"]),
     "center_of_mass_jacobian": lambda x: kj.center_of_mass_jacobian(x["model"], x["q"]),

@@ -204,7 +204,7 @@ def test_against_pinocchio_differences(name):
     assert error <= FD_TOL, error
 
 
-@pytest.mark.parametrize("name", ["panda", "every_joint_kind"])
+@pytest.mark.parametrize("name", ["panda", pytest.param("every_joint_kind", marks=SLOW)])
 def test_forward_dynamics_against_pinocchio_differences(name):
     """The chain rule through ``M^-1`` against central differences of Pinocchio's
     ``computeABADerivatives``; and ``forward_dynamics_hessian`` is ``μ`` contracted with them."""
@@ -219,7 +219,7 @@ def test_forward_dynamics_against_pinocchio_differences(name):
     assert max_error([hessian, tau_q], [expected, contract(tq)]) <= 1e-13
 
 
-@pytest.mark.parametrize("name", ["panda", "every_joint_kind", "floating_mimic"])
+@pytest.mark.parametrize("name", ["panda", "every_joint_kind", pytest.param("floating_mimic", marks=SLOW)])
 def test_identities_with_coriolis_star_and_the_mass_matrix_derivative(name):
     """``d2tau/dv2 = C* (I + K)`` and ``d2tau/dvd dq = dM/dq``: ``tau`` is ``M vd + C* (v ⊗ v) + g``
     (Tuan 100), so its second derivative in ``v`` is ``C*`` with the pair of velocity indices
