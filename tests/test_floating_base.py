@@ -21,29 +21,12 @@ import oracles
 import pinocchio as pin
 import pytest
 from checks import TOL
-from oracles import jit_once, random_tree, relative_error, symmetric_from_upper, to_pinocchio
+from oracles import jit_once, mixed_model, relative_error, symmetric_from_upper, to_pinocchio
 
 import kronjax as kj
 
 DATA = Path(__file__).parent / "data"
 STATES = 20
-
-
-def mixed_model() -> kj.Model:
-    """A tree with every joint kind: a free-flyer root, then a revolute-spherical-prismatic branch
-    (a fixed tool at its end) and a planar-revolute branch; random placements, axes and full
-    inertias; rotor inertias (Pinocchio's ``model.armature``) on the multi-DoF joints and one
-    revolute joint."""
-    spec = [
-        dict(kind="free", parent=-1, armature=0.3),
-        ("R", 0),
-        dict(kind="spherical", parent=1, armature=0.2),
-        ("P", 2),
-        ("F", 3),
-        dict(kind="planar", parent=0, armature=0.4),
-        dict(kind="R", parent=5, armature=0.1),
-    ]
-    return random_tree(spec, seed=3)
 
 
 class Twin:

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from oracles import jit_once, random_arm, random_tree, relative_error, to_pinocchio
+from oracles import jit_once, mixed_model, random_arm, relative_error, to_pinocchio
 
 import kronjax as kj
 
@@ -40,23 +40,10 @@ H = 1e-5  # central differences of Pinocchio's first derivatives: error ~ H^2 * 
 FD_TOL = 1e-7
 
 
-def _every_joint_kind() -> kj.Model:
-    spec = [
-        dict(kind="free", parent=-1, armature=0.3),
-        ("R", 0),
-        dict(kind="spherical", parent=1, armature=0.2),
-        ("P", 2),
-        ("F", 3),
-        dict(kind="planar", parent=0, armature=0.4),
-        dict(kind="R", parent=5, armature=0.1),
-    ]
-    return random_tree(spec, seed=3)
-
-
 MODELS = {
     "panda": kj.models.panda,
     "branched": lambda: random_arm(1, parents=(-1, 0, 1, 1, 3, 0, 5), prismatic=(2, 5)),
-    "every_joint_kind": _every_joint_kind,
+    "every_joint_kind": mixed_model,
     "floating_mimic": lambda: kj.load_urdf(DATA / "mimic_hand.urdf", floating_base=True),
 }
 
