@@ -65,20 +65,35 @@ from ..chain._model import armature_force, with_armature
 from ._crba import symmetric_from_upto
 
 
-def _masked(mask: np.ndarray, x):
+def masked(mask: np.ndarray, x):
     """``mask @ x`` per component (``mask`` static, 0/1), written ``x @ mask^T`` so that under
     ``vmap`` it is one matrix product with the batch as rows, with no transpose of the output."""
     return jax.tree.map(lambda c: c @ mask.T.astype(c.dtype), x)
 
 
-def _pairs(rows, cols) -> Array:
+def pairs(rows, cols) -> Array:
     """``out[k, j] = rows_k . cols_j`` over matching components (``(n,)`` each)."""
     return sum(r[:, None] * c[None, :] for r, c in zip(jax.tree.leaves(rows), jax.tree.leaves(cols)))
 
 
-def _velocity_term(y, p, x_w):
-    """``B x`` of an angular part ``x_w``, from ``Y`` and the momentum ``p = (p_n, p_f)``."""
-    return add(mul(y, x_w), cross(x_w, p[0])), scale(cross(x_w, p[1]), 2)
+def velocity_term(y, p, x):
+    """``B x = (Y x_w + x_w x p_n, 2 x_w x p_f)`` of a motion ``x`` (module doc), from ``Y`` and
+    the momentum ``p = (p_n, p_f)``."""
+    return add(mul(y, x[0]), cross(x[0], p[0])), scale(cross(x[0], p[1]), 2)
+
+
+def velocity_term_transposed(y, p, x):
+    """The angular part of ``B^T x = (Y x_w - x_w x p_n - 2 x_v x p_f, 0)`` (module doc)."""
+    return add(mul(y, x[0]), scale(add(cross(x[0], p[0]), scale(cross(x[1], p[1]), 2)), -1))
+
+
+def velocity_matrix(inertia, motion):
+    """The symmetric ``Y`` of ``B`` (module doc) of each body, for the motion ``(w, u)``."""
+    a, h, _ = inertia
+    w, u = motion
+    wa = cross_matrix(w, a)
+    uh = dot(u, h)
+    return symmetric(lambda i, j: wa[i][j] + wa[j][i] - h[i] * u[j] - u[i] * h[j] + (2 * uh if i == j else 0))
 
 
 def velocity_stage(model: Model, q: Array, qd: Array, dtype) -> dict:
@@ -88,26 +103,22 @@ def velocity_stage(model: Model, q: Array, qd: Array, dtype) -> dict:
     below, upto, strict, moving = ancestry(tree)
     s, inertia = base_frame(model, q)
     s = jax.tree.map(lambda x: x[moving].astype(dtype), s)
-    a, h, m = inertia = jax.tree.map(lambda x: x.astype(dtype), inertia)
+    inertia = jax.tree.map(lambda x: x.astype(dtype), inertia)
     sq = scale(s, qd)
-    v = _masked(upto.T, sq)  # v_j: velocity of joint j's body
-    v_parent = _masked(strict.T, sq)
-    v_body = _masked(below.T, sq)
+    v = masked(upto.T, sq)  # v_j: velocity of joint j's body
+    v_parent = masked(strict.T, sq)
+    v_body = masked(below.T, sq)
     p = rigid_inertia_times(inertia, v_body)
-    w, u = v_body
-    wa = cross_matrix(w, a)
-    uh = dot(u, h)
-    y = symmetric(lambda i, j: wa[i][j] + wa[j][i] - h[i] * u[j] - u[i] * h[j] + (2 * uh if i == j else 0))
-    ic, pc, yc = _masked(below, (inertia, p, y))
+    y = velocity_matrix(inertia, v_body)
+    ic, pc, yc = masked(below, (inertia, p, y))
 
     dv = cross_motion(v_parent, s)
     dav = cross_motion(add(v, v_parent), s)
     fa = rigid_inertia_times(ic, s)  # Ic_j S_j
-    s_w, s_v = s
-    bts = add(mul(yc, s_w), scale(add(cross(s_w, pc[0]), scale(cross(s_v, pc[1]), 2)), -1))
-    dfdv = add(_velocity_term(yc, pc, s_w), rigid_inertia_times(ic, dav))
+    bts = velocity_term_transposed(yc, pc, s)
+    dfdv = add(velocity_term(yc, pc, s), rigid_inertia_times(ic, dav))
     lower, above = jnp.asarray(upto.T), jnp.asarray(strict)  # j ⪯ k at [k, j]; k ≺ j
-    dtau_dqd = jnp.where(lower, _pairs((fa, bts), (dav, s_w)), 0) + jnp.where(above, _pairs(s, dfdv), 0)
+    dtau_dqd = jnp.where(lower, pairs((fa, bts), (dav, s[0])), 0) + jnp.where(above, pairs(s, dfdv), 0)
     return dict(
         s=s,
         inertia=inertia,
@@ -115,16 +126,19 @@ def velocity_stage(model: Model, q: Array, qd: Array, dtype) -> dict:
         v_parent=v_parent,
         v_body=v_body,
         p=p,
+        y=y,
         ic=ic,
         pc=pc,
         yc=yc,
         dv=dv,
+        dav=dav,
+        dfdv=dfdv,
         fa=fa,
         bts=bts,
         masks=(below, upto, strict, lower, above),
         dtau_dqd=dtau_dqd,
         velocity_product=scale(cross_motion(v, s), qd),  # (v_j x S_j) qd_j
-        mass=symmetric_from_upto(_pairs(s, fa), upto),
+        mass=symmetric_from_upto(pairs(s, fa), upto),
     )
 
 
@@ -136,20 +150,26 @@ def forces(model: Model, k: dict, vd: Array):
     base = ((zero, zero, zero), (-g[0], -g[1], -g[2]))
     s = k["s"]
     zeta = add(scale(s, vd), k["velocity_product"])
-    a_parent = add(base, _masked(strict.T, zeta))
-    a_body = add(base, _masked(below.T, zeta))
+    a_parent = add(base, masked(strict.T, zeta))
+    a_body = add(base, masked(below.T, zeta))
     f = add(rigid_inertia_times(k["inertia"], a_body), cross_force(k["v_body"], k["p"]))
-    fc = _masked(below, f)
+    fc = masked(below, f)
     return a_parent, fc, spatial_dot(s, fc)
+
+
+def acceleration_columns(k: dict, a_parent, fc):
+    """``dA_j`` and ``Bc_j dV_j + Ic_j dA_j + S_j x* F_j`` of each coordinate (module doc)."""
+    s, v_parent, dv, ic = k["s"], k["v_parent"], k["dv"], k["ic"]
+    da = add(cross_motion(a_parent, s), cross_motion(v_parent, dv))
+    return da, add(velocity_term(k["yc"], k["pc"], dv), rigid_inertia_times(ic, da), cross_force(s, fc))
 
 
 def acceleration_stage(k: dict, a_parent, fc) -> Array:
     """``dtau/dq`` from the parents' accelerations and the composite forces (module doc)."""
-    s, v_parent, dv, ic, pc, yc = k["s"], k["v_parent"], k["dv"], k["ic"], k["pc"], k["yc"]
+    s, dv = k["s"], k["dv"]
     _, _, _, lower, above = k["masks"]
-    da = add(cross_motion(a_parent, s), cross_motion(v_parent, dv))
-    dfdq = add(_velocity_term(yc, pc, dv[0]), rigid_inertia_times(ic, da), cross_force(s, fc))
-    return jnp.where(lower, _pairs((k["fa"], k["bts"]), (da, dv[0])), 0) + jnp.where(above, _pairs(s, dfdq), 0)
+    da, dfdq = acceleration_columns(k, a_parent, fc)
+    return jnp.where(lower, pairs((k["fa"], k["bts"]), (da, dv[0])), 0) + jnp.where(above, pairs(s, dfdq), 0)
 
 
 def result_dtype(model: Model, *x: Array):

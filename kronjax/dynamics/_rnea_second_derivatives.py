@@ -32,11 +32,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._spatial.algebra import add, cross, cross_force, cross_motion, mul, rigid_inertia_times, scale, spatial_dot, take
+from .._spatial.algebra import add, cross, cross_force, cross_motion, rigid_inertia_times, scale, spatial_dot, take
 from .._spatial.expansion import full_velocities, reduce
 from .._spatial.traversal import ancestry
 from ..chain import Model
-from ._rnea_derivatives import forces, result_dtype, velocity_stage
+from ._rnea_derivatives import forces, result_dtype, velocity_stage, velocity_term, velocity_term_transposed
 
 # The per-triple values (module doc): each a sum of dot products ``sign u_ij . x_k``, ``x`` one of
 # the columns ``(S, psi, psi', phi)`` (indices 0-3), as Pinocchio's ``p1``-``p6`` and the sums it
@@ -137,16 +137,6 @@ def _apply_r1(ic, s, x):
     return add(cross_force(s, rigid_inertia_times(ic, x)), scale(rigid_inertia_times(ic, cross_motion(s, x)), -1))
 
 
-def _apply_velocity(y, p, x):
-    """``Bc x`` (:mod:`kronjax.dynamics._rnea_derivatives`): ``(Y x_w + x_w x p_n, 2 x_w x p_f)``."""
-    return add(mul(y, x[0]), cross(x[0], p[0])), scale(cross(x[0], p[1]), 2)
-
-
-def _apply_velocity_transposed(y, p, x):
-    """The angular part of ``Bc^T x = (Y x_w - x_w x p_n - 2 x_v x p_f, 0)``."""
-    return add(mul(y, x[0]), scale(add(cross(x[0], p[0]), scale(cross(x[1], p[1]), 2)), -1))
-
-
 def _crossed_angular(x, n):
     """``x x* (n, 0)`` of a force with no linear part."""
     return cross(x[0], n), tuple(jnp.zeros_like(c) for c in n)
@@ -158,9 +148,9 @@ def _coordinate_forces(k: dict, fc, psi, psi_dot, phi) -> dict:
     return dict(
         f_s=rigid_inertia_times(ic, s),  # r0 x = x x* f_s
         f_psi=rigid_inertia_times(ic, psi),
-        f4=_apply_velocity_transposed(y, p, s),  # r4 x = x x* (f4, 0)
-        f5=add(_apply_velocity(y, p, psi), cross_force(s, fc), rigid_inertia_times(ic, psi_dot)),
-        f7=add(_apply_velocity(y, p, s), rigid_inertia_times(ic, add(psi, phi))),
+        f4=velocity_term_transposed(y, p, s),  # r4 x = x x* (f4, 0)
+        f5=add(velocity_term(y, p, psi), cross_force(s, fc), rigid_inertia_times(ic, psi_dot)),
+        f7=add(velocity_term(y, p, s), rigid_inertia_times(ic, add(psi, phi))),
     )
 
 
@@ -171,8 +161,8 @@ def _pair_vectors(i: dict, s, psi, psi_dot, phi) -> dict:
     r1 = functools.partial(_apply_r1, ic, s_i)
 
     def r3(x):  # Ic.variation(psi_i) x + x x* f_psi + S_i x* (Bc x) - Bc (S_i x x)
-        turned = add(_apply_r1(ic, psi_i, x), cross_force(x, i["f_psi"]), cross_force(s_i, _apply_velocity(y, p, x)))
-        return add(turned, scale(_apply_velocity(y, p, cross_motion(s_i, x)), -1))
+        turned = add(_apply_r1(ic, psi_i, x), cross_force(x, i["f_psi"]), cross_force(s_i, velocity_term(y, p, x)))
+        return add(turned, scale(velocity_term(y, p, cross_motion(s_i, x)), -1))
 
     u9 = cross_force(s, i["f_s"])
     u13 = r1(s)
@@ -181,8 +171,8 @@ def _pair_vectors(i: dict, s, psi, psi_dot, phi) -> dict:
     u1 = add(
         _apply_r1(ic, psi_i, s),
         scale(cross_force(s, i["f_psi"]), -1),
-        scale((_apply_velocity_transposed(y, p, s_cross), tuple(jnp.zeros_like(c) for c in s[0])), -1),
-        _crossed_angular(s_i, _apply_velocity_transposed(y, p, s)),
+        scale((velocity_term_transposed(y, p, s_cross), tuple(jnp.zeros_like(c) for c in s[0])), -1),
+        _crossed_angular(s_i, velocity_term_transposed(y, p, s)),
     )
     return dict(
         u1=u1,

@@ -10,10 +10,13 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
 from ..chain import Model, Tree
+from . import _aba_derivatives
 from ._bodies import check_inputs, require_inertials
 from ._forward import forward_dynamics, forward_dynamics_derivatives
 from ._inverse import inverse_dynamics_derivatives
+from ._rnea_hessian import rnea_hessian
 from ._rnea_second_derivatives import rnea_second_derivatives
+from ._rules import mass_inputs, positive_definite
 
 
 class InverseDynamicsSecondDerivatives(NamedTuple):
@@ -136,6 +139,11 @@ def inverse_dynamics_hessian(
     :attr:`InverseDynamicsSecondDerivatives.d2tau_dq2`). ``tau`` being linear in ``vd``, the only
     other block is ``d²(λ^T tau) / dvd_j dq_k = λ^T dM[:, j] / dq_k``.
 
+    :class:`~kronjax.chain.Tree` models: without the tensors, by the λ-contracted algorithm of
+    Singh, Russell and Wensing (arXiv:2203.01497): ``λ`` enters the recursions as a second
+    velocity, and each entry is a sum of a few dot products over a pair of coordinates on one path
+    of the tree, as in the first-order derivatives. Other models: the tensors contracted.
+
     Args:
         model: the :class:`~kronjax.chain.Model` (its inertials are needed).
         q: ``(nq,)`` configuration.
@@ -163,7 +171,12 @@ def inverse_dynamics_hessian(
         True
     """
     _check_weights(model.nv, lam, "lam")
-    return _contracted(inverse_dynamics_second_derivatives(model, q, v, vd), lam)
+    if not isinstance(model.kinematics, Tree):
+        return _contracted(inverse_dynamics_second_derivatives(model, q, v, vd), lam)
+    q, v, vd = check_inputs(model, q=q, v=v, vd=vd)
+    require_inertials(model)
+    qq, qv, vv, qa = rnea_hessian(model, q, v, vd, jnp.asarray(lam))
+    return jnp.block([[(qq + qq.T) / 2, qv], [qv.T, vv]]), qa.T
 
 
 def _contracted(second: tuple, weights: ArrayLike) -> tuple[Array, Array]:
@@ -247,9 +260,7 @@ def forward_dynamics_second_derivatives(
         >>> bool(jnp.allclose(second.d2vd_dtaudq, inverse.reshape(2, 4), atol=1e-4))
         True
     """
-    q, v, tau = check_inputs(model, q=q, v=v, tau=tau)
-    vd = forward_dynamics(model, q, v, tau)
-    vd_q, vd_v, minv = forward_dynamics_derivatives(model, q, v, tau)
+    vd, vd_q, vd_v, minv = _forward_first_order(model, q, v, tau)
     n = model.nv
     tau_qq, tau_qv, tau_vv, mass_q = (t.reshape(n, n, n) for t in inverse_dynamics_second_derivatives(model, q, v, vd))
     # [m, j, k] = (dM/dq_j dvd/dx_k)_m
@@ -262,6 +273,17 @@ def forward_dynamics_second_derivatives(
         solve(tau_vv),
         solve(jnp.einsum("mlk,lj->mjk", mass_q, minv)),
     )
+
+
+def _forward_first_order(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike) -> tuple[Array, ...]:
+    """``(vd, dvd/dq, dvd/dv, M^-1)`` at ``(q, v, tau)``, by one pass on a tree."""
+    q, v, tau = check_inputs(model, q=q, v=v, tau=tau)
+    require_inertials(model)
+    if not isinstance(model.kinematics, Tree):
+        return forward_dynamics(model, q, v, tau), *forward_dynamics_derivatives(model, q, v, tau)
+    vd, dq, dqd, minv, pivots = _aba_derivatives.aba_derivatives(model, q, v, tau)
+    minv = positive_definite(minv, pivots, mass_inputs(model, q))
+    return vd, -minv @ dq, -minv @ dqd, minv
 
 
 def forward_dynamics_hessian(
@@ -299,4 +321,13 @@ def forward_dynamics_hessian(
         True
     """
     _check_weights(model.nv, mu, "mu")
-    return _contracted(forward_dynamics_second_derivatives(model, q, v, tau), mu)
+    vd, vd_q, vd_v, minv = _forward_first_order(model, q, v, tau)
+    # tau(q, v, vd(q, v, tau)) = tau differentiated twice and contracted with λ = M^-1 μ:
+    # μ^T d2vd/dx dy = -(λ^T d2tau/dx dy + λ^T dM/dx dvd/dy + λ^T dM/dy dvd/dx).
+    lam = minv @ jnp.asarray(mu, minv.dtype)
+    hessian, vd_q_block = inverse_dynamics_hessian(model, q, v, vd, lam)
+    mass_q = vd_q_block.T  # [k, j] = λ^T dM[:, j] / dq_k
+    through_q, through_v = mass_q @ vd_q, mass_q @ vd_v
+    n = model.nv
+    coupling = jnp.block([[through_q + through_q.T, through_v], [through_v.T, jnp.zeros((n, n), minv.dtype)]])
+    return -(hessian + coupling), -(minv @ vd_q_block)
