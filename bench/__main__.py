@@ -1,6 +1,6 @@
 """kronjax's benchmark suite against Pinocchio, adam, jaxsim, MuJoCo MJX and frax, in one run:
 
-    python -m bench            # the default sections (about 10 minutes on 2 cores; all but legged)
+    python -m bench            # the default sections (about 10 minutes on 2 cores; all but legged and second_order)
     python -m bench --quick    # a smoke run: small batches, n up to 24
     make bench                 # installs kronjax with its `bench` extra (the peers) and runs the suite
 
@@ -20,6 +20,7 @@ from pathlib import Path
 
 
 def parse(argv=None) -> argparse.Namespace:
+    from . import second_order
     from .legged import COMPILE_ONLY, ROBOTS
     from .suite import SECTIONS
 
@@ -29,7 +30,9 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="a smoke run: small batches, n up to 24")
     parser.add_argument("--no-peers", action="store_true", help="only kronjax and Pinocchio")
     parser.add_argument("--no-float32", action="store_true", help="float64 only")
-    parser.add_argument("--sections", nargs="+", choices=SECTIONS, help=f"of {', '.join(SECTIONS)} (default all but legged)")
+    parser.add_argument(
+        "--sections", nargs="+", choices=SECTIONS, help=f"of {', '.join(SECTIONS)} (default all but legged and second_order)"
+    )
     parser.add_argument("--batches", type=int, nargs="+", help="inverse-dynamics batches of kronjax and Pinocchio")
     parser.add_argument("--big", type=int, help="the batch of the peers, forward dynamics, Coriolis, derivatives, float32")
     parser.add_argument("--scaling-n", type=int, nargs="+", help="joint counts of the scaling sections")
@@ -38,6 +41,24 @@ def parse(argv=None) -> argparse.Namespace:
     robots = (*ROBOTS, *COMPILE_ONLY)
     parser.add_argument("--legged-robots", nargs="+", choices=robots, help="section legged's models (default all)")
     parser.add_argument("--legged-batch", type=int, help="section legged's batch (default 10000; --quick 500)")
+    so = "section second_order's"
+    parser.add_argument("--second-order-robots", nargs="+", choices=tuple(second_order.ROBOTS), help=f"{so} models (default all)")
+    parser.add_argument(
+        "--second-order-batch",
+        type=int,
+        help=f"{so} batch where the four tensors fit the memory cap (default 10000; --quick 500)",
+    )
+    parser.add_argument("--second-order-gib", type=float, help=f"{so} cap on the four tensors of a call, GiB (default 1)")
+    parser.add_argument(
+        "--second-order-timeout",
+        type=float,
+        help=f"{so} seconds of one kronjax row's process, compilation included (default 1200)",
+    )
+    parser.add_argument(
+        "--second-order-process-gib",
+        type=float,
+        help=f"{so} address space of one kronjax row's process, GiB (default half the memory)",
+    )
     parser.add_argument("--out", type=Path, help="results folder (default bench/results)")
     return parser.parse_args(argv)
 
@@ -64,6 +85,11 @@ def main(argv=None) -> dict:
             "sections": tuple(args.sections) if args.sections else None,
             "legged_robots": tuple(args.legged_robots) if args.legged_robots else None,
             "legged_batch": args.legged_batch,
+            "second_order_robots": tuple(args.second_order_robots) if args.second_order_robots else None,
+            "second_order_batch": args.second_order_batch,
+            "second_order_memory": int(args.second_order_gib * 2**30) if args.second_order_gib else None,
+            "second_order_timeout": args.second_order_timeout,
+            "second_order_process_memory": int(args.second_order_process_gib * 2**30) if args.second_order_process_gib else None,
         }.items()
         if v is not None
     }

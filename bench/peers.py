@@ -13,6 +13,7 @@ import importlib
 import importlib.metadata
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -358,11 +359,14 @@ def mjx_inverse_dynamics(urdf: str):
     return inverse_dynamics, mj_model
 
 
-def run_module(module: str, spec: dict, no_fusion: bool, tmp: str | Path, extra_flags: Sequence[str] = ()) -> dict:
+def run_module(
+    module: str, spec: dict, no_fusion: bool, tmp: str | Path, extra_flags: Sequence[str] = (), timeout: float = 900
+) -> dict:
     """``python -m module SPEC.json`` in a process of its own with :func:`xla_env` and
     ``extra_flags`` (its XLA flags are read when JAX starts there); ``spec`` is written to
     ``tmp``/spec.json and must name its result file ``out``. Returns the result; a
-    ``RuntimeError`` with the last line of stderr where the process fails."""
+    ``RuntimeError`` with the last line of stderr where the process fails, ``subprocess.TimeoutExpired``
+    (the process killed) after ``timeout`` seconds."""
     spec_path = Path(tmp, "spec.json")
     spec_path.write_text(json.dumps(spec))
     env = xla_env(no_fusion)
@@ -370,11 +374,13 @@ def run_module(module: str, spec: dict, no_fusion: bool, tmp: str | Path, extra_
         env["XLA_FLAGS"] = " ".join([env.get("XLA_FLAGS", ""), *extra_flags]).strip()
     env["PYTHONPATH"] = str(ROOT) + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     proc = subprocess.run(
-        [sys.executable, "-m", module, str(spec_path)], env=env, cwd=ROOT, capture_output=True, text=True, timeout=900
+        [sys.executable, "-m", module, str(spec_path)], env=env, cwd=ROOT, capture_output=True, text=True, timeout=timeout
     )
     if proc.returncode != 0:
-        tail = [line for line in proc.stderr.strip().splitlines() if line.strip()][-1:] or ["?"]
-        raise RuntimeError(f"subprocess exited {proc.returncode}: {tail[0]}")
+        # the last line with words (not the banner of XLA's slow-compilation alarm)
+        tail = [line for line in proc.stderr.strip().splitlines() if any(c.isalnum() for c in line)][-1:] or ["?"]
+        how = f"killed by {signal.Signals(-proc.returncode).name}" if proc.returncode < 0 else f"exited {proc.returncode}"
+        raise RuntimeError(f"subprocess {how}: {tail[0]}")
     return json.loads(Path(spec["out"]).read_text())
 
 

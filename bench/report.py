@@ -43,6 +43,20 @@ LEGGED = {
     "inverse_dynamics_derivatives": "computeRNEADerivatives",
     "forward_dynamics_derivatives": "computeABADerivatives",
 }
+# the methods of the `second_order` section (operation "second_order"; library kronjax, then the
+# floor of writing the outputs (jax), then Pinocchio's C++) and the method of the same robot
+# whose time the report divides each one's by (None: none)
+SECOND_ORDER = {
+    "inverse_dynamics_derivatives": "computeRNEADerivatives",
+    "inverse_dynamics_second_derivatives": "ComputeRNEASecondOrderDerivatives",
+    "inverse_dynamics_hessian": "inverse_dynamics_derivatives",
+    "jax.hessian(lam @ inverse_dynamics), analytic": "inverse_dynamics_hessian",
+    "jax.hessian(lam @ inverse_dynamics), autodiff": "inverse_dynamics_hessian",
+    "writing 4 nv^3 float64 (floor)": "inverse_dynamics_second_derivatives",
+    "computeRNEADerivatives": None,
+    "ComputeRNEASecondOrderDerivatives": "computeRNEADerivatives",
+    "setZero of its 4 tensors (floor)": "ComputeRNEASecondOrderDerivatives",
+}
 
 
 # --------------------------------------------------------------------------------------------
@@ -396,6 +410,49 @@ def _legged_tables(records: list[Record]) -> list[str]:
     return lines + [f"| {o} | " + " | ".join(cell(o, m) for _, m in models) + " |" for o in LEGGED] + [""]
 
 
+def _second_order_tables(records: list[Record]) -> list[str]:
+    """Section ``second_order``: per robot, kronjax per sample, the floor of writing the outputs
+    and Pinocchio's C++ per call, each with its time over that of the method :data:`SECOND_ORDER`
+    names."""
+    rows = [r for r in records if r.operation == "second_order"]
+    if not rows:
+        return []
+
+    def reference(r):
+        method = SECOND_ORDER.get(r.method)
+        return next((p for p in rows if (p.model, p.method) == (r.model, method) and p.seconds_per_call), None)
+
+    def ratio(r):
+        ref = reference(r)
+        if ref is None or r.seconds_per_sample is None:
+            return "-"
+        return f"{r.seconds_per_sample / ref.seconds_per_sample:.2f} x {ref.method}"
+
+    lines = [
+        "float64; kronjax's `jax.jit(jax.vmap(f))` per sample at the batch given (the largest whose four tensors fit the "
+        "section's memory cap), the floor (a function that only writes `4 nv^3` float64 per sample, as many as the four "
+        "tensors) likewise, Pinocchio's C++ per call (one thread, `-O3 -march=native`, over the leading states); times: "
+        "median [min, max] over the timing rounds; 'time ratio': this row's time over the named row's; compile: the "
+        "first `lower` (trace) + `compile` (XLA) at the batch; error: against Pinocchio's C++ tensors on the leading states (the "
+        "Hessians against `lam` contracted with them; the first order against `computeRNEADerivatives` from Python).",
+        "",
+    ]
+    columns = [LIBRARY, METHOD, BATCH, ("us/sample or call [range]", "---:", _us_range)]
+
+    def compile_s(r):
+        if r.compile_s is None or "xla_compile_s" not in r.extra:
+            return _num(r.compile_s, ".1f")
+        return f"{r.compile_s:.1f} ({r.extra['trace_lower_s']:.1f} + {r.extra['xla_compile_s']:.1f})"
+
+    columns += [("time ratio", "---", ratio), ("compile s (trace + XLA)", "---:", compile_s)]
+    columns += [("rel. err vs Pinocchio", "---:", ERROR[2]), NOTE]
+    for model in dict.fromkeys(r.model for r in rows):
+        mine = [r for r in rows if r.model == model]
+        batch = max(r.batch for r in mine)
+        lines += _table(f"### {model} (nv = {mine[0].n_dof}, batch {batch})", columns, mine)
+    return lines
+
+
 def _mjcf_table(records: list[Record]) -> list[str]:
     """Section ``mjcf``: kronjax and MJX on the same MJCF file; the ratio to MJX's faster row."""
     rows = [r for r in records if r.operation.startswith("mjcf_")]
@@ -495,6 +552,9 @@ def markdown(records: list[Record], meta: dict, peers: dict, config, goal_rows, 
     table = _legged_tables(records)
     if table:
         lines += ["", "## Legged robots (example-robot-data, free-flyer root)", ""] + table
+    table = _second_order_tables(records)
+    if table:
+        lines += ["", "## Second-order derivatives of inverse dynamics (Pinocchio's C++ peer)", ""] + table
     table = _mjcf_table(records)
     if table:
         lines += ["", "## The same MJCF in kronjax and MJX, armature included", ""] + table

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import tempfile
 import time
 import traceback
@@ -20,7 +21,7 @@ import numpy as np
 
 import kronjax as kj
 
-from . import floating, legged, mjcf, models
+from . import floating, legged, mjcf, models, second_order
 from ._timing import Record, best_time, time_jax
 from .peers import Pinocchio, adam_inverse_dynamics, frax_functions, jaxsim_functions, run_module
 
@@ -36,9 +37,16 @@ SECTIONS = (
     "floating",
     "mjcf",
     "legged",
+    "second_order",
 )
-# `legged` compiles for most of an hour on 2 cores (the humanoids' derivatives): run when named only
-DEFAULT_SECTIONS = SECTIONS[:-1]
+# `legged` compiles for most of an hour on 2 cores (the humanoids' derivatives), `second_order` for
+# tens of minutes (the humanoids' jax.hessian): run when named only
+DEFAULT_SECTIONS = SECTIONS[:-2]
+
+
+def _memory() -> int:
+    """The machine's physical memory in bytes."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 @dataclasses.dataclass
@@ -59,6 +67,11 @@ class Config:
     threads: int = 2  # Pinocchio's *InParallel
     legged_batch: int = 10_000  # section legged
     legged_robots: tuple[str, ...] = (*legged.ROBOTS, *legged.COMPILE_ONLY)
+    second_order_batch: int = 10_000  # section second_order, where its four tensors fit in:
+    second_order_memory: int = 2**30  # bytes, the tensors of one call (second_order.batch_for)
+    second_order_robots: tuple[str, ...] = tuple(second_order.ROBOTS)
+    second_order_timeout: float = 1200.0  # seconds of one kronjax row's process (compilation included)
+    second_order_process_memory: int = dataclasses.field(default_factory=lambda: _memory() // 2)  # its address space
 
     @classmethod
     def quick(cls, **changes) -> Config:
@@ -74,6 +87,7 @@ class Config:
             mjx_probe=20,
             mjx_max_call_s=5.0,
             legged_batch=500,
+            second_order_batch=500,
         )
         return cls(**{**base, **changes})
 
@@ -527,3 +541,7 @@ class Suite:
     def section_legged(self):
         """Dynamics, Jacobians and derivatives of legged robots against Pinocchio: :mod:`bench.legged`."""
         legged.section(self)
+
+    def section_second_order(self):
+        """Second-order derivatives of inverse dynamics against Pinocchio's C++: :mod:`bench.second_order`."""
+        second_order.section(self)

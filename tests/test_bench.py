@@ -193,3 +193,45 @@ def test_legged_references_are_in_kronjax_layout():
     hip = list(robot.model.joint_names).index("RF_HAA")
     assert set(np.flatnonzero(np.abs(j_r[hip]).max(0) > TOL)) <= {3, 4, 5, 6 + robot.joint_names.index("RF_HAA")}
     assert models.panda().nv == 7 and models.random_chain(legged.CHAIN_N, seed=legged.CHAIN_N).nv == 100
+
+
+def test_second_order_helpers():
+    """Section `second_order`'s helpers: its method names are the report's, the batch under the
+    memory cap, the Hessian of lam . tau from Khang-layout tensors (as kj.inverse_dynamics_hessian
+    contracts kronjax's own), and d2tau_dq2 compared symmetrised only when it differs in the
+    free-flyer block alone."""
+    from bench import report, second_order
+
+    kronjax_methods = [
+        "inverse_dynamics_derivatives",
+        "inverse_dynamics_second_derivatives",
+        "inverse_dynamics_hessian",
+        *(second_order.JAX_HESSIAN.format(d) for d in ("analytic", "autodiff")),
+    ]
+    assert [*kronjax_methods, second_order.FLOOR, *second_order.PINOCCHIO_TIMINGS] == list(report.SECOND_ORDER)
+    assert second_order.batch_for(9, 10_000, 2**30, 64) == 10_000
+    assert second_order.batch_for(50, 10_000, 2**30, 64) == 200  # 4 MB a sample
+    assert second_order.batch_for(50, 10_000, 2**20, 64) == 64
+
+    model = kj.models.double_pendulum()
+    q, v, vd, lam = np.array([0.3, 0.7]), np.array([1.0, -2.0]), np.array([0.5, 0.2]), np.array([0.4, -1.0])
+    tensors = {
+        f: np.asarray(t)[None] for f, t in zip(second_order.FIELDS, kj.inverse_dynamics_second_derivatives(model, q, v, vd))
+    }
+    hessian, vd_q = second_order.hessian_reference(tensors, lam[None])
+    ours = kj.inverse_dynamics_hessian(model, q, v, vd, lam)
+    np.testing.assert_allclose(hessian[0], ours[0], atol=1e-12)
+    np.testing.assert_allclose(vd_q[0], ours[1], atol=1e-12)
+
+    rng, nv = np.random.default_rng(0), 8
+    ref = {f: rng.normal(size=(2, nv, nv * nv)) for f in second_order.FIELDS}
+    skew = np.zeros((2, nv, nv, nv))
+    skew[:, :, 1, 4], skew[:, :, 4, 1] = 1.0, -1.0  # an antisymmetric change in the free-flyer block
+    out = dict(ref, d2tau_dq2=ref["d2tau_dq2"] + skew.reshape(2, nv, nv * nv))
+    error, errors, note = second_order.tensor_errors(out, ref, free_flyer=True)
+    assert error < 1e-15 and errors["d2tau_dq2_raw"] > 0.1 and "symmetrised" in note
+    assert second_order.tensor_errors(out, ref, free_flyer=False)[0] > 0.1  # fixed base: as it comes
+    skew[:, :, 1, 7] = 1.0  # outside the block: not symmetrised
+    out = dict(ref, d2tau_dq2=ref["d2tau_dq2"] + skew.reshape(2, nv, nv * nv))
+    error, _, note = second_order.tensor_errors(out, ref, free_flyer=True)
+    assert error > 0.1 and "outside" in note
