@@ -30,12 +30,16 @@ so that the whole Hessian costs a few ``n x n`` masked products, like the first-
 
 from __future__ import annotations
 
+import functools
+
 import equinox as eqx
+import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
-from .._spatial.algebra import add, cross_force, cross_motion, rigid_inertia_times, scale
-from .._spatial.expansion import full_velocities, reduce
+from .._spatial.algebra import add, cross, cross_force, cross_motion, rigid_inertia_times, scale
+from .._spatial.expansion import expansion, full_velocities, reduce
 from ..chain import Model
 from ._rnea_derivatives import (
     acceleration_columns,
@@ -54,45 +58,73 @@ def _zero_linear(angular):
     return angular, tuple(jnp.zeros_like(c) for c in angular)
 
 
+@functools.lru_cache(maxsize=64)
+def _cached_weights(upto_bytes: bytes, n: int) -> tuple[np.ndarray, np.ndarray]:
+    upto = np.frombuffer(upto_bytes, dtype=bool).reshape(n, n)
+    joint = upto & upto.T
+    strict = upto & ~joint
+    # the (q, q) block of a joint: the mean of both orders; (q, v) and (v, v): rows . columns;
+    # (v, q): columns . rows (its transpose)
+    down = np.block([[strict + joint / 2, upto], [strict, upto]])
+    up = np.block([[strict.T + joint / 2, strict.T], [upto.T, strict.T]])
+    return down, up
+
+
+def _weights(upto: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Static weights of ``rows_j . columns_k`` and ``columns_j . rows_k`` in the ``(2n, 2n)``
+    Hessian, from ``upto[j, k]``: ``k ⪰ j``."""
+    return _cached_weights(np.ascontiguousarray(upto).tobytes(), upto.shape[0])
+
+
 @eqx.filter_jit
 def rnea_hessian(
     model: Model, q: Float[Array, " nq"], v: Float[Array, " nv"], vd: Float[Array, " nv"], lam: Float[Array, " nv"]
-) -> tuple[Float[Array, "nv nv"], Float[Array, "nv nv"], Float[Array, "nv nv"], Float[Array, "nv nv"]]:
-    """``(qq, qv, vv, qa)`` blocks of the Hessian of ``λ^T tau`` of a :class:`~kronjax.chain.Tree`
-    model at one state (module doc): ``qq[j, k] = d2/dq_j dq_k``, ``qv[j, k] = d2/dq_j dv_k``,
-    ``vv[j, k] = d2/dv_j dv_k``, ``qa[k, j] = d2/dq_k dvd_j = λ^T dM[:, j] / dq_k``; ``qq`` as the
-    algorithm gives it (within a free or spherical joint not symmetric)."""
+) -> tuple[Float[Array, "2*nv 2*nv"], Float[Array, "nv nv"]]:
+    """The Hessian of ``λ^T tau`` in ``(q, v)`` (the ``(q, q)`` block symmetrised) and ``[j, k] =
+    d2/dvd_j dq_k = λ^T dM[:, j] / dq_k`` of a :class:`~kronjax.chain.Tree` model at one state
+    (module doc). Every block is written in its own orientation, never as a transpose of
+    another: under ``vmap`` a transposed ``(batch, n, n)`` array costs more than the products."""
     dtype = result_dtype(model, q, v, vd, lam)
     tree = model.kinematics
     q, v, vd, lam = (x.astype(dtype) for x in (q, v, vd, lam))
     k = velocity_stage(model, q, full_velocities(tree, v), dtype)
     a_parent, fc, _ = forces(model, k, full_velocities(tree, vd))
     da, f3 = acceleration_columns(k, a_parent, fc)
-    below, _, strict, lower, above = k["masks"]
+    below, upto, strict, _, _ = k["masks"]
     s, inertia, ic, dv = k["s"], k["inertia"], k["ic"], k["dv"]
     sl = scale(s, full_velocities(tree, lam))
     w_body = masked(below.T, sl)
     h = rigid_inertia_times(inertia, w_body)
-    z = _zero_linear(velocity_term_transposed(k["y"], k["p"], w_body))
+    z = velocity_term_transposed(k["y"], k["p"], w_body)  # its linear part is zero
     hc, zc, ywc = masked(below, (h, z, velocity_matrix(inertia, w_body)))
-    neg = lambda x: scale(x, -1)  # noqa: E731
     omega = cross_motion(masked(strict.T, sl), s)
-    hs = cross_force(s, hc)
-    f5 = neg(_zero_linear(velocity_term_transposed(ywc, hc, s)))
+    f5 = _zero_linear(scale(velocity_term_transposed(ywc, hc, s), -1))
     f6 = add(
-        neg(velocity_term(ywc, hc, dv)),
+        scale(velocity_term(ywc, hc, dv), -1),
         _zero_linear(velocity_term_transposed(k["yc"], k["pc"], omega)),
         scale(cross_force(dv, hc), 2),
-        cross_force(s, zc),
+        (cross(s[0], zc), tuple(jnp.zeros_like(c) for c in zc)),  # S x* (zc, 0)
     )
-    f7 = add(rigid_inertia_times(ic, omega), hs)
-    in_joint = jnp.logical_and(lower, lower.T)
-    joint_term = jnp.where(in_joint, pairs(hs, s), 0)  # [j, k] = (S_j x* hc_j) . S_k
-    qq = pairs((f3, f6, f7), (omega, dv, da))
-    qq = jnp.where(lower, qq, 0) + jnp.where(above, qq.T, 0)
-    vv = pairs(s, f5) + joint_term
-    vv = jnp.where(lower.T, vv, 0) + jnp.where(above.T, vv.T, 0)
-    qv = jnp.where(lower.T, pairs((omega, dv), (k["dfdv"], f5)), 0)
-    qv = qv + jnp.where(above.T, pairs((f6, f7), (s, k["dav"])), 0)
-    qa = jnp.where(lower, pairs(f7, s) - joint_term, 0) + jnp.where(above, pairs(omega, k["fa"]), 0)
-    return tuple(reduce(tree, x, (0, 1)) for x in (qq, qv, vv, qa))
+    f7 = add(rigid_inertia_times(ic, omega), cross_force(s, hc))
+    zero = tuple(jnp.zeros_like(c) for c in s[0])
+    zero = (zero, zero)
+    # Per entry of the Hessian at [x, y], coordinates j (row) and k (column): ``rows_j .
+    # columns_k`` where k ⪰ j, ``columns_j . rows_k`` where k ≺ j (module doc), the q and v
+    # halves stacked so that the whole (2n, 2n) Hessian is one elementwise pass: under ``vmap``
+    # its cost is writing the output, and blocks written apart and joined cost twice that.
+    stack = lambda *halves: jax.tree.map(lambda *c: jnp.concatenate(c, -1), *halves)  # noqa: E731
+    rows = (stack(omega, zero), stack(dv, s), stack(da, k["dav"]))
+    columns = (stack(f3, k["dfdv"]), stack(f6, f5), stack(f7, zero))
+    weights = _weights(upto)
+    hessian = weights[0] * pairs(rows, columns) + weights[1] * pairs(columns, rows)
+    below_joint = upto & upto.T
+    joint_term = jnp.where(below_joint, pairs(cross_force(s, hc), s), 0)  # (S_j x* hc_j) . S_k
+    vd_q = jnp.where(upto, pairs(s, f7) + joint_term, 0) + jnp.where(strict.T, pairs(k["fa"], omega), 0)
+    if tree.has_multi_dof:  # (S_j x* hc_j) . S_k is zero for j = k
+        n = upto.shape[0]
+        hessian = hessian.at[n:, n:].add(joint_term)
+    if expansion(tree).reduction is None:
+        return hessian, vd_q
+    n = upto.shape[0]
+    blocks = [[reduce(tree, hessian[r : r + n, c : c + n], (0, 1)) for c in (0, n)] for r in (0, n)]
+    return jnp.block(blocks), reduce(tree, vd_q, (0, 1))

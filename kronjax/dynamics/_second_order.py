@@ -175,8 +175,7 @@ def inverse_dynamics_hessian(
         return _contracted(inverse_dynamics_second_derivatives(model, q, v, vd), lam)
     q, v, vd = check_inputs(model, q=q, v=v, vd=vd)
     require_inertials(model)
-    qq, qv, vv, qa = rnea_hessian(model, q, v, vd, jnp.asarray(lam))
-    return jnp.block([[(qq + qq.T) / 2, qv], [qv.T, vv]]), qa.T
+    return rnea_hessian(model, q, v, vd, jnp.asarray(lam))
 
 
 def _contracted(second: tuple, weights: ArrayLike) -> tuple[Array, Array]:
