@@ -265,6 +265,20 @@ def test_two_link_matches_scipy_and_respects_limits(two_link_problem, two_link_s
 
 
 @pytest.mark.slow
+def test_exact_hessians_reach_scipys_optimum(two_link_problem, two_link_slsqp):
+    """``hessian="exact"`` (the curvature blocks from the λ-contracted Hessians of the inverse
+    dynamics) converges to SLSQP's optimum to 1e-6, as the default does."""
+    model, bc = two_link_problem
+    solver = to.InteriorPoint(hessian="exact")
+    result = to.optimize(model, bc, to.TorqueEffort(), num_control_points=14, solver=solver)
+    reference, _ = two_link_slsqp
+    ours = float(result.report.cost[0])
+    print(f"\ntwo-link, exact Hessians: cost {ours:.10g} in {int(result.report.iterations[0])} iterations")
+    assert result.report.converged[0] and result.report.iterations[0] <= 50
+    assert abs(ours - reference.fun) <= 1e-6 * abs(reference.fun)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("free_time", [False, True])
 def test_gauss_newton_hessian_plus_the_dynamics_curvature_is_the_exact_hessian(two_link_problem, free_time):
     """The interior-point method's default derivatives: the problem with the torques linearised at
@@ -273,9 +287,10 @@ def test_gauss_newton_hessian_plus_the_dynamics_curvature_is_the_exact_hessian(t
     dynamics, ``sum_k S_k^T (d^2 (w_k . tau_k) / d u_k^2) S_k`` (``u_k = (q, qd, qdd)`` at sample
     ``k``, ``S_k = d u_k / dx``, ``w_k`` the torques' adjoint, the curvature from the Euler-Lagrange
     equations by autodiff, ``method="euler_lagrange"``), is ``jax.hessian`` of the exact problem: what
-    Gauss-Newton leaves out is exactly what the solver's SR1 blocks approximate. With a free
+    Gauss-Newton leaves out is exactly what the solver's SR1 blocks approximate, and what
+    ``hessian="exact"`` computes (:func:`~kronjax.inverse_dynamics_hessian`). With a free
     duration ``u_k`` is not linear in ``x``; a sphere constraint adds forward kinematics."""
-    from kronjax.trajopt._linearisation import functions, linearisation, linearised_functions, states_at
+    from kronjax.trajopt._linearisation import curvature_blocks, functions, linearisation, linearised_functions, states_at
 
     model, bc = two_link_problem
     avoid = to.AvoidSpheres(("link2",), [[0.5, 0.0, 0.0]], [[0.3, 0.4, 0.0]], [0.1])
@@ -312,6 +327,8 @@ def test_gauss_newton_hessian_plus_the_dynamics_curvature_is_the_exact_hessian(t
         return w @ kj.inverse_dynamics(model, u[:2], u[2:4], u[4:], method="euler_lagrange")
 
     curvature = jax.vmap(jax.hessian(weighted, argnums=1))(adjoint, states)  # (K, 6, 6)
+    # hessian="exact" takes these blocks from the λ-contracted Hessians of the inverse dynamics
+    close(curvature_blocks(problem, states, adjoint), curvature, 1e-10)
     samples = jax.jacfwd(lambda x: states_at(problem, x))(x)  # (K, 6, len(x))
     gauss_newton = jax.hessian(local)(x, zero)
     print(f"\nGauss-Newton leaves out {float(jnp.abs(gauss_newton - jax.hessian(exact)(x)).max()):.3g} of the Hessian's entries")

@@ -217,7 +217,7 @@ def _solve(problem: Problem, z0, duration0, warm, is_warm, solver: InteriorPoint
     x0 = jnp.einsum("ij,gjn->gin", problem.preconditioner_inverse.astype(dtype), z0).reshape(count, -1)
     if problem.free_time is not None:
         x0 = jnp.concatenate([x0, (duration0 / problem.boundary.duration.astype(dtype))[:, None]], axis=1)
-    settings = Settings(tol, solver.violation_tol, solver.barrier_init, solver.warm_barrier, solver.hessian == "gauss-newton")
+    settings = Settings(tol, solver.violation_tol, solver.barrier_init, solver.warm_barrier, solver.hessian == "exact")
     guesses = jax.vmap(lambda x, w: start(problem, x, w, is_warm, settings))(x0, warm)
     history = jnp.zeros((solver.max_iterations, count), dtype)
 

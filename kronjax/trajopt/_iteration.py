@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array
 
-from ._linearisation import functions, linearisation, linearised_functions, sr1, states_at
+from ._linearisation import curvature_blocks, functions, linearisation, linearised_functions, sr1, states_at
 from ._problem import Problem
 from ._solver import CONVERGED, INFEASIBLE, NON_FINITE, RUNNING
 
@@ -60,14 +60,14 @@ class Settings(NamedTuple):
     """What an iteration reads of its :class:`~kronjax.trajopt.InteriorPoint` (the solver passes
     these rather than itself: it is defined in ``_interior_point``, which imports this module): the
     scaled KKT error and duality gap at which a guess stops, the largest violation of a converged
-    guess, the first barrier parameter of a cold and of a warm start, and whether the Hessians are
-    Gauss-Newton's (else exact)."""
+    guess, the first barrier parameter of a cold and of a warm start, and whether the curvature
+    blocks of the inverse dynamics are exact (else quasi-Newton)."""
 
     tol: float
     violation_tol: float
     barrier_init: float
     warm_barrier: float
-    gauss_newton: bool
+    exact_curvature: bool
 
 
 class Guess(NamedTuple):
@@ -97,8 +97,8 @@ class Guess(NamedTuple):
     f_least: Array
     recent: Array  # (_STALL,) the last violations, a ring (+inf until filled)
     fresh: Array  # before the first iteration (which sets s, lam, y and the scale)
-    # Gauss-Newton's (size 0 with exact Hessians): the states u_k and the Jacobians A_k of the
-    # torques at the last linearisation, and the curvature blocks of the inverse dynamics
+    # the states u_k and the Jacobians A_k of the torques at the last linearisation, and the
+    # curvature blocks of the inverse dynamics
     states: Array  # (K, 3n)
     jacobian: Array  # (K, n, 3n)
     curvature: Array  # (K, 3n, 3n)
@@ -122,7 +122,7 @@ def start(problem: Problem, x, warm: InteriorPointState, is_warm: Array, setting
     s, lam, y, scale = (a.astype(dtype) for a in warm)
     empty = jnp.full(_FILTER_SIZE, jnp.inf, dtype)
     zero = jnp.zeros((), dtype)
-    count, n = (problem.s.shape[0], 3 * problem.nv) if settings.gauss_newton else (0, 0)
+    count, n = problem.s.shape[0], 3 * problem.nv
     return Guess(
         x, s, lam, y, mu, scale, zero, zero, jnp.asarray(False), jnp.asarray(0), empty, empty, jnp.asarray(0),
         zero, zero, jnp.asarray(RUNNING), jnp.asarray(-1), zero, x, zero, jnp.full(_STALL, jnp.inf, dtype), jnp.asarray(True),
@@ -146,8 +146,7 @@ def _first_values(guess: Guess, f, c, h, is_warm: Array):
 class _Derivatives(NamedTuple):
     """The problem at a guess's ``x``: the scaled cost ``f``, the inequality and equality constraints
     ``c``, ``h``, the gradient of the cost, the Jacobians of the constraints, the Hessian of the
-    Lagrangian, Gauss-Newton's correction for the dynamics' curvature (``None`` with exact
-    Hessians), and the start's ``(scale, s, lam, y)`` (used by the first iteration only).
+    Lagrangian without the dynamics' own curvature (Gauss-Newton's), that curvature's matrix, and the start's ``(scale, s, lam, y)`` (used by the first iteration only).
     :func:`_evaluate` returns the gradient of the Lagrangian beside it."""
 
     f: Array
@@ -157,52 +156,43 @@ class _Derivatives(NamedTuple):
     jac: Array
     jac_e: Array
     hessian: Array
-    correction: Array | None
+    correction: Array
     start: tuple
 
 
 def _evaluate(problem: Problem, guess: Guess, is_warm: Array, settings: Settings) -> tuple[Guess, _Derivatives, Array]:
-    """:class:`_Derivatives` at the guess, by one forward-over-reverse pass through the Lagrangian;
-    with Gauss-Newton Hessians, through the dynamics linearised at ``x``, with the guess's
-    linearisation and curvature blocks updated."""
-    fun = functions(problem)
+    """:class:`_Derivatives` at the guess, by one forward-over-reverse pass through the Lagrangian
+    of the problem with its dynamics linearised at ``x``, with the guess's linearisation and
+    curvature blocks updated."""
     fresh = guess.fresh
-    gauss_newton = settings.gauss_newton
-    if gauss_newton:
-        states, torques, jacobian = linearisation(problem, guess.x)
-        local = linearised_functions(problem, states, torques, jacobian)
-        extra = jnp.zeros_like(torques)
-    else:
-        extra = jnp.zeros(0, guess.x.dtype)
-
-        def local(x, extra):
-            return fun(x)
+    states, torques, jacobian = linearisation(problem, guess.x)
+    local = linearised_functions(problem, states, torques, jacobian)
+    extra = jnp.zeros_like(torques)
 
     def gradient_of_lagrangian(x):
         (f, c, h), pullback = jax.vjp(local, x, extra)
         start = jax.lax.stop_gradient(_first_values(guess, f, c, h, is_warm))
         scale, _, lam, y = (jnp.where(fresh, new, old) for new, old in zip(start, (guess.scale, guess.s, guess.lam, guess.y)))
         grad_l, adjoint = pullback((1.0 / scale, lam, y))
-        curvature = guess.curvature
-        if gauss_newton:
-            # the curvature of the inverse dynamics that Gauss-Newton leaves out, sum_k w_k . d^2
-            # tau_k / d u_k^2 with w_k the torques' adjoint, is partially separable: one 3n x 3n
-            # block per sample, each updated by SR1 from the last step's change of its states and
-            # of A_k^T w_k (partitioned quasi-Newton, Griewank and Toint 1982; N&W sec. 7.4)
+        # the curvature of the inverse dynamics that the linearisation leaves out, sum_k w_k . d^2
+        # tau_k / d u_k^2 with w_k the torques' adjoint, is partially separable: one 3n x 3n
+        # block per sample, exact (the λ-contracted Hessians of the inverse dynamics) or updated
+        # by SR1 from the last step's change of its states and of A_k^T w_k (partitioned
+        # quasi-Newton, Griewank and Toint 1982; N&W sec. 7.4)
+        if settings.exact_curvature:
+            curvature = curvature_blocks(problem, states, jax.lax.stop_gradient(adjoint))
+        else:
             change = jnp.einsum("kij,ki->kj", jacobian - guess.jacobian, adjoint)
             updated = jax.vmap(sr1)(guess.curvature, states - guess.states, change)
             curvature = jax.lax.stop_gradient(jnp.where(fresh, guess.curvature, updated))
-            # its gradient, zero at x, differentiates to the correction's matrix
-            u, through_states = jax.vjp(lambda x: states_at(problem, x), x)
-            grad_c = through_states(jnp.einsum("kij,kj->ki", curvature, u - states))[0]
-            return (grad_l, c, h, f / scale, grad_c), (grad_l, c, h, f / scale, start, curvature)
-        return (grad_l, c, h, f / scale), (grad_l, c, h, f / scale, start, curvature)
+        # its gradient, zero at x, differentiates to the correction's matrix
+        u, through_states = jax.vjp(lambda x: states_at(problem, x), x)
+        grad_c = through_states(jnp.einsum("kij,kj->ki", curvature, u - states))[0]
+        return (grad_l, c, h, f / scale, grad_c), (grad_l, c, h, f / scale, start, curvature)
 
     derivatives, (grad_l, c, h, f, start, curvature) = jax.jacfwd(gradient_of_lagrangian, has_aux=True)(guess.x)
-    hessian, jac, jac_e, grad_f = derivatives[:4]
-    if gauss_newton:
-        guess = guess._replace(states=states, jacobian=jacobian, curvature=curvature)
-    correction = derivatives[4] if gauss_newton else None
+    hessian, jac, jac_e, grad_f, correction = derivatives
+    guess = guess._replace(states=states, jacobian=jacobian, curvature=curvature)
     return guess, _Derivatives(f, c, h, grad_f, jac, jac_e, hessian, correction, start), grad_l
 
 
@@ -258,7 +248,7 @@ def _terminate(guess: Guess, d: _Derivatives, grad_l: Array, violation: Array, s
     return status, failed_row, mu
 
 
-def _newton_step(guess: Guess, d: _Derivatives, mu: Array):
+def _newton_step(guess: Guess, d: _Derivatives, mu: Array, exact_curvature: bool):
     """``(dx, ds, dlam, y_new)``: the Newton step (N&W 19.12 condensed), regularised to a
     positive-definite matrix; with equalities, their multipliers from the Schur complement ``J_E
     A^-1 J_E^T`` (N&W sec. 16.2)."""
@@ -268,17 +258,15 @@ def _newton_step(guess: Guess, d: _Derivatives, mu: Array):
     sigma = lam / s
     matrix = hessian + jac.T @ (sigma[:, None] * jac)
     matrix = 0.5 * (matrix + matrix.T)
-    if d.correction is not None:
+    corrected = matrix + 0.5 * (d.correction + d.correction.T)
+    eigenvalues, vectors = jnp.linalg.eigh(corrected)
+    if not exact_curvature:
         # where the quasi-Newton correction leaves the matrix indefinite, Gauss-Newton's own
         # (positive semidefinite) instead of a shift: shifted, the Panda's 8 guesses took 40-66
         # iterations, unshifted 27-34 (the UR5's 36-69 either way; 200 without the correction)
-        corrected = matrix + 0.5 * (d.correction + d.correction.T)
-        eigenvalues, vectors = jnp.linalg.eigh(corrected)
         eigenvalues, vectors = jax.lax.cond(
             eigenvalues[0] > 0, lambda: (eigenvalues, vectors), lambda: tuple(jnp.linalg.eigh(matrix))
         )
-    else:
-        eigenvalues, vectors = jnp.linalg.eigh(matrix)
     # the shift is relative to the Hessian's own size, not to Sigma's (which grows like 1 / mu on
     # the active constraints)
     size = jnp.mean(jnp.abs(jnp.diag(hessian)))
@@ -313,7 +301,7 @@ def iteration(problem: Problem, guess: Guess, is_warm: Array, settings: Settings
     violation = _violation(d.c, d.h)
     guess = _open(guess, d, violation)
     status, failed_row, mu = _terminate(guess, d, grad_l, violation, settings)
-    dx, ds, dlam, y_new = _newton_step(guess, d, mu)
+    dx, ds, dlam, y_new = _newton_step(guess, d, mu, settings.exact_curvature)
     return _search(problem, guess, d, violation, status, failed_row, mu, (dx, ds, dlam, y_new))
 
 

@@ -2,8 +2,8 @@
 variables ``x`` (the preconditioned free control points and, with ``free_time``, the relative
 duration), exactly (:func:`functions`) or with the torques linearised at the samples
 (:func:`linearised_functions`: Gauss-Newton's model, whose Hessian lacks only the curvature of the
-inverse dynamics), and the symmetric-rank-one update (:func:`sr1`) of the per-sample blocks that
-approximate what it lacks. The algorithm is in ``_interior_point``'s module docstring.
+inverse dynamics), and what it lacks per sample: exactly (:func:`curvature_blocks`) or by the
+symmetric-rank-one update (:func:`sr1`) of blocks that approximate it. The algorithm is in ``_interior_point``'s module docstring.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from ..dynamics import inverse_dynamics_hessian
 from ._problem import Problem
 
 
@@ -72,6 +73,21 @@ def linearised_functions(problem: Problem, states, torques, jacobian):
         return at._evaluate(z, lambda q, v, vd: linear(q, v, vd, extra))
 
     return fun
+
+
+def curvature_blocks(problem: Problem, states, adjoint):
+    """The curvature of the inverse dynamics that the linearisation lacks, ``w_k . d^2 tau_k / d
+    u_k^2`` per sample (``(K, 3n, 3n)``, ``u_k = (q, v, vd)``, ``w_k`` the torques' adjoint), from
+    the λ-contracted Hessians of :func:`~kronjax.inverse_dynamics_hessian` (``tau`` is linear in
+    ``vd``: only its ``vd``-``q`` block is not zero)."""
+    n = problem.nv
+
+    def block(u, w):
+        hessian, vd_q = inverse_dynamics_hessian(problem.model, u[:n], u[n : 2 * n], u[2 * n :], w)
+        zero = jnp.zeros((n, n), hessian.dtype)
+        return jnp.block([[hessian, jnp.concatenate([vd_q.T, zero])], [vd_q, zero, zero]])
+
+    return jax.vmap(block)(states, adjoint)
 
 
 def sr1(curvature, step, change):
