@@ -25,8 +25,8 @@ N&W sec. 16.2), then ``dx = A^-1 (r - J_E^T (y + dy))``; ``y`` moves with the pr
 
 ``W`` is the Hessian of the Lagrangian ``f + lam^T c`` and ``J = dc/dx``, both from one
 forward-over-reverse pass (``jax.jacfwd`` of the ``vjp``) through a function of ``x`` that equals the
-problem's in value and first derivatives at the current point: by default
-(``hessian="gauss-newton"``) the problem with the torques linearised at each sample, ``tau_k(x) ~
+problem's in value and first derivatives at the current point: the problem with the torques
+linearised at each sample, ``tau_k(x) ~
 tau_k + A_k (u_k(x) - u_k)``, ``u_k = (q, v, vd)`` at sample ``k`` and ``A_k = d tau_k / d u_k``
 from the analytical derivatives of the inverse dynamics. Its Hessian, the generalised Gauss-Newton
 matrix, holds the exact curvature of the costs and constraints in ``tau``, ``q``, ``v``, ``vd``
@@ -36,8 +36,9 @@ by a symmetric-rank-one update from the change of ``u_k`` and of ``A_k^T w_k`` o
 (partitioned quasi-Newton, Griewank and Toint 1982; N&W sec. 7.4 and eq. 6.24) and added to ``W``
 where the sum stays positive definite. No second derivative of the dynamics is compiled: the
 Panda's solver compiles in about 4 s instead of 7, and an iteration costs a third (one guess: 2.0 against 6.6 ms). With
-``hessian="exact"`` the pass goes through the problem itself: ``n`` tangents through the reverse
-pass of the inverse dynamics at every sample.
+``hessian="exact"`` each sample's block is exact instead: the λ-contracted Hessian of the inverse
+dynamics with the torques' adjoint (:func:`~kronjax.inverse_dynamics_hessian`), and the matrix is
+shifted where the sum is indefinite.
 
 The system is solved by its eigendecomposition; where the matrix is not positive definite, ``delta = 1e-4 mean|diag W| - 2 lambda_min`` (inertia correction, N&W sec.
 19.3; IPOPT's ``delta_w`` comes out within the same factor of ``-lambda_min``). The step lengths
@@ -101,9 +102,9 @@ class InteriorPoint(eqx.Module):
             small so that the previous solution's active set is kept.
         hessian: ``"gauss-newton"`` (default): the inverse dynamics linearised at the samples,
             their own curvature by partitioned quasi-Newton updates; or ``"exact"``: exact
-            Hessians of the Lagrangian by forward-over-reverse autodiff through the inverse
-            dynamics (fewer iterations on some problems, each costlier, and a longer compile:
-            the trajectory-optimisation guide measures both). Both converge to the same optimum.
+            Hessians of the Lagrangian, the same linearisation plus each sample's curvature from
+            :func:`~kronjax.inverse_dynamics_hessian` (the trajectory-optimisation guide measures
+            both). Both converge to the same optimum.
 
     Example:
         Settings other than the defaults, for ``trajopt.optimize(model, boundary, cost,
