@@ -161,6 +161,12 @@ def forward_dynamics_derivatives(
     require_inertials(model)
     if not isinstance(model.kinematics, Tree):
         return jax.jacfwd(forward_dynamics, argnums=(1, 2, 3))(model, q, v, tau)
-    _, dq, dqd, minv, pivots = _aba_derivatives.aba_derivatives(model, q, v, tau)
+    return tree_forward_first_order(model, q, v, tau)[1:]
+
+
+def tree_forward_first_order(model: Model, q: Array, v: Array, tau: Array) -> tuple[Array, Array, Array, Array]:
+    """``(vd, dqdd_dq, dqdd_dqd, M^-1)`` of a :class:`~kronjax.chain.Tree` model (checked inputs),
+    from one pass of the analytic derivatives (:func:`forward_dynamics_derivatives`)."""
+    vd, dq, dqd, minv, pivots = _aba_derivatives.aba_derivatives(model, q, v, tau)
     minv = positive_definite(minv, pivots, mass_inputs(model, q))
-    return -minv @ dq, -minv @ dqd, minv
+    return vd, -minv @ dq, -minv @ dqd, minv

@@ -87,6 +87,11 @@ def velocity_term_transposed(y, p, x):
     return add(mul(y, x[0]), scale(add(cross(x[0], p[0]), scale(cross(x[1], p[1]), 2)), -1))
 
 
+def angular_force(n):
+    """The force ``(n, 0)``, with no linear part."""
+    return n, tuple(jnp.zeros_like(c) for c in n)
+
+
 def velocity_matrix(inertia, motion):
     """The symmetric ``Y`` of ``B`` (module doc) of each body, for the motion ``(w, u)``."""
     a, h, _ = inertia

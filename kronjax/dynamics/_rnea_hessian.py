@@ -43,6 +43,7 @@ from .._spatial.expansion import expansion, full_velocities, reduce
 from ..chain import Model
 from ._rnea_derivatives import (
     acceleration_columns,
+    angular_force,
     forces,
     masked,
     pairs,
@@ -52,10 +53,6 @@ from ._rnea_derivatives import (
     velocity_term,
     velocity_term_transposed,
 )
-
-
-def _zero_linear(angular):
-    return angular, tuple(jnp.zeros_like(c) for c in angular)
 
 
 @functools.lru_cache(maxsize=64)
@@ -98,12 +95,12 @@ def rnea_hessian(
     z = velocity_term_transposed(k["y"], k["p"], w_body)  # its linear part is zero
     hc, zc, ywc = masked(below, (h, z, velocity_matrix(inertia, w_body)))
     omega = cross_motion(masked(strict.T, sl), s)
-    f5 = _zero_linear(scale(velocity_term_transposed(ywc, hc, s), -1))
+    f5 = angular_force(scale(velocity_term_transposed(ywc, hc, s), -1))
     f6 = add(
         scale(velocity_term(ywc, hc, dv), -1),
-        _zero_linear(velocity_term_transposed(k["yc"], k["pc"], omega)),
+        angular_force(velocity_term_transposed(k["yc"], k["pc"], omega)),
         scale(cross_force(dv, hc), 2),
-        (cross(s[0], zc), tuple(jnp.zeros_like(c) for c in zc)),  # S x* (zc, 0)
+        angular_force(cross(s[0], zc)),  # S x* (zc, 0)
     )
     f7 = add(rigid_inertia_times(ic, omega), cross_force(s, hc))
     zero = tuple(jnp.zeros_like(c) for c in s[0])

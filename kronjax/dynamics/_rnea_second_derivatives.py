@@ -36,7 +36,7 @@ from .._spatial.algebra import add, cross, cross_force, cross_motion, rigid_iner
 from .._spatial.expansion import full_velocities, reduce
 from .._spatial.traversal import ancestry
 from ..chain import Model
-from ._rnea_derivatives import forces, result_dtype, velocity_stage, velocity_term, velocity_term_transposed
+from ._rnea_derivatives import angular_force, forces, result_dtype, velocity_stage, velocity_term, velocity_term_transposed
 
 # The per-triple values (module doc): each a sum of dot products ``sign u_ij . x_k``, ``x`` one of
 # the columns ``(S, psi, psi', phi)`` (indices 0-3), as Pinocchio's ``p1``-``p6`` and the sums it
@@ -137,11 +137,6 @@ def _apply_r1(ic, s, x):
     return add(cross_force(s, rigid_inertia_times(ic, x)), scale(rigid_inertia_times(ic, cross_motion(s, x)), -1))
 
 
-def _crossed_angular(x, n):
-    """``x x* (n, 0)`` of a force with no linear part."""
-    return cross(x[0], n), tuple(jnp.zeros_like(c) for c in n)
-
-
 def _coordinate_forces(k: dict, fc, psi, psi_dot, phi) -> dict:
     """The forces of each coordinate ``i`` that Pinocchio's ``r`` matrices cross with."""
     ic, s, y, p = k["ic"], k["s"], k["yc"], k["pc"]
@@ -171,8 +166,8 @@ def _pair_vectors(i: dict, s, psi, psi_dot, phi) -> dict:
     u1 = add(
         _apply_r1(ic, psi_i, s),
         scale(cross_force(s, i["f_psi"]), -1),
-        scale((velocity_term_transposed(y, p, s_cross), tuple(jnp.zeros_like(c) for c in s[0])), -1),
-        _crossed_angular(s_i, velocity_term_transposed(y, p, s)),
+        scale(angular_force(velocity_term_transposed(y, p, s_cross)), -1),
+        angular_force(cross(s_i[0], velocity_term_transposed(y, p, s))),
     )
     return dict(
         u1=u1,
@@ -181,7 +176,7 @@ def _pair_vectors(i: dict, s, psi, psi_dot, phi) -> dict:
         u4=add(u9, cross_force(s_i, rigid_inertia_times(ic, s))),
         u6=add(r1_psi, cross_force(psi, i["f_s"]), cross_force(s, i["f7"])),
         u7=add(r3(s), r1_psi, r1(phi)),
-        u8mu12=add(cross_force(psi, i["f_s"]), scale(r1_psi, -1), _crossed_angular(s, i["f4"])),
+        u8mu12=add(cross_force(psi, i["f_s"]), scale(r1_psi, -1), angular_force(cross(s[0], i["f4"]))),
         u9=u9,
         u10=add(u13, u9),
         u11=add(u13, scale(u9, -1)),

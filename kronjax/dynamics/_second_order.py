@@ -10,13 +10,11 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
 from ..chain import Model, Tree
-from . import _aba_derivatives
 from ._bodies import check_inputs, require_inertials
-from ._forward import forward_dynamics, forward_dynamics_derivatives
+from ._forward import forward_dynamics, forward_dynamics_derivatives, tree_forward_first_order
 from ._inverse import inverse_dynamics_derivatives
 from ._rnea_hessian import rnea_hessian
 from ._rnea_second_derivatives import rnea_second_derivatives
-from ._rules import mass_inputs, positive_definite
 
 
 class InverseDynamicsSecondDerivatives(NamedTuple):
@@ -280,9 +278,7 @@ def _forward_first_order(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLik
     require_inertials(model)
     if not isinstance(model.kinematics, Tree):
         return forward_dynamics(model, q, v, tau), *forward_dynamics_derivatives(model, q, v, tau)
-    vd, dq, dqd, minv, pivots = _aba_derivatives.aba_derivatives(model, q, v, tau)
-    minv = positive_definite(minv, pivots, mass_inputs(model, q))
-    return vd, -minv @ dq, -minv @ dqd, minv
+    return tree_forward_first_order(model, q, v, tau)
 
 
 def forward_dynamics_hessian(
