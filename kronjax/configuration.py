@@ -28,8 +28,8 @@ def configuration_tangent(model: Model, q: Float[Array, " nq"], dq: Float[Array,
     that changes a quaternion's norm is dropped). Free: ``v = (R^T dp, 2 vec(q̄ ⊗ dq))``;
     spherical: ``2 vec(q̄ ⊗ dq)``; planar: ``(R^T (dx, dy), c ds - s dc)``."""
     parts = []
-    for kind, qs, _ in joint_slices(model):
-        if kind in ("R", "P"):
+    for kind, qs, _ in _runs(model):
+        if kind is None:
             parts.append(dq[qs])
         else:
             qj, dqj = q[qs], dq[qs]
@@ -70,6 +70,21 @@ def joint_slices(model: Model):
     """``(kind, q slice, v slice)`` of every joint with a coordinate."""
     for kind, qi, vi in moving_joints(model):
         yield kind, slice(qi, qi + JOINT_NQ[kind]), slice(vi, vi + JOINT_NV[kind])
+
+
+def _runs(model: Model) -> list[tuple[str | None, slice, slice]]:
+    """:func:`joint_slices` with each run of consecutive revolute and prismatic coordinates as one
+    slice, of kind ``None``: a Euclidean run is one array operation, and JAX's derivatives of
+    :func:`integrate` and :func:`configuration_tangent` then cost a few operations, not a few per
+    joint (which dominated ``jax.hessian`` through the dynamics of a humanoid)."""
+    runs: list[tuple[str | None, slice, slice]] = []
+    for kind, qs, vs in joint_slices(model):
+        euclidean = kind in ("R", "P")
+        if euclidean and runs and runs[-1][0] is None and (runs[-1][1].stop, runs[-1][2].stop) == (qs.start, vs.start):
+            runs[-1] = (None, slice(runs[-1][1].start, qs.stop), slice(runs[-1][2].start, vs.stop))
+        else:
+            runs.append((None if euclidean else kind, qs, vs))
+    return runs
 
 
 def neutral(model: Model, dtype=None) -> Float[Array, " nq"]:
@@ -132,7 +147,9 @@ def integrate(model: Model, q: Float[ArrayLike, " nq"], v: Float[ArrayLike, " nv
 def unchecked_integrate(model: Model, q: Array, v: Array) -> Array:
     if not model.has_multi_dof:
         return q + v.astype(q.dtype)
-    return jnp.concatenate([_lie.integrate(kind, q[qs], v[vs]) for kind, qs, vs in joint_slices(model)])
+    return jnp.concatenate(
+        [q[qs] + v[vs] if kind is None else _lie.integrate(kind, q[qs], v[vs]) for kind, qs, vs in _runs(model)]
+    )
 
 
 def difference(model: Model, q0: Float[ArrayLike, " nq"], q1: Float[ArrayLike, " nq"]) -> Float[Array, " nv"]:
@@ -159,7 +176,8 @@ def difference(model: Model, q0: Float[ArrayLike, " nq"], q1: Float[ArrayLike, "
     q0, q1 = model.check_q(q0, "q0"), model.check_q(q1, "q1")
     if not model.has_multi_dof:
         return q1 - q0
-    return jnp.concatenate([_lie.difference(kind, q0[qs], q1[qs]) for kind, qs, _ in joint_slices(model)])
+    parts = [q1[qs] - q0[qs] if kind is None else _lie.difference(kind, q0[qs], q1[qs]) for kind, qs, _ in _runs(model)]
+    return jnp.concatenate(parts)
 
 
 def normalize(model: Model, q: Float[ArrayLike, " nq"]) -> Float[Array, " nq"]:

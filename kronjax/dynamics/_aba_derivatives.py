@@ -16,6 +16,7 @@ from .._spatial.expansion import full_velocities, reduce
 from ..chain import Model
 from ..chain._model import with_armature
 from ._rnea_derivatives import acceleration_stage, forces, result_dtype, velocity_stage
+from ._rnea_hessian import rnea_hessian
 
 
 @eqx.filter_jit
@@ -37,6 +38,41 @@ def aba_derivatives(
     a_parent, fc, _ = forces(model, k, full_velocities(tree, vd))
     dq, dqd = (reduce(tree, x, (0, 1)) for x in (acceleration_stage(k, a_parent, fc), k["dtau_dqd"]))
     return vd, dq, dqd, minv, pivots
+
+
+def forward_hessian(
+    vd_q: Float[Array, "nv nv"],
+    vd_v: Float[Array, "nv nv"],
+    minv: Float[Array, "nv nv"],
+    hessian: Float[Array, "2*nv 2*nv"],
+    vd_q_block: Float[Array, "nv nv"],
+) -> tuple[Float[Array, "2*nv 2*nv"], Float[Array, "nv nv"]]:
+    """The Hessian of ``μ^T vd`` and its ``tau``-``q`` block (``[j, k] = μ^T d(M^-1)[:, j] /
+    dq_k``), from ``dvd/dq``, ``dvd/dv``, ``M^-1`` and the Hessian of ``λ^T tau`` at ``λ = M^-1 μ``
+    (``(hessian, vd_q_block)`` of :func:`~kronjax.dynamics._rnea_hessian.rnea_hessian`).
+    ``tau(q, v, vd(q, v, tau)) = tau`` differentiated twice (Singh, Russell and Wensing, T-RO):
+    ``μ^T d2vd/dx dy = -(λ^T d2tau/dx dy + λ^T dM/dx dvd/dy + λ^T dM/dy dvd/dx)``; the chain
+    rule's terms are symmetric, so a ``(q, q)`` block in either order stays in that order."""
+    mass_q = vd_q_block.T  # [k, j] = λ^T dM[:, j] / dq_k
+    through_q, through_v = mass_q @ vd_q, mass_q @ vd_v
+    zero = jnp.zeros_like(minv)
+    coupling = jnp.block([[through_q + through_q.T, through_v], [through_v.T, zero]])
+    return -(hessian + coupling), -(minv @ vd_q_block)
+
+
+def aba_hessian(
+    model: Model,
+    q: Float[Array, " nq"],
+    v: Float[Array, " nv"],
+    tau: Float[Array, " nv"],
+    mu: Float[Array, " nv"],
+    symmetric: bool = True,
+) -> tuple[Float[Array, "2*nv 2*nv"], Float[Array, "nv nv"]]:
+    """:func:`forward_hessian` of a :class:`~kronjax.chain.Tree` model at one state (``symmetric``
+    as :func:`~kronjax.dynamics._rnea_hessian.rnea_hessian`'s)."""
+    vd, dq, dqd, minv, _ = aba_derivatives(model, q, v, tau)
+    hessian, vd_q_block = rnea_hessian(model, q, v, vd, minv @ mu.astype(minv.dtype), symmetric)
+    return forward_hessian(-minv @ dq, -minv @ dqd, minv, hessian, vd_q_block)
 
 
 def spd_inverse(m: Float[Array, "n n"]) -> tuple[Float[Array, "n n"], Float[Array, " n"]]:

@@ -43,7 +43,6 @@ from .._spatial.expansion import expansion, full_velocities, reduce
 from ..chain import Model
 from ._rnea_derivatives import (
     acceleration_columns,
-    angular_force,
     forces,
     masked,
     pairs,
@@ -55,31 +54,43 @@ from ._rnea_derivatives import (
 )
 
 
+def _zero_linear(angular):
+    return angular, tuple(jnp.zeros_like(c) for c in angular)
+
+
 @functools.lru_cache(maxsize=64)
-def _cached_weights(upto_bytes: bytes, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _cached_weights(upto_bytes: bytes, n: int, symmetric: bool) -> tuple[np.ndarray, np.ndarray]:
     upto = np.frombuffer(upto_bytes, dtype=bool).reshape(n, n)
     joint = upto & upto.T
     strict = upto & ~joint
-    # the (q, q) block of a joint: the mean of both orders; (q, v) and (v, v): rows . columns;
-    # (v, q): columns . rows (its transpose)
-    down = np.block([[strict + joint / 2, upto], [strict, upto]])
-    up = np.block([[strict.T + joint / 2, strict.T], [upto.T, strict.T]])
+    # (q, v) and (v, v): rows . columns; (v, q): columns . rows (its transpose). Within a joint's
+    # (q, q) block rows_j . columns_k is d/dq_j (λ^T dtau/dq_k): the mean of both orders, or
+    # columns_j . rows_k = d/dq_k (λ^T dtau/dq_j)
+    mean = joint / 2 if symmetric else 0
+    down = np.block([[strict + mean, upto], [strict, upto]])
+    up = np.block([[strict.T + (mean if symmetric else joint), strict.T], [upto.T, strict.T]])
     return down, up
 
 
-def _weights(upto: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _weights(upto: np.ndarray, symmetric: bool) -> tuple[np.ndarray, np.ndarray]:
     """Static weights of ``rows_j . columns_k`` and ``columns_j . rows_k`` in the ``(2n, 2n)``
     Hessian, from ``upto[j, k]``: ``k ⪰ j``."""
-    return _cached_weights(np.ascontiguousarray(upto).tobytes(), upto.shape[0])
+    return _cached_weights(np.ascontiguousarray(upto).tobytes(), upto.shape[0], symmetric)
 
 
 @eqx.filter_jit
 def rnea_hessian(
-    model: Model, q: Float[Array, " nq"], v: Float[Array, " nv"], vd: Float[Array, " nv"], lam: Float[Array, " nv"]
+    model: Model,
+    q: Float[Array, " nq"],
+    v: Float[Array, " nv"],
+    vd: Float[Array, " nv"],
+    lam: Float[Array, " nv"],
+    symmetric: bool = True,
 ) -> tuple[Float[Array, "2*nv 2*nv"], Float[Array, "nv nv"]]:
-    """The Hessian of ``λ^T tau`` in ``(q, v)`` (the ``(q, q)`` block symmetrised) and ``[j, k] =
-    d2/dvd_j dq_k = λ^T dM[:, j] / dq_k`` of a :class:`~kronjax.chain.Tree` model at one state
-    (module doc). Every block is written in its own orientation, never as a transpose of
+    """The Hessian of ``λ^T tau`` in ``(q, v)`` and ``[j, k] = d2/dvd_j dq_k = λ^T dM[:, j] /
+    dq_k`` of a :class:`~kronjax.chain.Tree` model at one state (module doc). The ``(q, q)`` block
+    symmetrised, or with ``symmetric=False`` ``[j, k] = d/dq_k (λ^T dtau/dq_j)``, the derivative
+    of the gradient along ``q ⊕ xi`` (they differ only within a free or spherical joint). Every block is written in its own orientation, never as a transpose of
     another: under ``vmap`` a transposed ``(batch, n, n)`` array costs more than the products."""
     dtype = result_dtype(model, q, v, vd, lam)
     tree = model.kinematics
@@ -95,12 +106,12 @@ def rnea_hessian(
     z = velocity_term_transposed(k["y"], k["p"], w_body)  # its linear part is zero
     hc, zc, ywc = masked(below, (h, z, velocity_matrix(inertia, w_body)))
     omega = cross_motion(masked(strict.T, sl), s)
-    f5 = angular_force(scale(velocity_term_transposed(ywc, hc, s), -1))
+    f5 = _zero_linear(scale(velocity_term_transposed(ywc, hc, s), -1))
     f6 = add(
         scale(velocity_term(ywc, hc, dv), -1),
-        angular_force(velocity_term_transposed(k["yc"], k["pc"], omega)),
+        _zero_linear(velocity_term_transposed(k["yc"], k["pc"], omega)),
         scale(cross_force(dv, hc), 2),
-        angular_force(cross(s[0], zc)),  # S x* (zc, 0)
+        (cross(s[0], zc), tuple(jnp.zeros_like(c) for c in zc)),  # S x* (zc, 0)
     )
     f7 = add(rigid_inertia_times(ic, omega), cross_force(s, hc))
     zero = tuple(jnp.zeros_like(c) for c in s[0])
@@ -112,7 +123,7 @@ def rnea_hessian(
     stack = lambda *halves: jax.tree.map(lambda *c: jnp.concatenate(c, -1), *halves)  # noqa: E731
     rows = (stack(omega, zero), stack(dv, s), stack(da, k["dav"]))
     columns = (stack(f3, k["dfdv"]), stack(f6, f5), stack(f7, zero))
-    weights = _weights(upto)
+    weights = _weights(upto, symmetric)
     hessian = weights[0] * pairs(rows, columns) + weights[1] * pairs(columns, rows)
     below_joint = upto & upto.T
     joint_term = jnp.where(below_joint, pairs(cross_force(s, hc), s), 0)  # (S_j x* hc_j) . S_k

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
 from ..chain import Model, Tree
+from ._aba_derivatives import forward_hessian
 from ._bodies import check_inputs, require_inertials
 from ._forward import forward_dynamics, forward_dynamics_derivatives, tree_forward_first_order
 from ._inverse import inverse_dynamics_derivatives
@@ -317,12 +318,5 @@ def forward_dynamics_hessian(
     """
     _check_weights(model.nv, mu, "mu")
     vd, vd_q, vd_v, minv = _forward_first_order(model, q, v, tau)
-    # tau(q, v, vd(q, v, tau)) = tau differentiated twice and contracted with λ = M^-1 μ:
-    # μ^T d2vd/dx dy = -(λ^T d2tau/dx dy + λ^T dM/dx dvd/dy + λ^T dM/dy dvd/dx).
     lam = minv @ jnp.asarray(mu, minv.dtype)
-    hessian, vd_q_block = inverse_dynamics_hessian(model, q, v, vd, lam)
-    mass_q = vd_q_block.T  # [k, j] = λ^T dM[:, j] / dq_k
-    through_q, through_v = mass_q @ vd_q, mass_q @ vd_v
-    n = model.nv
-    coupling = jnp.block([[through_q + through_q.T, through_v], [through_v.T, jnp.zeros((n, n), minv.dtype)]])
-    return -(hessian + coupling), -(minv @ vd_q_block)
+    return forward_hessian(vd_q, vd_v, minv, *inverse_dynamics_hessian(model, q, v, vd, lam))

@@ -1,0 +1,134 @@
+"""JAX's second derivatives through ``kj.inverse_dynamics`` and ``kj.forward_dynamics`` (issue 41,
+item 4): their analytic rules transpose into a function whose derivative is the λ-contracted
+Hessian (:mod:`kronjax.dynamics._rules`), so that ``jax.hessian``, ``jax.jacrev`` twice,
+``jax.jacfwd`` twice and ``jax.jvp`` of ``jax.grad`` of a loss stay analytic.
+
+Oracle: the same loss through the plain recursions (Newton-Euler with ``derivatives="autodiff"``,
+the articulated-body algorithm), differentiated by JAX alone. The loss is not linear in the
+dynamics' output, moves ``q`` along the tangent chart (``q ⊕ x_q``) and is batched two ways:
+``vmap`` of the second derivative, and a sum over states inside the loss.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from oracles import mixed_model, relative_error
+
+import kronjax as kj
+from kronjax.dynamics import _aba, _aba_derivatives, _rnea_hessian
+
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
+
+SLOW = pytest.mark.slow  # the plain recursions' second derivatives compile for about a minute
+MODELS = {"panda": kj.models.panda, "every_joint_kind": mixed_model}
+
+
+def dynamics(model, q, v, x, which: str, plain: bool):
+    """``tau(q, v, vd = x)`` or ``vd(q, v, tau = 10 x)``, by the rules or by the plain recursions."""
+    if which == "inverse":
+        return kj.inverse_dynamics(model, q, v, x, derivatives="autodiff" if plain else "analytic")
+    args = (model, q, v, 10 * x)
+    return _aba.aba(*args)[0] if plain else kj.forward_dynamics(*args)
+
+
+def loss(x, q, lam, model, which, plain=False):
+    n = model.nv
+    y = dynamics(model, kj.integrate(model, q, x[:n]), x[n : 2 * n], x[2 * n :], which, plain)
+    return lam @ y + 0.1 * jnp.sum(y**2) * jnp.sin(x[n])
+
+
+def states(model, count: int = 3):
+    keys = jax.random.split(jax.random.key(5), count)
+    q = jax.vmap(lambda k: kj.random_configuration(model, k))(keys)
+    v, a, lam = (jnp.asarray(x) for x in np.random.default_rng(5).normal(size=(3, count, model.nv)))
+    return jnp.concatenate([jnp.zeros_like(v), v, a], axis=1), q, lam
+
+
+@pytest.mark.parametrize(
+    "name, which",
+    [
+        ("panda", "inverse"),
+        ("panda", "forward"),
+        pytest.param("every_joint_kind", "inverse", marks=SLOW),
+        pytest.param("every_joint_kind", "forward", marks=SLOW),
+    ],
+)
+def test_second_derivatives_through_the_dynamics(name, which):
+    """Every way of taking a second derivative, against the plain recursions', to 1e-12
+    (measured 3e-16 to 3e-14)."""
+    model = MODELS[name]()
+    x, q, lam = states(model)
+    f = functools.partial(loss, model=model, which=which)
+    reference = jax.jit(jax.vmap(jax.hessian(functools.partial(f, plain=True))))(x, q, lam)
+    ways = {"jax.hessian": jax.hessian(f), "jacrev(jacrev)": jax.jacrev(jax.jacrev(f))}
+    if which == "inverse":  # forward over forward does not use the contracted Hessian
+        ways["jacfwd(jacfwd)"] = jax.jacfwd(jax.jacfwd(f))
+    for way, hessian in ways.items():
+        assert relative_error(jax.jit(jax.vmap(hessian))(x, q, lam), reference) <= 1e-12, way
+    direction = jnp.asarray(np.random.default_rng(1).normal(size=x.shape))
+    along = jax.jit(jax.vmap(lambda x, t, q, lam: jax.jvp(lambda x: jax.grad(f)(x, q, lam), (x,), (t,))[1]))
+    assert relative_error(along(x, direction, q, lam), jnp.einsum("bij,bj->bi", reference, direction)) <= 1e-12
+
+    def summed(x):  # the dynamics under vmap inside the loss, as in a trajectory's cost
+        return jnp.sum(jax.vmap(f)(x, q, lam))
+
+    whole = jax.jit(jax.hessian(summed))(x)  # (state, entry, state, entry)
+    assert relative_error(jnp.einsum("aiaj->aij", whole), reference) <= 1e-12
+
+
+@pytest.mark.parametrize("which", ["inverse", "forward"])
+def test_the_second_derivatives_are_the_contracted_hessian(which, monkeypatch):
+    """``jax.hessian`` of the loss calls the λ-contracted Hessian (so it never forms the tensors),
+    ``jax.jacfwd`` twice does not."""
+    module, name = (_rnea_hessian, "rnea_hessian") if which == "inverse" else (_aba_derivatives, "aba_hessian")
+    calls = []
+    original = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *args, **kwargs: calls.append(1) or original(*args, **kwargs))
+    model = kj.models.double_pendulum()
+    x, q, lam = states(model, 1)
+    f = functools.partial(loss, model=model, which=which)
+    jax.make_jaxpr(jax.hessian(f))(x[0], q[0], lam[0])
+    assert calls
+    calls.clear()
+    jax.make_jaxpr(jax.jacfwd(jax.jacfwd(f)))(x[0], q[0], lam[0])
+    assert not calls
+
+
+def tangent_parts(model, gradient) -> list[np.ndarray]:
+    """A gradient with respect to the model's parameters, as the parts that a change of a valid
+    model can see: masses, centres of mass, translations, gravity, rotor inertias as they are,
+    the inertia tensors symmetrised, the joint axes and fixed rotations projected on the tangent
+    spaces of the unit sphere and of SO(3) (the recursions read ``R^T`` as ``R^-1`` and unit
+    axes, so their gradients off those manifolds differ from the plain recursion's)."""
+    k, g = model.kinematics, gradient.kinematics
+    axes = np.asarray(k.axes)
+    axis_g = np.asarray(g.axes) - np.sum(np.asarray(g.axes) * axes, -1, keepdims=True) * axes
+    skew = []
+    for r, gr in ((k.pre_rotation, g.pre_rotation), (k.post_rotation, g.post_rotation)):
+        m = np.swapaxes(np.asarray(r), -1, -2) @ np.asarray(gr)
+        skew.append(m - np.swapaxes(m, -1, -2))
+    inertia = np.asarray(gradient.inertials.inertia)
+    plain = [gradient.inertials.mass, gradient.inertials.com, g.pre_translation, g.post_translation, gradient.gravity]
+    return [np.asarray(p) for p in (*plain, gradient.armature)] + [inertia + np.swapaxes(inertia, -1, -2), axis_g, *skew]
+
+
+@pytest.mark.parametrize("which", ["inverse", "forward"])
+def test_model_parameter_gradients_of_a_hessian(which):
+    """The gradient with respect to the model's parameters of a function of ``jax.hessian`` of
+    the loss (identification through a second-order quantity), against the plain recursions', to
+    1e-10 of each part's largest entry (:func:`tangent_parts`)."""
+    model = kj.models.panda()
+    x, q, lam = states(model, 1)
+    weights = jnp.asarray(np.random.default_rng(2).normal(size=(3 * model.nv,) * 2))
+
+    def curvature(model, plain):
+        return jnp.sum(weights * jax.hessian(loss)(x[0], q[0], lam[0], model, which, plain))
+
+    ours, plain = (tangent_parts(model, jax.jit(jax.grad(curvature), static_argnums=1)(model, p)) for p in (False, True))
+    for got, expected in zip(ours, plain):
+        assert relative_error(got, expected) <= 1e-10
