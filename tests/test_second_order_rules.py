@@ -57,7 +57,7 @@ def states(model, count: int = 3):
     "name, which",
     [
         ("panda", "inverse"),
-        ("panda", "forward"),
+        pytest.param("panda", "forward", marks=SLOW),
         ("spherical_root", "forward"),
         pytest.param("every_joint_kind", "inverse", marks=SLOW),
     ],
@@ -129,12 +129,13 @@ def tangent_parts(model, gradient) -> list[np.ndarray]:
     return [np.asarray(p) for p in (*plain, gradient.armature)] + [inertia + np.swapaxes(inertia, -1, -2), axis_g, *skew]
 
 
-@pytest.mark.parametrize("which", ["inverse", "forward"])
+@pytest.mark.parametrize("which", ["inverse", pytest.param("forward", marks=SLOW)])
 def test_model_parameter_gradients_of_a_hessian(which):
     """The gradient with respect to the model's parameters of a function of ``jax.hessian`` of
     the loss (identification through a second-order quantity), against the plain recursions', to
-    1e-10 of each part's largest entry (:func:`tangent_parts`)."""
-    model = kj.models.panda()
+    1e-10 of each part's largest entry (:func:`tangent_parts`), on a three-joint arm with random
+    placements, axes and full inertias."""
+    model = random_tree([("R", -1), ("R", 0), ("R", 1)], seed=3)
     x, q, lam = states(model, 1)
     weights = jnp.asarray(np.random.default_rng(2).normal(size=(3 * model.nv,) * 2))
 
@@ -146,7 +147,7 @@ def test_model_parameter_gradients_of_a_hessian(which):
         assert relative_error(got, expected) <= 1e-10
 
 
-@pytest.mark.parametrize("which", ["inverse", "forward"])
+@pytest.mark.parametrize("which", ["inverse", pytest.param("forward", marks=SLOW)])
 def test_float32(which):
     """A float32 model and state: ``jax.hessian`` of the loss stays float32 and near the float64
     plain recursions' (relative to the largest entry): inverse dynamics within 1e-5 (measured
