@@ -3,8 +3,9 @@ item 4): their analytic rules transpose into a function whose derivative is the 
 Hessian (:mod:`kronjax.dynamics._rules`), so that ``jax.hessian``, ``jax.jacrev`` twice,
 ``jax.jacfwd`` twice and ``jax.jvp`` of ``jax.grad`` of a loss stay analytic.
 
-Oracle: the same loss through the plain recursions (Newton-Euler with ``derivatives="autodiff"``,
-the articulated-body algorithm), differentiated by JAX alone. The loss is not linear in the
+Oracle: the same loss through the plain recursion (Newton-Euler with ``derivatives="autodiff"``;
+for forward dynamics ``M^-1 (tau - h)`` with ``M`` and ``h`` from it, not the articulated-body
+algorithm, whose third derivatives compile for two minutes in 8 GB), differentiated by JAX alone. The loss is not linear in the
 dynamics' output, moves ``q`` along the tangent chart (``q ⊕ x_q``) and is batched two ways:
 ``vmap`` of the second derivative, and a sum over states inside the loss.
 """
@@ -20,7 +21,7 @@ import pytest
 from oracles import mixed_model, random_tree, relative_error
 
 import kronjax as kj
-from kronjax.dynamics import _aba, _aba_derivatives, _rnea_hessian
+from kronjax.dynamics import _aba_derivatives, _rnea_hessian
 
 pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
 
@@ -33,11 +34,18 @@ MODELS = {
 
 
 def dynamics(model, q, v, x, which: str, plain: bool):
-    """``tau(q, v, vd = x)`` or ``vd(q, v, tau = 10 x)``, by the rules or by the plain recursions."""
+    """``tau(q, v, vd = x)`` or ``vd(q, v, tau = 10 x)``, by the rules or by the plain Newton-Euler
+    recursion (forward dynamics as ``M^-1 (tau - h)``, ``M``'s columns its derivative in ``vd``)."""
     if which == "inverse":
         return kj.inverse_dynamics(model, q, v, x, derivatives="autodiff" if plain else "analytic")
-    args = (model, q, v, 10 * x)
-    return _aba.aba(*args)[0] if plain else kj.forward_dynamics(*args)
+    if not plain:
+        return kj.forward_dynamics(model, q, v, 10 * x)
+
+    def tau(vd):
+        return kj.inverse_dynamics(model, q, v, vd, derivatives="autodiff")
+
+    zero = jnp.zeros_like(v)
+    return jnp.linalg.solve(jax.jacfwd(tau)(zero), 10 * x - tau(zero))
 
 
 def loss(x, q, lam, model, which, plain=False):
@@ -152,7 +160,7 @@ def test_float32(which):
     """A float32 model and state: ``jax.hessian`` of the loss stays float32 and near the float64
     plain recursions' (relative to the largest entry): inverse dynamics within 1e-5 (measured
     4e-7, as the plain recursion's own float32), forward dynamics within 1e-4 (measured 5e-6 to
-    1.3e-5, against 4e-7 for the plain articulated-body algorithm: the rules go through ``M^-1``
+    1.3e-5, against 4e-7 for the articulated-body algorithm differentiated by JAX: the rules go through ``M^-1``
     and the chain rule's products)."""
     model = kj.models.panda()
     x, q, lam = (a[0] for a in states(model, 1))
