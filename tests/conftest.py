@@ -17,6 +17,7 @@ Why each, with the measurements behind them: docs/details/tests.md.
   test-extended``, not in CI), ``heavy`` (left out of ``make test-fast``).
 """
 
+import gc
 import os
 import shutil
 import subprocess
@@ -126,6 +127,16 @@ SLOW_FIRST = (
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(SLOW_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+def pytest_runtest_teardown(item, nextitem):
+    """After a file's last test, JAX's caches of compiled programs are emptied: a worker runs file
+    after file (``--dist loadfile``) and otherwise holds every program it compiled, 4-5 GB per
+    worker by the end of the slow tier; a later file that needs one again reads it from the
+    persistent cache."""
+    if nextitem is None or nextitem.path != item.path:
+        jax.clear_caches()
+        gc.collect()
 
 
 def pytest_unconfigure(config):

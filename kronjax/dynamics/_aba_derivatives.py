@@ -15,7 +15,7 @@ from jaxtyping import Array, Float
 from .._spatial.expansion import full_velocities, reduce
 from ..chain import Model
 from ..chain._model import with_armature
-from ._rnea_derivatives import acceleration_stage, forces, result_dtype, velocity_stage
+from ._rnea_derivatives import acceleration_stage, forces, result_dtype, rnea_cotangent, velocity_stage
 from ._rnea_hessian import rnea_hessian
 
 
@@ -38,6 +38,18 @@ def aba_derivatives(
     a_parent, fc, _ = forces(model, k, full_velocities(tree, vd))
     dq, dqd = (reduce(tree, x, (0, 1)) for x in (acceleration_stage(k, a_parent, fc), k["dtau_dqd"]))
     return vd, dq, dqd, minv, pivots
+
+
+def aba_cotangent(
+    model: Model, q: Float[Array, " nq"], v: Float[Array, " nv"], tau: Float[Array, " nv"], mu: Float[Array, " nv"]
+) -> tuple[Float[Array, " nv"], Float[Array, " nv"], Float[Array, " nv"]]:
+    """``(μ^T dvd/dq, μ^T dvd/dqd, μ^T M^-1)``, the gradient of ``μ^T vd``: ``-λ^T dtau/d(q, qd)``
+    at ``vd`` and ``λ = M^-1 μ`` (:func:`~kronjax.dynamics._rnea_derivatives.rnea_cotangent`),
+    without the matrices ``dvd/d(q, qd)``."""
+    vd, _, _, minv, _ = aba_derivatives(model, q, v, tau)
+    lam = minv @ mu.astype(minv.dtype)
+    dq, dqd, _ = rnea_cotangent(model, q, v, vd, lam)
+    return -dq, -dqd, lam
 
 
 def forward_hessian(

@@ -194,3 +194,37 @@ def rnea_derivatives(
     a_parent, fc, tau = forces(model, k, full_velocities(tree, vd))
     dq, dqd, mass = (reduce(tree, x, (0, 1)) for x in (acceleration_stage(k, a_parent, fc), k["dtau_dqd"], k["mass"]))
     return reduce(tree, tau, (0,)) + armature_force(model, vd), dq, dqd, with_armature(model, mass)
+
+
+@eqx.filter_jit
+def rnea_cotangent(
+    model: Model, q: Float[Array, " nq"], v: Float[Array, " nv"], vd: Float[Array, " nv"], lam: Float[Array, " nv"]
+) -> tuple[Float[Array, " nv"], Float[Array, " nv"], Float[Array, " nv"]]:
+    """``(λ^T dtau/dq, λ^T dtau/dqd, λ^T M)``, the gradient of ``λ^T tau``, without the matrices:
+    the module doc's entries summed over their row ``k``. With ``Λa_j = sum_{k ⪰ j} λ_k Ic_k S_k``,
+    ``Λb_j = sum_{k ⪰ j} λ_k Bc_k^T S_k`` and the λ-velocity ``w_λ(j) = sum_{k ≺ j} λ_k S_k``::
+
+        λ^T dtau/dq_j  = Λa_j . dA_j  + Λb_j . dV_j + w_λ(j) . (Bc_j dV_j + Ic_j dA_j + S_j x* F_j)
+        λ^T dtau/dqd_j = Λa_j . dAv_j + Λb_j . S_j  + w_λ(j) . (Bc_j S_j + Ic_j dAv_j)
+        λ^T M[:, j]    = (sum_{k ⪯ j} λ_k S_k) . Ic_j S_j + S_j . sum_{k ≻ j} λ_k Ic_k S_k
+
+    (``k ≻ j``: below ``j``'s joint) each a few masked vector products, where the matrices are
+    ``n^2`` pairs of them."""
+    dtype = result_dtype(model, q, v, vd, lam)
+    tree = model.kinematics
+    q, v, vd, lam = (x.astype(dtype) for x in (q, v, vd, lam))
+    k = velocity_stage(model, q, full_velocities(tree, v), dtype)
+    a_parent, fc, _ = forces(model, k, full_velocities(tree, vd))
+    da, dfdq = acceleration_columns(k, a_parent, fc)
+    _, upto, strict, _, _ = k["masks"]
+    full = full_velocities(tree, lam)
+    s, fa, dv = k["s"], k["fa"], k["dv"]
+    subtree_a, subtree_b = masked(upto, (scale(fa, full), scale(k["bts"], full)))
+    sl = scale(s, full)
+    w = masked(strict.T, sl)
+    dq = spatial_dot(da, subtree_a) + dot(dv[0], subtree_b) + spatial_dot(w, dfdq)
+    dqd = spatial_dot(k["dav"], subtree_a) + dot(s[0], subtree_b) + spatial_dot(w, k["dfdv"])
+    outside_joint = upto & ~upto.T  # the coordinates of a joint are each other's ancestors
+    mass = spatial_dot(masked(upto.T, sl), fa) + spatial_dot(s, masked(outside_joint, scale(fa, full)))
+    dq, dqd, mass = (reduce(tree, x, (0,)) for x in (dq, dqd, mass))
+    return dq, dqd, mass + armature_force(model, lam)
