@@ -196,6 +196,17 @@ def rnea_derivatives(
     return reduce(tree, tau, (0,)) + armature_force(model, vd), dq, dqd, with_armature(model, mass)
 
 
+def weighted_stage(model: Model, q: Array, v: Array, vd: Array, lam: Array) -> tuple:
+    """What the gradient and the Hessian of ``λ^T tau`` start from: ``(tree, velocity stage, dA_j,
+    Bc_j dV_j + Ic_j dA_j + S_j x* F_j, λ as full velocities)``, in the inputs' common dtype."""
+    dtype = result_dtype(model, q, v, vd, lam)
+    tree = model.kinematics
+    q, v, vd, lam = (x.astype(dtype) for x in (q, v, vd, lam))
+    k = velocity_stage(model, q, full_velocities(tree, v), dtype)
+    a_parent, fc, _ = forces(model, k, full_velocities(tree, vd))
+    return tree, k, *acceleration_columns(k, a_parent, fc), full_velocities(tree, lam)
+
+
 @eqx.filter_jit
 def rnea_cotangent(
     model: Model, q: Float[Array, " nq"], v: Float[Array, " nv"], vd: Float[Array, " nv"], lam: Float[Array, " nv"]
@@ -210,14 +221,8 @@ def rnea_cotangent(
 
     (``k ≻ j``: below ``j``'s joint) each a few masked vector products, where the matrices are
     ``n^2`` pairs of them."""
-    dtype = result_dtype(model, q, v, vd, lam)
-    tree = model.kinematics
-    q, v, vd, lam = (x.astype(dtype) for x in (q, v, vd, lam))
-    k = velocity_stage(model, q, full_velocities(tree, v), dtype)
-    a_parent, fc, _ = forces(model, k, full_velocities(tree, vd))
-    da, dfdq = acceleration_columns(k, a_parent, fc)
+    tree, k, da, dfdq, full = weighted_stage(model, q, v, vd, lam)
     _, upto, strict, _, _ = k["masks"]
-    full = full_velocities(tree, lam)
     s, fa, dv = k["s"], k["fa"], k["dv"]
     subtree_a, subtree_b = masked(upto, (scale(fa, full), scale(k["bts"], full)))
     sl = scale(s, full)

@@ -39,18 +39,15 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._spatial.algebra import add, cross, cross_force, cross_motion, rigid_inertia_times, scale
-from .._spatial.expansion import expansion, full_velocities, reduce
+from .._spatial.expansion import expansion, reduce
 from ..chain import Model
 from ._rnea_derivatives import (
-    acceleration_columns,
-    forces,
     masked,
     pairs,
-    result_dtype,
     velocity_matrix,
-    velocity_stage,
     velocity_term,
     velocity_term_transposed,
+    weighted_stage,
 )
 
 
@@ -92,15 +89,10 @@ def rnea_hessian(
     symmetrised, or with ``symmetric=False`` ``[j, k] = d/dq_k (λ^T dtau/dq_j)``, the derivative
     of the gradient along ``q ⊕ xi`` (they differ only within a free or spherical joint). Every block is written in its own orientation, never as a transpose of
     another: under ``vmap`` a transposed ``(batch, n, n)`` array costs more than the products."""
-    dtype = result_dtype(model, q, v, vd, lam)
-    tree = model.kinematics
-    q, v, vd, lam = (x.astype(dtype) for x in (q, v, vd, lam))
-    k = velocity_stage(model, q, full_velocities(tree, v), dtype)
-    a_parent, fc, _ = forces(model, k, full_velocities(tree, vd))
-    da, f3 = acceleration_columns(k, a_parent, fc)
+    tree, k, da, f3, full = weighted_stage(model, q, v, vd, lam)
     below, upto, strict, _, _ = k["masks"]
     s, inertia, ic, dv = k["s"], k["inertia"], k["ic"], k["dv"]
-    sl = scale(s, full_velocities(tree, lam))
+    sl = scale(s, full)
     w_body = masked(below.T, sl)
     h = rigid_inertia_times(inertia, w_body)
     z = velocity_term_transposed(k["y"], k["p"], w_body)  # its linear part is zero
