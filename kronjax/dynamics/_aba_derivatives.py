@@ -15,6 +15,7 @@ from jaxtyping import Array, Float
 from .._spatial.expansion import full_velocities, reduce
 from ..chain import Model
 from ..chain._model import with_armature
+from . import _aba
 from ._rnea_derivatives import acceleration_stage, forces, result_dtype, rnea_cotangent, velocity_stage
 from ._rnea_hessian import rnea_hessian
 
@@ -45,9 +46,12 @@ def aba_cotangent(
 ) -> tuple[Float[Array, " nv"], Float[Array, " nv"], Float[Array, " nv"]]:
     """``(μ^T dvd/dq, μ^T dvd/dqd, μ^T M^-1)``, the gradient of ``μ^T vd``: ``-λ^T dtau/d(q, qd)``
     at ``vd`` and ``λ = M^-1 μ`` (:func:`~kronjax.dynamics._rnea_derivatives.rnea_cotangent`),
-    without the matrices ``dvd/d(q, qd)``."""
-    vd, _, _, minv, _ = aba_derivatives(model, q, v, tau)
-    lam = minv @ mu.astype(minv.dtype)
+    without the matrices ``dvd/d(q, qd)`` or ``M^-1``: ``vd`` and ``λ`` by the articulated-body
+    algorithm, ``λ`` as the accelerations under the torques ``μ`` at rest without gravity (the
+    unrolled Cholesky factorisation of ``M`` compiles for a minute at ``nv = 35``)."""
+    vd = _aba.aba(model, q, v, tau)[0]
+    at_rest = eqx.tree_at(lambda m: m.gravity, model, jnp.zeros_like(model.gravity))
+    lam = _aba.aba(at_rest, q, jnp.zeros_like(v), mu)[0]
     dq, dqd, _ = rnea_cotangent(model, q, v, vd, lam)
     return -dq, -dqd, lam
 
