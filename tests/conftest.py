@@ -131,8 +131,8 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_runtest_teardown(item, nextitem):
     """After a file's last test, JAX's caches of compiled programs are emptied: a worker runs file
-    after file (``--dist loadfile``) and otherwise holds every program it compiled, 4-5 GB per
-    worker by the end of the slow tier; a later file that needs one again reads it from the
+    after file (``--dist loadfile``) and otherwise holds every program it compiled, about 4 GB
+    per worker by the end of the slow tier; a later file that needs one again reads it from the
     persistent cache."""
     if nextitem is None or nextitem.path != item.path:
         jax.clear_caches()

@@ -5,8 +5,8 @@ Hessian (:mod:`kronjax.dynamics._rules`), so that ``jax.hessian``, ``jax.jacrev`
 
 Oracle: the same loss through the plain recursion (Newton-Euler with ``derivatives="autodiff"``;
 for forward dynamics ``M^-1 (tau - h)`` with ``M`` and ``h`` from it, not the articulated-body
-algorithm, whose third derivatives compile for two minutes in 8 GB), differentiated by JAX alone. The loss is not linear in the
-dynamics' output, moves ``q`` along the tangent chart (``q ⊕ x_q``) and is batched two ways:
+algorithm, whose third derivatives compile for two minutes in 8-10 GB), differentiated by JAX
+alone. The loss is not linear in the dynamics' output, moves ``q`` along the tangent chart (``q ⊕ x_q``) and is batched two ways:
 ``vmap`` of the second derivative, and a sum over states inside the loss.
 """
 
@@ -103,11 +103,13 @@ def test_second_derivatives_through_the_dynamics(name, which):
     assert relative_error(jnp.einsum("aiaj->aij", whole), reference) <= tol
 
 
-@pytest.mark.parametrize("name", [pytest.param("every_joint_kind", marks=SLOW), "floating_mimic"])
+@pytest.mark.parametrize("name", [pytest.param("every_joint_kind", marks=SLOW), "spherical_root", "floating_mimic"])
 def test_gradients(name):
     """``jax.grad`` of the loss, whose rule is the gradient of ``λ^T y`` written without the
-    matrices ``dy/d(q, v)`` (:func:`~kronjax.dynamics._rnea_derivatives.rnea_cotangent`), against
-    the plain recursions', on trees with every joint kind and with a mimic joint, to 1e-12."""
+    matrices ``dy/d(q, v)`` (:func:`~kronjax.dynamics._rnea_derivatives.rnea_cotangent`,
+    :func:`~kronjax.dynamics._aba_derivatives.aba_cotangent`), against the plain recursions', to
+    1e-12: on trees with every joint kind, a spherical root and a mimic joint (whose forward
+    dynamics is not the articulated-body algorithm's rule but a Cholesky factorisation of ``M``)."""
     model = MODELS[name]()
     x, q, lam = states(model)
     for which in ("inverse", "forward"):
@@ -175,8 +177,8 @@ def test_float32(which):
     """A float32 model and state: ``jax.hessian`` of the loss stays float32 and near the float64
     plain recursions' (relative to the largest entry): inverse dynamics within 1e-5 (measured
     4e-7, as the plain recursion's own float32), forward dynamics within 1e-4 (measured 5e-6 to
-    1.3e-5, against 4e-7 for the articulated-body algorithm differentiated by JAX: the rules go through ``M^-1``
-    and the chain rule's products)."""
+    1.3e-5, against 4e-7 for the articulated-body algorithm differentiated by JAX: the rules go
+    through ``M^-1`` and the chain rule's products)."""
     model = kj.models.panda()
     x, q, lam = (a[0] for a in states(model, 1))
     f = functools.partial(loss, which=which)

@@ -7,7 +7,8 @@ Newton-Euler with ``x = vd``; ``vd`` of the articulated-body algorithm with ``x 
 linear map ``tangent(q, v, x; t) = dy/dq t_q + dy/dv t_v + dy/dx t_x``. Reverse mode transposes it
 into ``cotangent(q, v, x; λ) = (dy/dq^T λ, dy/dv^T λ, dy/dx^T λ)``, the gradient of ``λ^T y``
 (:func:`~kronjax.dynamics._rnea_derivatives.rnea_cotangent`, without the matrices), and forward
-mode over that (``jax.hessian``, ``jax.jacfwd(jax.jacrev(...))``, ``jax.jvp`` of ``jax.grad``) is the λ-contracted Hessian (:mod:`~kronjax.dynamics._rnea_hessian`,
+mode over that (``jax.hessian``, ``jax.jacfwd(jax.jacrev(...))``, ``jax.jvp`` of ``jax.grad``) is
+the λ-contracted Hessian (:mod:`~kronjax.dynamics._rnea_hessian`,
 :func:`~kronjax.dynamics._aba_derivatives.aba_hessian`) times the tangent, plus the cotangent of
 the change of ``λ``. Left to JAX, forward mode would differentiate the ``n x n`` matrices ``dy/dq``
 along every direction before contracting them: the full tensors. So ``tangent`` is a primitive,
@@ -243,7 +244,7 @@ def _cotangent_jvp(derivatives: Derivatives, primals, tangents):
     if _moves_dynamics(t_model):  # JAX's forward mode of the first-order derivatives
         return jax.jvp(functools.partial(_cotangent, derivatives), primals, tuple(_filled(t) for t in tangents))
     # The matrices, not the cotangent without them: under jax.hessian the program computes them
-    # anyway (the G1's compiled jax.hessian is 7% smaller so than with rnea_cotangent here), and
+    # anyway (the G1's compiled jax.hessian is 7% smaller this way than with rnea_cotangent), and
     # along many directions of t_lam at once their products are cheaper.
     matrices = derivatives.first_order(model, q, v, x)
     out = tuple(lam @ m for m in matrices)
