@@ -103,6 +103,26 @@ def test_second_derivatives_through_the_dynamics(name, which):
     assert relative_error(jnp.einsum("aiaj->aij", whole), reference) <= tol
 
 
+@pytest.mark.parametrize("which", ["inverse", pytest.param("forward", marks=SLOW)])
+def test_hessians_in_part_of_the_state(which):
+    """``jax.hessian`` in a part of the state only (the others constant: their tangents are
+    symbolic zeros, which the rule skips block by block) is that block of the whole Hessian of
+    the plain recursions, on a tree with a spherical root (the configuration's tangent map)."""
+    model = MODELS["spherical_root"]()
+    x, q, lam = states(model)
+    n = model.nv
+    reference = jax.jit(jax.vmap(jax.hessian(functools.partial(loss, model=model, which=which, plain=True))))(x, q, lam)
+    q_, v_, vd_ = np.arange(n), np.arange(n, 2 * n), np.arange(2 * n, 3 * n)
+    parts = {"q": q_, "v": v_, "vd": vd_, "q, v": np.r_[q_, v_], "q, vd": np.r_[q_, vd_], "v, vd": np.r_[v_, vd_]}
+    for part, block in parts.items():
+
+        def f(y, x, q, lam, block=block):
+            return loss(x.at[block].set(y), q, lam, model, which)
+
+        ours = jax.jit(jax.vmap(lambda x, q, lam, f=f, block=block: jax.hessian(f)(x[block], x, q, lam)))(x, q, lam)
+        assert relative_error(ours, reference[:, block[:, None], block]) <= 1e-10, part
+
+
 @pytest.mark.parametrize("name", [pytest.param("every_joint_kind", marks=SLOW), "spherical_root", "floating_mimic"])
 def test_gradients(name):
     """``jax.grad`` of the loss, whose rule is the gradient of ``λ^T y`` written without the

@@ -249,12 +249,18 @@ def _cotangent_jvp(derivatives: Derivatives, primals, tangents):
     matrices = derivatives.first_order(model, q, v, x)
     out = tuple(lam @ m for m in matrices)
     change = [t_lam @ m for m in matrices] if not _is_zero(t_lam) else [jnp.zeros_like(c) for c in out]
-    if not _is_zero((tq, tv, tx)):
+    xi = _tangent(model, q, tq)
+    if not _is_zero((xi, tv, tx)):
+        # block by block, so that a direction that does not move (a constant vd under
+        # jax.hessian, the q of a Hessian in v) costs no product with zeros
         hessian, x_q = derivatives.hessian(model, q, v, x, lam)
-        xi, tv, tx = _zeros((_tangent(model, q, tq), tv, tx), (v, v, x))
         n = v.shape[0]
-        moved = hessian @ jnp.concatenate([xi, tv])
-        change = [change[0] + moved[:n] + tx @ x_q, change[1] + moved[n:], change[2] + x_q @ xi]
+        if not _is_zero(xi):
+            change = [change[0] + hessian[:n, :n] @ xi, change[1] + hessian[n:, :n] @ xi, change[2] + x_q @ xi]
+        if not _is_zero(tv):
+            change = [change[0] + hessian[:n, n:] @ tv, change[1] + hessian[n:, n:] @ tv, change[2]]
+        if not _is_zero(tx):
+            change = [change[0] + tx @ x_q, change[1], change[2]]
     return out, tuple(c.astype(o.dtype) for c, o in zip(change, out))
 
 
