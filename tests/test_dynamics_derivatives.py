@@ -20,7 +20,7 @@ import kronjax as kj
 pin = pytest.importorskip("pinocchio")
 
 from checks import FD_TOL, TOL  # noqa: E402
-from oracles import jit_once, random_arm, random_inertia, random_rotation, relative_error, to_pinocchio  # noqa: E402
+from oracles import jit_once, random_arm, random_inertia, random_rotation, random_tree, relative_error, to_pinocchio  # noqa: E402
 
 pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
 
@@ -67,6 +67,9 @@ MODELS = {
     "fixed_joints": _fixed_tree,
     "panda": kj.models.panda,
     "small": _small_fixed_tree,
+    # above kronjax.dynamics._aba_derivatives.UNROLLED_UP_TO coordinates: M^-1 by the tree's
+    # sparse L^T D L factorisation, three branches
+    "large_tree": lambda: random_arm(2, parents=(-1, 0, 1, 2, 1, 4, 5, 0, 7, 8, 9, 8, 11, 12), prismatic=(3, 9)),
 }
 
 
@@ -111,7 +114,7 @@ def max_error(got, expected) -> float:
     return max(relative_error(g[s], e[s]) for g, e in zip(got, zip(*expected)) for s in range(N_STATES))
 
 
-@pytest.mark.parametrize("name", ["branched", "fixed_joints", "panda"])
+@pytest.mark.parametrize("name", ["branched", "fixed_joints", "panda", "large_tree"])
 def test_against_pinocchio(name):
     (ours_id, ours_fd), (ref_id, ref_fd) = analytic(name), pinocchio_reference(name)
     errors = max_error(ours_id, ref_id), max_error(ours_fd, ref_fd)
@@ -119,7 +122,7 @@ def test_against_pinocchio(name):
     assert max(errors) <= TOL, errors
 
 
-@pytest.mark.parametrize("name", ["fixed_joints"])
+@pytest.mark.parametrize("name", ["fixed_joints", "large_tree"])
 def test_float32_against_pinocchio(name):
     """float32 model and states against float64 Pinocchio: relative error <= 1e-5 (inverse dynamics
     derivatives; measured 8e-7) and <= 5e-4 (forward dynamics, measured 3e-5: M^-1 amplifies
@@ -330,3 +333,25 @@ def test_function_models_fall_back_to_autodiff():
     for got, expected in f(q, qd, x):
         for g, e in zip(got, expected):
             assert relative_error(g, e) <= 1e-10
+
+
+def test_sparse_factorisation_of_a_tree():
+    """``M^-1`` by the sparse ``L^T D L`` factorisation along the tree against a dense inverse, on
+    a tree with a free-flyer root, a spherical joint and branches (the coordinates of a multi-DoF
+    joint a chain), and its pivots: all positive exactly when ``M`` is positive definite."""
+    from kronjax._spatial.traversal import ancestry
+    from kronjax.dynamics._aba_derivatives import coordinate_parents, tree_spd_inverse
+
+    model = random_tree(
+        [dict(kind="free", parent=-1), ("R", 0), dict(kind="spherical", parent=1), ("R", 0), ("P", 3), ("R", 0)], seed=4
+    )
+    parents = coordinate_parents(ancestry(model.kinematics).upto)
+    assert parents[:7] == (-1, 0, 1, 2, 3, 4, 5)  # the free-flyer's six coordinates, then its child
+    q = jax.vmap(lambda k: kj.random_configuration(model, k))(jax.random.split(jax.random.key(2), 4))
+    mass = jax.vmap(lambda q: kj.mass_matrix(model, q))(q)
+    inverse, pivots = jax.jit(jax.vmap(lambda m: tree_spd_inverse(m, parents)))(mass)
+    assert relative_error(inverse, np.linalg.inv(np.asarray(mass))) <= 1e-12
+    assert np.all(np.asarray(pivots) > 0)
+    # not positive definite: one pivot is not positive
+    shifted = mass - (np.linalg.eigvalsh(np.asarray(mass))[:, :1] + 1e-3)[:, :, None] * np.eye(model.nv)
+    assert np.all(np.any(np.asarray(jax.vmap(lambda m: tree_spd_inverse(m, parents)[1])(shifted)) <= 0, axis=1))
