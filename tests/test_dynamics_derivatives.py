@@ -339,8 +339,8 @@ def test_sparse_factorisation_of_a_tree():
     """``M^-1`` by the sparse ``L^T D L`` factorisation along the tree against a dense inverse, on
     a tree with a free-flyer root, a spherical joint and branches (the coordinates of a multi-DoF
     joint a chain), and its pivots: all positive exactly when ``M`` is positive definite."""
-    from kronjax._spatial.traversal import ancestry
-    from kronjax.dynamics._aba_derivatives import coordinate_parents, tree_spd_inverse
+    from kronjax._spatial.traversal import ancestry, coordinate_parents
+    from kronjax.dynamics._aba_derivatives import tree_spd_inverse
 
     model = random_tree(
         [dict(kind="free", parent=-1), ("R", 0), dict(kind="spherical", parent=1), ("R", 0), ("P", 3), ("R", 0)], seed=4

@@ -130,14 +130,16 @@ def test_gradients(name):
     """``jax.grad`` of the loss, whose rule is the gradient of ``λ^T y`` written without the
     matrices ``dy/d(q, v)`` (:func:`~kronjax.dynamics._rnea_derivatives.rnea_cotangent`,
     :func:`~kronjax.dynamics._aba_derivatives.aba_cotangent`), against the plain recursions', to
-    1e-12: on trees with every joint kind, a spherical root and a mimic joint (whose forward
-    dynamics is not the articulated-body algorithm's rule but a Cholesky factorisation of ``M``)."""
+    1e-12 (forward dynamics 1e-11: its solve with ``M``, whose condition number is about 10^4
+    here, scales the rounding of either path): on trees with every joint kind, a spherical root
+    and a mimic joint (whose forward dynamics is not the articulated-body algorithm's rule but a
+    Cholesky factorisation of ``M``)."""
     model = MODELS[name]()
     x, q, lam = states(model)
     for which in ("inverse", "forward"):
         f = functools.partial(loss, model=model, which=which)
         got, expected = (jax.jit(jax.vmap(jax.grad(functools.partial(f, plain=p))))(x, q, lam) for p in (False, True))
-        assert relative_error(got, expected) <= 1e-12, which
+        assert relative_error(got, expected) <= (1e-12 if which == "inverse" else 1e-11), which
 
 
 @pytest.mark.parametrize("which", ["inverse", "forward"])

@@ -172,6 +172,11 @@ def spatial_dot(x, y):
     return dot(x[0], y[0]) + dot(x[1], y[1])
 
 
+def pairs(rows, cols):
+    """``out[k, j] = rows_k . cols_j`` over matching leaves (``(n,)`` components each)."""
+    return sum(r[:, None] * c[None, :] for r, c in zip(jax.tree.leaves(rows), jax.tree.leaves(cols)))
+
+
 def expand_dims(x, axes):
     """``jnp.expand_dims`` of every component."""
     return jax.tree.map(lambda a: jnp.expand_dims(a, axes), x)

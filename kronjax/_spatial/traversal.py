@@ -6,7 +6,8 @@ chain is one run; :class:`Schedule`), so compile time does not grow with the num
 
 The mask-based algorithms (composite bodies, the derivatives of the dynamics, the Jacobians and
 Hessians) instead form arrays over pairs of bodies or coordinates by broadcasting with the static
-masks of :func:`ancestry`.
+masks of :func:`ancestry`; :func:`on_paths` forms the ``n x n`` ones block by block, skipping the
+pairs on different branches.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array
 
 from ..chain import Tree
+from .algebra import pairs
 from .expansion import SUB_JOINTS, expansion
 from .inputs import Joint
 
@@ -152,3 +155,89 @@ def _ancestry(parents: tuple[int, ...], kinds: tuple[str, ...], group: tuple[int
     below = below_body[moving]
     upto = below[:, moving]
     return Ancestry(below, upto, upto & ~upto.T, np.flatnonzero(moving))
+
+
+def coordinate_parents(upto: np.ndarray) -> tuple[int, ...]:
+    """Each coordinate's parent in the tree of coordinates (``-1`` at the root): the nearest of its
+    ancestors (``upto[j, i]``: ``j ⪯ i``; parents precede children), the coordinates of one joint
+    a chain."""
+    return _coordinate_parents(np.ascontiguousarray(upto).tobytes(), upto.shape[0])
+
+
+@functools.lru_cache(maxsize=64)
+def _coordinate_parents(upto_bytes: bytes, n: int) -> tuple[int, ...]:
+    upto = np.frombuffer(upto_bytes, dtype=bool).reshape(n, n)
+    return tuple(int(max(np.flatnonzero(upto[:i, i]), default=-1)) for i in range(n))
+
+
+@functools.lru_cache(maxsize=64)
+def coordinate_spans(parents: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """The unbranched runs ``[start, end)`` of the tree of coordinates (:func:`coordinate_parents`):
+    a run ends where the next coordinate does not hang from its last, or its last has several
+    children. So a run that is an ancestor of another is wholly ancestor of all of it."""
+    n = len(parents)
+    children = np.bincount([p for p in parents if p >= 0], minlength=n)
+    starts = [j for j in range(n) if j == 0 or parents[j] != j - 1 or children[j - 1] > 1]
+    return tuple(zip(starts, starts[1:] + [n]))
+
+
+# Past this many runs of coordinates (a tree that branches at most of its joints) the blocks of
+# on_paths are too small to pay for their compile time.
+BLOCKS_UP_TO = 24
+
+
+def on_paths(upto: np.ndarray, ancestor: tuple, descendant: tuple, joint: str, blocks: bool = True) -> Array:
+    """The ``n x n`` array over pairs of coordinates that is ``pairs(*ancestor)[k, j]`` where ``k``
+    is a strict ancestor of ``j`` (``k ≺ j``), ``pairs(*descendant)[k, j]`` where ``j ≺ k``, the
+    one that ``joint`` (``"ancestor"`` or ``"descendant"``) names where ``k`` and ``j`` are
+    coordinates of one joint (``k = j`` included), and zero off the paths (the composite-body
+    matrices: ``M``, the derivatives of inverse dynamics).
+
+    ``ancestor`` and ``descendant`` are each ``(row factors, column factors)``, pytrees of ``(n,)``
+    components matched leaf by leaf (:func:`~kronjax._spatial.algebra.pairs`); ``upto`` is
+    :class:`Ancestry`'s. With ``blocks`` (and at most :data:`BLOCKS_UP_TO` runs), formed block by
+    block over :func:`coordinate_spans`: a block of two runs is wholly one case or zero, so only
+    the pairs on a common path are multiplied (a third of them on the G1) and no mask is applied
+    outside the diagonal blocks; otherwise every pair is multiplied and masked, which compiles
+    faster."""
+    mutual = upto & upto.T
+    first = (upto & ~upto.T) | (mutual if joint == "ancestor" else False)
+    spans = coordinate_spans(coordinate_parents(upto))
+    if not blocks or len(spans) > BLOCKS_UP_TO:
+        return jnp.where(first, pairs(*ancestor), 0) + jnp.where(upto.T & ~first, pairs(*descendant), 0)
+    a_rows, a_cols, d_rows, d_cols = (jax.tree.leaves(x) for x in (*ancestor, *descendant))
+
+    def block(rows, cols, r: slice, c: slice) -> Array:
+        return sum(x[r, None] * y[None, c] for x, y in zip(rows, cols))
+
+    out = []
+    for r0, r1 in spans:
+        row = []
+        for case, c0, c1 in _row_blocks(spans, upto, r0):
+            r, c = slice(r0, r1), slice(c0, c1)
+            if case == "joint":  # the run itself, a chain: every pair is on a path
+                row.append(jnp.where(first[r, c], block(a_rows, a_cols, r, c), block(d_rows, d_cols, r, c)))
+            elif case == "ancestor":
+                row.append(block(a_rows, a_cols, r, c))
+            elif case == "descendant":
+                row.append(block(d_rows, d_cols, r, c))
+            else:
+                row.append(jnp.zeros((r1 - r0, c1 - c0), a_rows[0].dtype))
+        out.append(jnp.concatenate(row, axis=1))
+    return jnp.concatenate(out, axis=0)
+
+
+def _row_blocks(spans: tuple[tuple[int, int], ...], upto: np.ndarray, r0: int) -> list[tuple[str, int, int]]:
+    """The blocks ``(case, start, end)`` of the run that starts at ``r0`` across the columns: its
+    own run (``"joint"``), runs below it (``"ancestor"``: the row is their ancestor), above it
+    (``"descendant"``) or off its paths (``"zero"``), neighbouring runs of one case merged (a
+    subtree's runs are usually consecutive), so that a tree with many short runs (hands) is a few
+    blocks per row."""
+    blocks: list[tuple[str, int, int]] = []
+    for c0, c1 in spans:
+        case = "joint" if c0 == r0 else "ancestor" if upto[r0, c0] else "descendant" if upto[c0, r0] else "zero"
+        if blocks and case != "joint" and blocks[-1][0] == case:
+            blocks[-1] = (case, blocks[-1][1], c1)
+        else:
+            blocks.append((case, c0, c1))
+    return blocks

@@ -19,7 +19,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._spatial.expansion import full_velocities, reduce
-from .._spatial.traversal import ancestry
+from .._spatial.traversal import ancestry, coordinate_parents
 from ..chain import Model
 from ..chain._model import with_armature
 from . import _aba
@@ -130,19 +130,6 @@ def spd_inverse(m: Float[Array, "n n"]) -> tuple[Float[Array, "n n"], Float[Arra
     upper = {(i, j): sum(inv[k][i] * inv[k][j] for k in range(j, n)) for i in range(n) for j in range(i, n)}
     out = jnp.stack([jnp.stack([upper[min(i, j), max(i, j)] for j in range(n)]) for i in range(n)])
     return out, jnp.stack(pivots)
-
-
-def coordinate_parents(upto: np.ndarray) -> tuple[int, ...]:
-    """Each coordinate's parent in the tree of coordinates (``-1`` at the root): the nearest of its
-    ancestors (``upto[j, i]``: ``j ⪯ i``; parents precede children), the coordinates of one joint
-    a chain."""
-    return _coordinate_parents(np.ascontiguousarray(upto).tobytes(), upto.shape[0])
-
-
-@functools.lru_cache(maxsize=64)
-def _coordinate_parents(upto_bytes: bytes, n: int) -> tuple[int, ...]:
-    upto = np.frombuffer(upto_bytes, dtype=bool).reshape(n, n)
-    return tuple(int(max(np.flatnonzero(upto[:i, i]), default=-1)) for i in range(n))
 
 
 def tree_spd_inverse(m: Float[Array, "n n"], parents: tuple[int, ...]) -> tuple[Float[Array, "n n"], Float[Array, " n"]]:

@@ -40,11 +40,10 @@ from .._spatial.algebra import (
     expand_dims,
     rigid_inertia_times,
     scale,
-    spatial_dot,
 )
 from .._spatial.expansion import reduce
 from .._spatial.frames import base_frame
-from .._spatial.traversal import ancestry
+from .._spatial.traversal import ancestry, on_paths
 from ..chain import Model, Tree
 
 
@@ -58,18 +57,11 @@ def _composite(model: Model, q: Array):
     return s, composite, (upto, strict)
 
 
-def symmetric_from_upto(upper: Array, upto: np.ndarray) -> Array:
-    """``X[i, j]`` from the ``i ⪯ j`` entries of ``upper`` and ``X[j, i] = X[i, j]`` (both given
-    where ``i ⪯ j ⪯ i``)."""
-    mirrored = upto.T & ~upto
-    return jnp.where(upto, upper, 0) + jnp.where(mirrored, upper.T, 0)
-
-
 @eqx.filter_jit
 def mass_matrix(model: Model, q: Float[Array, " nq"]) -> Float[Array, "nv nv"]:
     s, composite, (upto, _) = _composite(model, q)
     f = rigid_inertia_times(composite, s)  # F_j
-    return reduce(model.kinematics, symmetric_from_upto(spatial_dot(expand_dims(s, 1), expand_dims(f, 0)), upto), (0, 1))
+    return reduce(model.kinematics, on_paths(upto, (s, f), (f, s), joint="ancestor"), (0, 1))
 
 
 # Up to this many joints dM/dq and C* are assembled from unrolled per-column blocks (compile time

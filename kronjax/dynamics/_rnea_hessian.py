@@ -38,12 +38,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .._spatial.algebra import add, cross, cross_force, cross_motion, rigid_inertia_times, scale
+from .._spatial.algebra import add, cross, cross_force, cross_motion, pairs, rigid_inertia_times, scale
 from .._spatial.expansion import expansion, reduce
 from ..chain import Model
 from ._rnea_derivatives import (
     masked,
-    pairs,
     velocity_matrix,
     velocity_term,
     velocity_term_transposed,
@@ -90,7 +89,7 @@ def rnea_hessian(
     of the gradient along ``q ⊕ xi`` (they differ only within a free or spherical joint). Every block is written in its own orientation, never as a transpose of
     another: under ``vmap`` a transposed ``(batch, n, n)`` array costs more than the products."""
     tree, k, da, f3, full = weighted_stage(model, q, v, vd, lam)
-    below, upto, strict, _, _ = k["masks"]
+    below, upto, strict = k["masks"]
     s, inertia, ic, dv = k["s"], k["inertia"], k["ic"], k["dv"]
     sl = scale(s, full)
     w_body = masked(below.T, sl)
