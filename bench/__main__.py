@@ -60,12 +60,28 @@ def parse(argv=None) -> argparse.Namespace:
         help=f"{so} address space of one kronjax row's process, GiB (default half the memory)",
     )
     parser.add_argument("--out", type=Path, help="results folder (default bench/results)")
+    parser.add_argument(
+        "--hugepages",
+        action="store_true",
+        help=f"run with GLIBC_TUNABLES={HUGEPAGES} (Linux): large arrays on transparent huge pages (docs/benchmarks/measurements.md)",
+    )
     return parser.parse_args(argv)
+
+
+# glibc's malloc advises the kernel to back its large allocations with transparent huge pages (read
+# at the process' start, so set by starting the benchmark again): at batch 10^4 every output and
+# intermediate is fresh memory at each call, and its first touch is one page fault per 4 KiB
+HUGEPAGES = "glibc.malloc.hugetlb=1"
 
 
 def main(argv=None) -> dict:
     """Runs the suite; returns the paths written (``md``, ``json``, ``png``)."""
     args = parse(argv)
+    tunables = os.environ.get("GLIBC_TUNABLES", "")
+    if args.hugepages and HUGEPAGES not in tunables:
+        env = dict(os.environ, GLIBC_TUNABLES=":".join(filter(None, [tunables, HUGEPAGES])))
+        command = [sys.executable, "-m", "bench", *(argv if argv is not None else sys.argv[1:])]
+        os.execve(sys.executable, command, env)
     import jax
 
     jax.config.update("jax_enable_x64", True)  # before any array exists; float32 runs use float32 arrays
@@ -101,7 +117,8 @@ def main(argv=None) -> dict:
     meta["command"] = " ".join(["python -m bench", *(argv if argv is not None else sys.argv[1:])])
     print(
         f"kronjax benchmark on {meta['machine']} ({meta['cpu']}, {meta['cores']} cores), "
-        f"load average {meta['load_average_start']}; jax {meta['jax']}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}"
+        f"load average {meta['load_average_start']}; jax {meta['jax']}, XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}, "
+        f"GLIBC_TUNABLES={os.environ.get('GLIBC_TUNABLES', '')!r}"
     )
     names = ("pinocchio",) + (tuple(n for n in PEERS if n != "pinocchio") if config.peers else ())
     peers = detect(names)

@@ -89,6 +89,25 @@ def pinocchio_outputs(robot: Humanoid) -> dict:
     }
 
 
+FLOOR = "writing the outputs alone"
+
+
+def writing(fn, args):
+    """A batched function that only writes new arrays of ``fn``'s output shapes (one number per
+    sample): the floor that memory traffic sets at the batch, which Pinocchio's calls, writing
+    into the same small buffers every time, do not pay (:meth:`bench.suite.Suite.output_floor`)."""
+    import jax
+    import jax.numpy as jnp
+
+    shapes = jax.eval_shape(fn, *args)
+
+    def write(*batch):
+        value = batch[0][:, 0]
+        return jax.tree.map(lambda s: jnp.broadcast_to(value.reshape((-1,) + (1,) * (s.ndim - 1)), s.shape), shapes)
+
+    return write
+
+
 def robot_rows(suite, name: str) -> None:
     """kronjax's and Pinocchio's rows of one robot of :data:`ROBOTS`."""
     import jax
@@ -112,10 +131,13 @@ def robot_rows(suite, name: str) -> None:
         kronjax = dict(library="kronjax", method=operation, batch=c.legged_batch)
         try:
             fn = jax.vmap(functools.partial(getattr(kj, operation), robot.model))
-            timed, compile_s, out = time_compiled(fn, tuple(jnp.asarray(getattr(robot, k)) for k in keys), suite.timing)
+            args = tuple(jnp.asarray(getattr(robot, k)) for k in keys)
+            timed, compile_s, out = time_compiled(fn, args, suite.timing)
             error = max(models.relative_error(np.asarray(o[:head]), r) for o, r in zip(jax.tree.leaves(out), ref))
             del out  # up to a GB at batch 10^4 (Talos' Jacobians)
             suite.add(Record(**fields, **kronjax, compile_s=compile_s, rel_err=error, **timed))
+            timed, _, _ = time_compiled(writing(fn, args), args, suite.timing)
+            suite.add(Record(**fields, library="jax", method=FLOOR, batch=c.legged_batch, **timed))
         except Exception as exc:
             suite.failed(exc, **fields, **kronjax)
         call, pm, pd = getattr(robot.pin, pin_name), robot.pm, robot.pd

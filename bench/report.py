@@ -103,6 +103,7 @@ def environment() -> dict:
         "jax": jax.__version__,
         "jax_devices": [str(d) for d in jax.devices()],
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "glibc_tunables": os.environ.get("GLIBC_TUNABLES", ""),
         "load_average_start": load_average(),
     }
 
@@ -376,14 +377,19 @@ def _legged_tables(records: list[Record]) -> list[str]:
     def pin(r):
         return next((p for p in rows if p.library == "pinocchio" and (p.model, p.operation) == (r.model, r.operation)), None)
 
+    def floor(r):
+        return next((p for p in rows if p.library == "jax" and (p.model, p.operation) == (r.model, r.operation)), None)
+
     lines = [
         "kronjax's `jax.jit(jax.vmap(f))` per sample, float64, against Pinocchio per call from Python (binding included, one "
         "thread) on the same random states; times: median [min, max] over the timing rounds; 'x Pinocchio': Pinocchio's "
-        "time over kronjax's (> 1: faster); compile: the first `lower` + `compile` at the batch; error against Pinocchio "
-        "on the leading states.",
+        "time over kronjax's (> 1: faster); outputs alone: a batched function that only writes new arrays of the "
+        "operation's output shapes (the floor of memory traffic at the batch); compile: the first `lower` + `compile` "
+        "at the batch; error against Pinocchio on the leading states.",
         "",
     ]
     columns = [_column("method"), ("kronjax us/sample [range]", "---:", _us_range)]
+    columns += [("outputs alone us/sample", "---:", lambda r: _us_range(floor(r)))]
     columns += [("Pinocchio us/call [range]", "---:", lambda r: _us_range(pin(r)))]
     columns += [("x Pinocchio", "---:", lambda r: _ratio(pin(r), r)), COMPILE, ERROR]
     timed = [r for r in mine if r.seconds_per_call is not None or r.note.startswith("failed")]
@@ -498,7 +504,8 @@ def markdown(records: list[Record], meta: dict, peers: dict, config, goal_rows, 
         f"- CPU: {meta['cpu']}, {meta['cores']} cores; {meta['platform']}, Python {meta['python']}",
         f"- load average (1, 5, 15 min): {meta['load_average_start']} at the start, {meta.get('load_average_end')} at the end"
         " (other processes on the machine make timings noisy)",
-        f"- kronjax {meta['kronjax']}, jax {meta['jax']}, devices {', '.join(meta['jax_devices'])}; XLA_FLAGS=`{meta['xla_flags']}`",
+        f"- kronjax {meta['kronjax']}, jax {meta['jax']}, devices {', '.join(meta['jax_devices'])}; XLA_FLAGS=`{meta['xla_flags']}`; "
+        f"GLIBC_TUNABLES=`{meta.get('glibc_tunables', '')}`",
         f"- run: `{meta.get('command', 'python -m bench')}`, {meta.get('duration_s', 0):.0f} s; batch {config.big} for peers",
         "- every library gets the same arm: `kj.models.panda()` written by `kj.to_urdf` (7 revolute joints, gravity (0, 0, -9.81)).",
         "  Agreement: max relative error of the leading samples' outputs against Pinocchio on the same samples.",
