@@ -1,10 +1,12 @@
-"""Batched dynamics and kinematics of the Panda on an NVIDIA GPU, in one run:
+"""Batched dynamics and kinematics of the Panda and of legged robots on an NVIDIA GPU, in one run:
 
     python -m bench.gpu            # or: python bench/gpu.py
     python -m bench.gpu --verify <stem>.json [--samples <stem>-samples.npz]   # where Pinocchio is installed
 
 The Panda's batched operations (``OPERATIONS``: kronjax's dynamics, kinematics and derivatives,
-MJX's and frax's dynamics) at batch 10^4 and 10^6, and for those of ``--largest`` also at the
+MJX's and frax's dynamics) and the legged robots' of ``--robots`` (``LEGGED_OPERATIONS`` on ANYmal,
+the G1 and Talos of ``example-robot-data``, with a free-flyer, as the CPU section ``legged``) at
+batch 10^4 and 10^6, and for those of ``--largest`` also at the
 largest batch that fits in the GPU's memory (estimated from XLA's memory analysis, shrunk on an
 out-of-memory error), in float32 (``jax_default_matmul_precision="highest"``) and float64. Writes
 ``bench/results/<date>-gpu-<device>[-<tag>].md``, ``.json`` and ``-samples.npz`` (each batch's
@@ -33,6 +35,7 @@ if __package__ in (None, ""):  # python bench/gpu.py
 
 from . import models  # noqa: E402
 from ._timing import Record, best_time, compile_jit  # noqa: E402
+from .legged import ROBOTS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL = 1e8  # inverse-dynamics samples per second in float64 (the goal of the GPU section)
@@ -63,6 +66,16 @@ LARGEST = (
     "frax forward",
 )
 PEERS = ("mjx", "frax")
+# each robot's operations (a row's method: "<robot> <operation>"), as in the CPU section `legged`;
+# joint_jacobians (the compact form) rather than every body's dense Jacobians
+LEGGED_OPERATIONS = (
+    "mass_matrix",
+    "inverse_dynamics",
+    "forward_dynamics",
+    "joint_jacobians",
+    "inverse_dynamics_derivatives",
+    "forward_dynamics_derivatives",
+)
 
 
 def _library(op: str) -> str:
@@ -135,11 +148,15 @@ def _check(samples: dict) -> tuple[dict, dict]:
     from .suite import Suite
 
     urdf = str(samples["urdf"]) if "urdf" in samples else _float64_urdf()
-    pin, frames, errors = Pinocchio(urdf), None, {}
+    pin, frames, errors, robots = Pinocchio(urdf), None, {}, {}
     for key in sorted({k.rsplit("/", 1)[0] for k in samples if "|" in k}):
         op = key.split("|")[0]
         q, qd, x = (np.asarray(samples[f"{key}/{name}"], float) for name in ("q", "qd", "x"))
         got = [np.asarray(samples[f"{key}/out{i}"], float) for i in range(3) if f"{key}/out{i}" in samples]
+        if op.split()[0] in ROBOTS:
+            name, operation = op.split()
+            errors[key] = _legged_error(robots, name, operation, (q, qd, x), got)
+            continue
         if op in ("inverse_dynamics rnea", "inverse_dynamics kron", "mjx inverse", "frax inverse"):
             expected = (pin.rnea(q, qd, x),)
         elif op == "coriolis_star":
@@ -167,6 +184,59 @@ def _check(samples: dict) -> tuple[dict, dict]:
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
     }
     return errors, checked
+
+
+def _legged_error(robots: dict, name: str, operation: str, inputs, got) -> float:
+    """The largest relative error of a legged robot's saved outputs against Pinocchio's
+    (:func:`bench.legged.pinocchio_outputs`, in kronjax's layout); ``robots`` caches each robot's
+    models and references."""
+    import numpy as np
+
+    from .floating import Humanoid
+    from .legged import ARGUMENTS, pinocchio_outputs, robot_file
+
+    if name not in robots:
+        relative, mimic = ROBOTS[name]
+        robot = Humanoid(robot_file(relative), 1, 1, threads=1, mimic=mimic)
+        robots[name] = robot, pinocchio_outputs(robot)
+    robot, outputs = robots[name]
+    q, qd, x = inputs
+    rows = zip(robot.pin_q(q), robot.pin_v(qd), robot.pin_v(x))
+    arity = len(ARGUMENTS[operation])  # (q,) or (q, v, vd) or (q, v, tau): a prefix of the saved inputs
+    expected = [np.stack(e) for e in zip(*(outputs[operation](*row[:arity]) for row in rows))]
+    return max(models.relative_error(g, e) for g, e in zip(got, expected))
+
+
+def _legged(name: str, precision: str):
+    """A legged robot's functions of one sample ``(q, qd, x)`` (:data:`LEGGED_OPERATIONS`; ``x``
+    is vd or tau) and a maker of its random batches on the device: ``q`` from
+    :func:`kronjax.random_configuration`, ``qd`` and ``x`` standard normal."""
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    import kronjax as kj
+
+    from .legged import ARGUMENTS, robot_file
+
+    relative, mimic = ROBOTS[name]
+    model = kj.load_urdf(robot_file(relative), floating_base=True, mimic=mimic).astype(jnp.dtype(precision))
+
+    def function(operation):
+        fn = functools.partial(getattr(kj, operation), model)
+        return fn if len(ARGUMENTS[operation]) == 3 else lambda q, qd, x: fn(q)
+
+    def make_inputs(batch, dtype):
+        @jax.jit
+        def make(key):
+            k1, k2, k3 = jax.random.split(key, 3)
+            q = jax.vmap(lambda k: kj.random_configuration(model, k))(jax.random.split(k1, batch)).astype(dtype)
+            return q, jax.random.normal(k2, (batch, model.nv), dtype), jax.random.normal(k3, (batch, model.nv), dtype)
+
+        return jax.block_until_ready(make(jax.random.PRNGKey(0)))
+
+    return {operation: function(operation) for operation in LEGGED_OPERATIONS}, make_inputs
 
 
 def _device_slug(device: str) -> str:
@@ -246,6 +316,13 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=0.75,
         help="of JAX's memory pool (itself 75%% of the GPU's) the largest batch may use",
+    )
+    parser.add_argument(
+        "--robots",
+        nargs="*",
+        default=["anymal", "g1"],
+        choices=list(ROBOTS),
+        help="legged robots of example-robot-data whose operations are timed too (default: anymal g1; none: no legged rows)",
     )
     parser.add_argument("--precisions", nargs="+", default=["float32", "float64"], choices=["float32", "float64"])
     parser.add_argument("--no-peers", action="store_true", help="kronjax alone (no MJX, no frax)")
@@ -379,14 +456,14 @@ def _child(args) -> int:
     samples: dict[str, np.ndarray] = {}  # each batch's leading and trailing samples, by _key
     start_all = time.perf_counter()
 
-    def measure(op, fn, batch, note=""):
+    def measure(op, fn, batch, note="", make_inputs=None):
         dtype = jnp.dtype(precision)
-        inputs = _inputs(batch, n, dtype, lower, upper)
+        inputs = make_inputs(batch, dtype) if make_inputs else _inputs(batch, n, dtype, lower, upper)
         batched = jax.vmap(fn)
         compiled, compile_s = compile_jit(batched, *inputs)
         out = jax.block_until_ready(compiled(*inputs))
         per_call = best_time(lambda: jax.block_until_ready(compiled(*inputs)), repeats=3, min_seconds=0.2)
-        outputs = out if isinstance(out, tuple) else (out,)
+        outputs = tuple(jax.tree.leaves(out))
         if any(o.dtype != dtype for o in outputs):
             note = ", ".join(filter(None, [note, f"outputs are {sorted({str(o.dtype) for o in outputs})}"]))
         key = _key(op, precision, batch)
@@ -439,6 +516,21 @@ def _child(args) -> int:
                     break
                 print(f"  {op:<30} {precision:<7} batch {batch:>11,}  out of memory; trying {_round_down(batch * 0.6):,}")
                 batch = _round_down(batch * 0.6)
+
+    for name in args.robots:
+        try:
+            functions, make_inputs = _legged(name, precision)
+        except Exception as exc:  # example-robot-data missing: the Panda's rows stand
+            print(f"  {name}: skipped ({type(exc).__name__}: {exc})")
+            continue
+        for operation, fn in functions.items():
+            op = f"{name} {operation}"
+            for batch in args.batches:
+                try:
+                    measure(op, fn, batch, make_inputs=make_inputs)
+                except Exception as exc:
+                    records.append(Record("gpu", "kronjax", op, batch, precision, note=f"failed: {type(exc).__name__}"))
+                    print(f"  {op:<30} {precision:<7} batch {batch:>11,}  failed: {type(exc).__name__}: {str(exc)[:200]}")
 
     meta["duration_s"] = time.perf_counter() - start_all
     np.savez(args.child.with_suffix(".npz"), **samples)

@@ -128,23 +128,27 @@ def test_gpu_bench_on_the_cpu_writes_samples_that_verify_against_pinocchio(tmp_p
     """`python -m bench.gpu --allow-cpu` (the script's check where no GPU is), as on a GPU machine
     without Pinocchio: the report is written with the timings and no errors, and `--verify`
     compares the saved samples (each batch's leading and trailing ones) with Pinocchio afterwards.
-    `coriolis_star` is compared through its contraction with qd kron qd, the Hessians are a tuple."""
+    `coriolis_star` is compared through its contraction with qd kron qd, the Hessians are a tuple;
+    ANYmal's rows (a free-flyer, legs ordered otherwise than in Pinocchio) through the `legged`
+    section's references."""
     from bench import gpu
 
     def no_pinocchio(samples):
         raise ImportError("No module named 'pinocchio' (the test's stand-in)")
 
     monkeypatch.setattr(gpu, "_check", no_pinocchio)
-    argv = ["--allow-cpu", "--batches", "8", "5", "--operations", "coriolis_star", "hessians", "--largest"]
+    argv = ["--allow-cpu", "--batches", "8", "5", "--operations", "coriolis_star", "hessians", "--largest", "--robots", "anymal"]
     argv += ["--precisions", "float64", "--check", "2", "--out", str(tmp_path), "--tag", "smoke"]
     assert gpu.main(argv) == 0
     (report,) = tmp_path.glob("*-gpu-cpu-smoke.json")
     data = json.loads(report.read_text())
+    legged = [(f"anymal {op}", batch) for op in gpu.LEGGED_OPERATIONS for batch in (8, 5)]
     assert [(r["method"], r["batch"]) for r in data["records"]] == [
         ("coriolis_star", 8),
         ("coriolis_star", 5),
         ("hessians", 8),
         ("hessians", 5),
+        *legged,
     ]
     assert all(r["samples_per_s"] > 0 and r["rel_err"] is None for r in data["records"]), capfd.readouterr().out
     assert "none yet" in report.with_suffix(".md").read_text()

@@ -125,7 +125,9 @@ def test_hessians_in_part_of_the_state(which):
         assert relative_error(ours, reference[:, block[:, None], block]) <= 1e-10, part
 
 
-@pytest.mark.parametrize("name", [pytest.param("every_joint_kind", marks=SLOW), "spherical_root", "floating_mimic"])
+@pytest.mark.parametrize(
+    "name", [pytest.param("every_joint_kind", marks=SLOW), "spherical_root", pytest.param("floating_mimic", marks=SLOW)]
+)
 def test_gradients(name):
     """``jax.grad`` of the loss, whose rule is the gradient of ``λ^T y`` written without the
     matrices ``dy/d(q, v)`` (:func:`~kronjax.dynamics._rnea_derivatives.rnea_cotangent`,
@@ -178,7 +180,7 @@ def tangent_parts(model, gradient) -> list[np.ndarray]:
     return [np.asarray(p) for p in (*plain, gradient.armature)] + [inertia + np.swapaxes(inertia, -1, -2), axis_g, *skew]
 
 
-@pytest.mark.parametrize("which", ["inverse", pytest.param("forward", marks=SLOW)])
+@pytest.mark.parametrize("which", [pytest.param("inverse", marks=SLOW), pytest.param("forward", marks=SLOW)])
 def test_model_parameter_gradients_of_a_hessian(which):
     """The gradient with respect to the model's parameters of a function of ``jax.hessian`` of
     the loss (identification through a second-order quantity), against the plain recursions', to
