@@ -207,8 +207,8 @@ def _legged_error(robots: dict, name: str, operation: str, inputs, got) -> float
     return max(models.relative_error(g, e) for g, e in zip(got, expected))
 
 
-def _legged(name: str, precision: str):
-    """A legged robot's functions of one sample ``(q, qd, x)`` (:data:`LEGGED_OPERATIONS`; ``x``
+def _legged(name: str, precision: str, operations):
+    """A legged robot's functions of one sample ``(q, qd, x)`` for ``operations`` (of :data:`LEGGED_OPERATIONS`; ``x``
     is vd or tau) and a maker of its random batches on the device: ``q`` from
     :func:`kronjax.random_configuration`, ``qd`` and ``x`` standard normal."""
     import functools
@@ -236,7 +236,7 @@ def _legged(name: str, precision: str):
 
         return jax.block_until_ready(make(jax.random.PRNGKey(0)))
 
-    return {operation: function(operation) for operation in LEGGED_OPERATIONS}, make_inputs
+    return {operation: function(operation) for operation in operations}, make_inputs
 
 
 def _device_slug(device: str) -> str:
@@ -323,6 +323,14 @@ def _parser() -> argparse.ArgumentParser:
         default=["anymal", "g1"],
         choices=list(ROBOTS),
         help="legged robots of example-robot-data whose operations are timed too (default: anymal g1; none: no legged rows)",
+    )
+    parser.add_argument(
+        "--robot-operations",
+        nargs="+",
+        default=list(LEGGED_OPERATIONS),
+        choices=LEGGED_OPERATIONS,
+        metavar="OP",
+        help="the legged robots' operations (default: all): " + ", ".join(LEGGED_OPERATIONS),
     )
     parser.add_argument("--precisions", nargs="+", default=["float32", "float64"], choices=["float32", "float64"])
     parser.add_argument("--no-peers", action="store_true", help="kronjax alone (no MJX, no frax)")
@@ -519,7 +527,7 @@ def _child(args) -> int:
 
     for name in args.robots:
         try:
-            functions, make_inputs = _legged(name, precision)
+            functions, make_inputs = _legged(name, precision, args.robot_operations)
         except Exception as exc:  # example-robot-data missing: the Panda's rows stand
             print(f"  {name}: skipped ({type(exc).__name__}: {exc})")
             continue
