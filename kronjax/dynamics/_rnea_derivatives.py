@@ -116,8 +116,9 @@ def velocity_stage(model: Model, q: Array, qd: Array, dtype) -> dict:
     fa = rigid_inertia_times(ic, s)  # Ic_j S_j
     bts = velocity_term_transposed(yc, pc, s)
     dfdv = add(velocity_term(yc, pc, s), rigid_inertia_times(ic, dav))
-    # by blocks, M alone takes 25 % less time (kronjax.dynamics._crba), but these three matrices
-    # together took as long, and 1.5 s more to compile on the G1
+    # by blocks M alone takes 20-35 % less time (kronjax.dynamics._crba), but these three
+    # matrices, whose masked products fuse with the rest of the pass, took as long and compiled
+    # 1.5-2 s longer on the G1
     dtau_dqd = on_paths(upto, (s, dfdv), ((fa, bts), (dav, s[0])), joint="descendant", blocks=False)
     return dict(
         s=s,
