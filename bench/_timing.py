@@ -69,6 +69,25 @@ def median_fields(times: list[float]) -> dict:
     return {"seconds_per_call": float(statistics.median(times)), "extra": extra}
 
 
+def outputs_alone(fn: Callable, *sample) -> Callable:
+    """A function of one sample that only writes new arrays of ``fn``'s output shapes and dtypes at
+    ``sample`` (each filled with the sample's first input's first number): what a JAX function
+    pays under ``vmap`` for its outputs alone. At batch 10^4 a new output is fresh memory at each
+    call (tens of MB: glibc maps it anew), and its first touch (page faults, pages zeroed by the
+    kernel) costs more than the writes themselves; Pinocchio's per-call loop writes into the same
+    buffers at every call."""
+    import jax
+    import jax.numpy as jnp
+
+    shapes = jax.eval_shape(fn, *sample)
+
+    def write(*sample):
+        value = sample[0].ravel()[0]
+        return jax.tree.map(lambda s: jnp.full(s.shape, value, s.dtype), shapes)
+
+    return write
+
+
 def time_compiled(fn: Callable, args: tuple, timing: dict) -> tuple[dict, float, Any]:
     """``jax.jit(fn)`` compiled for ``args`` and timed over rounds: ``(record fields of
     :func:`median_fields` with :func:`compile_split`'s two times in ``extra``, compile seconds, output)``."""

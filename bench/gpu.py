@@ -499,11 +499,20 @@ def _child(args) -> int:
         )
         return size
 
-    for op, fn in _functions(precision, urdf, names).items():
+    rows = [(op, fn, None) for op, fn in _functions(precision, urdf, names).items()]
+    for name in args.robots:
+        try:
+            functions, make_inputs = _legged(name, precision, args.robot_operations)
+        except Exception as exc:  # example-robot-data missing: the Panda's rows stand
+            print(f"  {name}: skipped ({type(exc).__name__}: {exc})")
+            continue
+        rows += [(f"{name} {operation}", fn, make_inputs) for operation, fn in functions.items()]
+
+    for op, fn, make_inputs in rows:
         per_sample_bytes = None
         for batch in args.batches:
             try:
-                size = measure(op, fn, batch)
+                size = measure(op, fn, batch, make_inputs=make_inputs)
                 if size:
                     per_sample_bytes = size / batch
             except Exception as exc:
@@ -516,7 +525,7 @@ def _child(args) -> int:
             continue
         for _ in range(4):  # the estimate misses allocator overheads: shrink on out-of-memory
             try:
-                measure(op, fn, batch, note="largest that fits")
+                measure(op, fn, batch, note="largest that fits", make_inputs=make_inputs)
                 break
             except Exception as exc:
                 if not _is_oom(exc):
@@ -524,21 +533,6 @@ def _child(args) -> int:
                     break
                 print(f"  {op:<30} {precision:<7} batch {batch:>11,}  out of memory; trying {_round_down(batch * 0.6):,}")
                 batch = _round_down(batch * 0.6)
-
-    for name in args.robots:
-        try:
-            functions, make_inputs = _legged(name, precision, args.robot_operations)
-        except Exception as exc:  # example-robot-data missing: the Panda's rows stand
-            print(f"  {name}: skipped ({type(exc).__name__}: {exc})")
-            continue
-        for operation, fn in functions.items():
-            op = f"{name} {operation}"
-            for batch in args.batches:
-                try:
-                    measure(op, fn, batch, make_inputs=make_inputs)
-                except Exception as exc:
-                    records.append(Record("gpu", "kronjax", op, batch, precision, note=f"failed: {type(exc).__name__}"))
-                    print(f"  {op:<30} {precision:<7} batch {batch:>11,}  failed: {type(exc).__name__}: {str(exc)[:200]}")
 
     meta["duration_s"] = time.perf_counter() - start_all
     np.savez(args.child.with_suffix(".npz"), **samples)

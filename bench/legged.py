@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from . import models
-from ._timing import Record, compile_split, median_fields, rounds, time_compiled
+from ._timing import Record, compile_split, median_fields, outputs_alone, rounds, time_compiled
 from .floating import Humanoid
 from .report import LEGGED
 
@@ -92,22 +92,6 @@ def pinocchio_outputs(robot: Humanoid) -> dict:
 FLOOR = "writing the outputs alone"
 
 
-def writing(fn, args):
-    """A batched function that only writes new arrays of ``fn``'s output shapes (one number per
-    sample): the floor that memory traffic sets at the batch, which Pinocchio's calls, writing
-    into the same small buffers every time, do not pay (:meth:`bench.suite.Suite.output_floor`)."""
-    import jax
-    import jax.numpy as jnp
-
-    shapes = jax.eval_shape(fn, *args)
-
-    def write(*batch):
-        value = batch[0][:, 0]
-        return jax.tree.map(lambda s: jnp.broadcast_to(value.reshape((-1,) + (1,) * (s.ndim - 1)), s.shape), shapes)
-
-    return write
-
-
 def robot_rows(suite, name: str) -> None:
     """kronjax's and Pinocchio's rows of one robot of :data:`ROBOTS`."""
     import jax
@@ -130,13 +114,15 @@ def robot_rows(suite, name: str) -> None:
         ref = [np.stack(x) for x in zip(*(outputs[operation](*row) for row in rows))]
         kronjax = dict(library="kronjax", method=operation, batch=c.legged_batch)
         try:
-            fn = jax.vmap(functools.partial(getattr(kj, operation), robot.model))
+            sample_fn = functools.partial(getattr(kj, operation), robot.model)
+            fn = jax.vmap(sample_fn)
             args = tuple(jnp.asarray(getattr(robot, k)) for k in keys)
             timed, compile_s, out = time_compiled(fn, args, suite.timing)
             error = max(models.relative_error(np.asarray(o[:head]), r) for o, r in zip(jax.tree.leaves(out), ref))
             del out  # up to a GB at batch 10^4 (Talos' Jacobians)
             suite.add(Record(**fields, **kronjax, compile_s=compile_s, rel_err=error, **timed))
-            timed, _, _ = time_compiled(writing(fn, args), args, suite.timing)
+            floor = jax.vmap(outputs_alone(sample_fn, *(a[0] for a in args)))
+            timed, _, _ = time_compiled(floor, args, suite.timing)
             suite.add(Record(**fields, library="jax", method=FLOOR, batch=c.legged_batch, **timed))
         except Exception as exc:
             suite.failed(exc, **fields, **kronjax)

@@ -22,7 +22,7 @@ import numpy as np
 import kronjax as kj
 
 from . import floating, legged, mjcf, models, second_order
-from ._timing import Record, best_time, time_jax
+from ._timing import Record, best_time, outputs_alone, time_jax
 from .peers import Pinocchio, adam_inverse_dynamics, frax_functions, jaxsim_functions, run_module
 
 SECTIONS = (
@@ -443,18 +443,11 @@ class Suite:
                 self.frax_record(operation, method, function, arrays, _pieces_error(ref), derivatives)
 
     def output_floor(self, operation, fn, arrays, precision):
-        """A JAX function that only writes new arrays of ``fn``'s output shapes (one number per
-        sample): what any JAX function pays at this batch for its outputs alone. At batch 10^4 a
-        new output is fresh memory at each call (tens of MB: glibc maps it anew), and its first
-        touch (page faults, pages zeroed by the kernel) costs more than the writes themselves;
-        Pinocchio's per-call loop writes into the same buffers at every call."""
+        """The row of a JAX function that only writes new arrays of ``fn``'s output shapes
+        (:func:`bench._timing.outputs_alone`): what any JAX function pays at this batch for its
+        outputs alone."""
         dtype = jnp.float64 if precision == "float64" else jnp.float32
-        shapes = jax.eval_shape(fn, *(jnp.asarray(a[0], dtype) for a in arrays))
-
-        def write(*sample):
-            value = sample[0].ravel()[0]
-            return jax.tree.map(lambda s: jnp.full(s.shape, value, s.dtype), shapes)
-
+        write = outputs_alone(fn, *(jnp.asarray(a[0], dtype) for a in arrays))
         method = "writing the outputs alone (new arrays of the same shapes)"
         self.jax_record(operation, "jax", method, write, arrays, self.config.big, precision, lambda head: None)
 

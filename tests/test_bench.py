@@ -242,18 +242,23 @@ def test_second_order_helpers():
     assert error > 0.1 and "outside" in note
 
 
-def test_legged_floor_writes_new_arrays_of_the_outputs_shapes():
-    """The `legged` section's floor (`bench.legged.writing`): one function of the batch that
-    returns arrays of the operation's output shapes and dtypes, each sample's entries its first
-    input."""
+def test_floor_writes_new_arrays_of_the_outputs_shapes():
+    """The floor of the `derivatives` and `legged` sections (`bench._timing.outputs_alone`): under
+    `vmap`, arrays of the operation's batched output shapes and dtypes, each sample's entries its
+    first input's first number."""
     import jax
     import jax.numpy as jnp
 
-    from bench import legged, models
+    from bench import models
+    from bench._timing import outputs_alone
 
     model = models.panda()
-    fn = jax.vmap(lambda q, v, a: kj.inverse_dynamics_derivatives(model, q, v, a))
+
+    def fn(q, v, a):
+        return kj.inverse_dynamics_derivatives(model, q, v, a)
+
     args = tuple(jnp.linspace(0.1, 0.9, 3 * model.nv).reshape(3, model.nv) + k for k in range(3))
-    out, floor = fn(*args), jax.jit(legged.writing(fn, args))(*args)
+    out = jax.vmap(fn)(*args)
+    floor = jax.jit(jax.vmap(outputs_alone(fn, *(a[0] for a in args))))(*args)
     assert [(x.shape, x.dtype) for x in jax.tree.leaves(out)] == [(x.shape, x.dtype) for x in jax.tree.leaves(floor)]
     assert all(bool(jnp.all(x == args[0][:, :1].reshape((3,) + (1,) * (x.ndim - 1)))) for x in jax.tree.leaves(floor))

@@ -161,7 +161,7 @@ def tree_spd_inverse(m: Float[Array, "n n"], parents: tuple[int, ...]) -> tuple[
             x = x.at[depth:].add(-rows[k][depth] * inverse[chain[k][depth]])
         inverse.append(x)
     flat = jnp.concatenate([*inverse, jnp.ones((1,), m.dtype), jnp.zeros((1,), m.dtype)])
-    x = flat[_inverse_layout(tuple(parents))]
+    x = flat[_inverse_layout(parents)]
     return (x / pivots) @ x.T, pivots
 
 
