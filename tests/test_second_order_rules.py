@@ -85,8 +85,6 @@ def test_second_derivatives_through_the_dynamics(name, which):
     ways = {"jax.hessian": jax.hessian(f)}
     if name == "panda":  # the other ways compile for minutes on the tree with every joint kind
         ways["jacrev(jacrev)"] = jax.jacrev(jax.jacrev(f))
-        if which == "inverse":  # forward over forward does not use the contracted Hessian
-            ways["jacfwd(jacfwd)"] = jax.jacfwd(jax.jacfwd(f))
     for way, hessian in ways.items():
         assert relative_error(jax.jit(jax.vmap(hessian))(x, q, lam), reference) <= tol, way
     direction = jnp.asarray(np.random.default_rng(1).normal(size=x.shape))
@@ -101,6 +99,17 @@ def test_second_derivatives_through_the_dynamics(name, which):
 
     whole = jax.jit(jax.hessian(summed))(x)  # (state, entry, state, entry)
     assert relative_error(jnp.einsum("aiaj->aij", whole), reference) <= tol
+
+
+@pytest.mark.extended  # 7 s of compilation; forward over forward does not use the contracted Hessian
+def test_forward_over_forward_second_derivatives_of_the_inverse_dynamics():
+    """``jacfwd(jacfwd)`` through the inverse dynamics of the Panda (the rules' derivative of their
+    own forward-mode rule), against the plain recursion's Hessian to 1e-12."""
+    model = MODELS["panda"]()
+    x, q, lam = states(model)
+    f = functools.partial(loss, model=model, which="inverse")
+    reference = jax.jit(jax.vmap(jax.hessian(functools.partial(f, plain=True))))(x, q, lam)
+    assert relative_error(jax.jit(jax.vmap(jax.jacfwd(jax.jacfwd(f))))(x, q, lam), reference) <= 1e-12
 
 
 @pytest.mark.parametrize("which", ["inverse", pytest.param("forward", marks=SLOW)])

@@ -44,11 +44,20 @@ The transcription (a direct method, "differentiate the inverse dynamics"):
   run many initial guesses at once (the best feasible one is returned), in one compiled
   function per problem structure, and warm-start from an earlier :class:`Result`.
 
+* **Contacts** (legged robots): :class:`ContactSchedule` of :class:`Contact` s (phases of traced
+  durations, each with its active contacts), and :func:`validate`, which simulates a :class:`Plan`
+  of any planner along its schedule (the contacts held by Lagrange multipliers, plastic impacts at
+  touchdown) and reports how far it strays and where its forces leave the friction cone
+  (:class:`Validation`). The transcription above plans for robots whose joints are one-DoF and
+  touch nothing.
+
 Modules: ``_spline`` (B-splines), ``_costs``, ``_constraints``, ``_boundary`` (boundary conditions,
 :class:`FreeTime`), ``_problem`` (:class:`Problem`), ``_transcription`` (:func:`transcribe`),
 ``_interior_point`` (:class:`InteriorPoint` and its solve; one iteration in ``_iteration``, the
 problem in its variables and the Gauss-Newton model in ``_linearisation``), ``_augmented_lagrangian``,
-``_optimize`` (:func:`optimize`).
+``_optimize`` (:func:`optimize`), ``_contacts`` (:class:`Contact`, :class:`ContactSchedule`),
+``_contact_dynamics`` (the dynamics on a schedule's contacts, masked), ``_validate``
+(:func:`validate`).
 
 Entry points: :func:`optimize` (model, boundary conditions, cost -> :class:`Result` with the
 optimised trajectory and a :class:`SolverReport`), and :func:`transcribe` (the :class:`Problem`:
@@ -60,6 +69,7 @@ from __future__ import annotations
 from ._augmented_lagrangian import AugmentedLagrangian, AugmentedLagrangianState
 from ._boundary import BoundaryConditions, FreeTime
 from ._constraints import AbstractConstraint, AvoidSpheres, TaskConstraint
+from ._contacts import Contact, ContactSchedule
 from ._costs import (
     AbstractCost,
     AbstractRunningCost,
@@ -79,6 +89,7 @@ from ._problem import Problem
 from ._solver import Progress, SolverReport
 from ._spline import BSpline
 from ._transcription import transcribe
+from ._validate import Plan, Validation, validate
 
 __all__ = [
     "BSpline",
@@ -110,4 +121,9 @@ __all__ = [
     "NotConvergedWarning",
     "optimize",
     "print_progress",
+    "Contact",
+    "ContactSchedule",
+    "Plan",
+    "Validation",
+    "validate",
 ]

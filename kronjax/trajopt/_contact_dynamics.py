@@ -1,0 +1,123 @@
+"""The dynamics of a robot on the contacts of a :class:`ContactSchedule`, with a mask of the active
+ones: the contacts' residuals (where each contact point, or flat foot, is against where it touched
+down), their Jacobians and drifts along the tangent space, the accelerations and contact forces of
+the active ones (Lagrange multipliers), and the projection of a state onto them.
+
+All contacts are always in the arrays; a mask of rows says which hold. An inactive row's
+multiplier is exactly 0 (its row of the Schur complement is the identity, its right-hand side 0),
+so one compiled program serves every phase of a schedule.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import jax.scipy.linalg as jsl
+import numpy as np
+from jaxtyping import Array, Bool, Float
+
+from .._lie import log3
+from ..chain import Model
+from ..configuration import unchecked_integrate
+from ..dynamics import inverse_dynamics, mass_matrix
+from ..kinematics._jacobians import unchecked_jacobians
+from ._contacts import ContactSchedule
+
+
+def row_mask(schedule: ContactSchedule, active: Bool[Array, " C"]) -> Bool[Array, " R"]:
+    """``(R,)`` the rows of the active contacts (3 per point contact, 6 per ``"6d"``)."""
+    owner = np.repeat(np.arange(schedule.num_contacts), [contact.rows for contact in schedule.contacts])
+    return active[owner]
+
+
+def contact_frames(model: Model, schedule: ContactSchedule, bodies: tuple[int, ...], q: Array) -> tuple[Array, Array]:
+    """``(positions (C, 3), rotations (C, 3, 3))`` of the contact points and their bodies' frames
+    in the base frame at ``q``."""
+    rotations, origins = model.poses(q)
+    index = jnp.asarray(bodies)
+    points = jnp.stack([contact.point for contact in schedule.contacts]).astype(origins.dtype)
+    return origins[index] + jnp.einsum("cij,cj->ci", rotations[index], points), rotations[index]
+
+
+def contact_residual(
+    model: Model, schedule: ContactSchedule, bodies, q: Array, anchors: tuple[Array, Array]
+) -> Float[Array, " R"]:
+    """``(R,)``: per contact, its point's position minus the anchor's, and for a ``"6d"`` contact
+    the rotation from the anchor's frame to the body's, ``log(R R_anchor^T)`` (base-frame axes)."""
+    positions, rotations = contact_frames(model, schedule, bodies, q)
+    rows = []
+    for c, contact in enumerate(schedule.contacts):
+        rows.append(positions[c] - anchors[0][c])
+        if contact.kind == "6d":
+            rows.append(log3(rotations[c] @ anchors[1][c].T))
+    return jnp.concatenate(rows)
+
+
+def contact_jacobian(model: Model, schedule: ContactSchedule, bodies, q: Array) -> Float[Array, "R nv"]:
+    """``(R, nv)``: per contact, the translational Jacobian of its point, and for a ``"6d"``
+    contact its body's rotational Jacobian (base-frame axes, :func:`kronjax.jacobians`), the
+    residual's Jacobian where it is 0 (at a contact that holds)."""
+    points = jnp.stack([contact.point for contact in schedule.contacts]).astype(q.dtype)
+    translational, rotational = unchecked_jacobians(model, q, points, "base", bodies=tuple(bodies))
+    rows = []
+    for c, contact in enumerate(schedule.contacts):
+        rows.append(translational[c])
+        if contact.kind == "6d":
+            rows.append(rotational[c])
+    return jnp.concatenate(rows)
+
+
+def contact_jacobian_and_drift(model: Model, schedule: ContactSchedule, bodies, q, v) -> tuple[Array, Array]:
+    """``(A (R, nv), gamma (R,))``: :func:`contact_jacobian` and the drift ``gamma = -(dA/dt) v``,
+    so that the contacts' accelerations are 0 when ``A vd = gamma`` (:mod:`kronjax.constrained`'s
+    convention). ``dA/dt`` is ``d/ds A(q ⊕ s v)`` at 0 (one forward-mode pass)."""
+
+    def velocity(delta):
+        jac = contact_jacobian(model, schedule, bodies, unchecked_integrate(model, q, delta))
+        return jac @ v, jac
+
+    _, rate, jac = jax.jvp(velocity, (jnp.zeros_like(v),), (v,), has_aux=True)
+    return jac, -rate
+
+
+def contact_dynamics(model: Model, q, v, tau, jac, gamma, rows: Array) -> tuple[Float[Array, " nv"], Float[Array, " R"]]:
+    """``(vd, forces)`` of ``M vd + h = tau + A^T forces`` with ``A vd = gamma`` on the active
+    ``rows`` (Huang eq. 1, through the Schur complement ``A M^-1 A^T``); ``forces`` is 0 on the
+    inactive rows. For a point contact the forces are the ground's force on the robot, for a
+    ``"6d"`` one its force and its moment about the point, in the base frame's axes."""
+    on = rows.astype(q.dtype)
+    jac = jac * on[:, None]
+    factor = jsl.cho_factor(mass_matrix(model, q), lower=True)
+    free = jsl.cho_solve(factor, tau - inverse_dynamics(model, q, v, jnp.zeros_like(v)))
+    through = jsl.solve_triangular(factor[0], jac.T, lower=True)
+    schur = through.T @ through + jnp.diag(1.0 - on)
+    forces = jnp.linalg.solve(schur, on * gamma - jac @ free)
+    return free + jsl.cho_solve(factor, jac.T @ forces), forces
+
+
+def project_onto_contacts(model: Model, schedule: ContactSchedule, bodies, q, v, anchors, rows: Array, iterations: int = 2):
+    """``(q, v)`` moved onto the active contacts: Gauss-Newton steps of least norm on the
+    positions, then the velocity change smallest in kinetic energy, ``v -= M^-1 A^T (A M^-1
+    A^T)^-1 A v`` (a plastic impact where a contact has just touched down)."""
+    on = rows.astype(q.dtype)
+
+    def newton(_, x):
+        jac = contact_jacobian(model, schedule, bodies, x) * on[:, None]
+        residual = on * contact_residual(model, schedule, bodies, x, anchors)
+        step = jac.T @ jnp.linalg.solve(jac @ jac.T + jnp.diag(1.0 - on), residual)
+        return unchecked_integrate(model, x, -step)
+
+    q = jax.lax.fori_loop(0, iterations, newton, q)
+    return q, v - impact(model, q, contact_jacobian(model, schedule, bodies, q), rows, v)
+
+
+def impact(model: Model, q, jac, rows: Array, v) -> Float[Array, " nv"]:
+    """The velocity change smallest in kinetic energy that makes ``v`` admissible to the active
+    ``rows`` of ``jac``: ``M^-1 A^T (A M^-1 A^T)^-1 A v`` (Gauss's principle for an impulse: a
+    plastic impact)."""
+    on = rows.astype(q.dtype)
+    jac = jac * on[:, None]
+    factor = jsl.cho_factor(mass_matrix(model, q), lower=True)
+    through = jsl.solve_triangular(factor[0], jac.T, lower=True)
+    impulse = jnp.linalg.solve(through.T @ through + jnp.diag(1.0 - on), jac @ v)
+    return jsl.cho_solve(factor, jac.T @ impulse)

@@ -1,0 +1,379 @@
+"""A plan checked by simulation along its contact schedule: :func:`validate` runs the robot under
+the plan's feed-forward torques plus a PD term on the actuated joints, with the contacts of the
+schedule held as constraints (touching down where the simulated foot is, through a plastic impact),
+and reports how far the motion strays from the plan, the contact forces' friction-cone margins
+and what the plan itself violates.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float
+
+from ..chain import Model
+from ..configuration import chart, chart_rate, difference, joint_slices, moving_joints, unchecked_integrate
+from ..dynamics import inverse_dynamics
+from ._contact_dynamics import (
+    contact_dynamics,
+    contact_frames,
+    contact_jacobian,
+    contact_jacobian_and_drift,
+    contact_residual,
+    impact,
+    project_onto_contacts,
+    row_mask,
+)
+from ._contacts import ContactSchedule
+
+
+def _optional_array(x):
+    return None if x is None else jnp.asarray(x)
+
+
+class Plan(eqx.Module):
+    """A planned motion at ``K`` sample times, as :func:`validate` reads it.
+
+    Attributes:
+        ts: ``(K,)`` increasing times from 0 (seconds).
+        q: ``(K, nq)`` configurations.
+        v: ``(K, nv)`` velocities.
+        tau: ``(K, nv)`` the generalised forces the actuators apply: the joint torques, 0 on the
+            coordinates of free joints (a floating base has no actuator).
+        forces: ``(K, R)`` the contact forces on the robot in the base frame's axes, the
+            schedule's contacts in order (3 rows per point contact, 6 per ``"6d"`` one: force, then
+            moment about the point); ``None`` if the plan has none.
+        vd: ``(K, nv)`` accelerations, or ``None``; with ``forces``, :func:`validate` reports the
+            residual of the plan's equations of motion.
+    """
+
+    ts: Float[Array, " K"] = eqx.field(converter=jnp.asarray)
+    q: Float[Array, "K nq"] = eqx.field(converter=jnp.asarray)
+    v: Float[Array, "K nv"] = eqx.field(converter=jnp.asarray)
+    tau: Float[Array, "K nv"] = eqx.field(converter=jnp.asarray)
+    forces: Float[Array, "K R"] | None = eqx.field(default=None, converter=_optional_array)
+    vd: Float[Array, "K nv"] | None = eqx.field(default=None, converter=_optional_array)
+
+
+class Validation(NamedTuple):
+    """What :func:`validate` measured: the simulated motion and its figures.
+
+    Attributes:
+        ts: ``(N + 1,)`` the simulation's times.
+        q, v: ``(N + 1, nq)`` and ``(N + 1, nv)`` the simulated states.
+        forces: ``(N, R)`` the simulated contact forces at the start of each step (0 on the rows of
+            inactive contacts), the layout of :attr:`Plan.forces`.
+        base_drift: the largest distance between the simulated and the planned origin of body 0
+            (the floating base), in metres.
+        joint_error: the largest tracking error of an actuated coordinate (rad or m).
+        cone_margin: the smallest ``mu f_n - |f_t|`` of the simulated forces of active contacts
+            (N; negative: the foot would slip); ``nan`` if no contact is ever active.
+        normal_force: the smallest simulated normal force of an active contact (N; negative: the
+            ground would have to pull); ``nan`` if none is active.
+        touchdown_speed: the largest speed of a contact point just before it touches down in the
+            simulation (m/s; the plastic impact takes it to 0).
+        contact_violation: the largest ``|Phi|`` of an active simulated contact (its drift).
+        plan_cone_margin, plan_normal_force: the same two figures of the plan's forces at its
+            samples; ``nan`` without forces.
+        plan_stance_violation: the largest distance a contact point moves in the plan while its
+            contact is active, from where it touched down (m).
+        plan_dynamics_residual: the largest ``|M vd + h - tau - A^T forces|`` at the plan's
+            samples (N or N m; the rows of the floating base hold the underactuation); ``nan``
+            without ``vd`` or ``forces``.
+    """
+
+    ts: Array
+    q: Array
+    v: Array
+    forces: Array
+    base_drift: float
+    joint_error: float
+    cone_margin: float
+    normal_force: float
+    touchdown_speed: float
+    contact_violation: float
+    plan_cone_margin: float
+    plan_normal_force: float
+    plan_stance_violation: float
+    plan_dynamics_residual: float
+
+
+def actuated(model: Model) -> np.ndarray:
+    """``(nv,)`` booleans: the coordinates that are not a free joint's."""
+    mask = np.ones(model.nv, bool)
+    for kind, _, vs in joint_slices(model):
+        if kind == "free":
+            mask[vs] = False
+    return mask
+
+
+def _reference(model: Model, plan: Plan, t, hold: bool = False):
+    """The plan at time ``t``: ``(q, v, tau)`` interpolated linearly between its samples (``q``
+    along the tangent space); with ``hold``, ``tau`` held from the last sample."""
+    k = jnp.clip(jnp.searchsorted(plan.ts, t, side="right") - 1, 0, plan.ts.shape[0] - 2)
+    alpha = jnp.clip((t - plan.ts[k]) / (plan.ts[k + 1] - plan.ts[k]), 0.0, 1.0)
+    q = unchecked_integrate(model, plan.q[k], alpha * difference(model, plan.q[k], plan.q[k + 1]))
+    tau = plan.tau[jnp.where(t >= plan.ts[k + 1], k + 1, k)] if hold else (1 - alpha) * plan.tau[k] + alpha * plan.tau[k + 1]
+    return q, (1 - alpha) * plan.v[k] + alpha * plan.v[k + 1], tau
+
+
+def _forces_margins(schedule: ContactSchedule, forces, active) -> tuple[float, float]:
+    """``(min mu f_n - |f_t|, min f_n)`` over the active contacts (``forces`` ``(S, R)``,
+    ``active`` ``(S, C)``); ``nan`` where none is active."""
+    margins, normals = [], []
+    start = 0
+    for c, contact in enumerate(schedule.contacts):
+        f = forces[:, start : start + 3]
+        on = active[:, c]
+        normals.append(np.where(on, f[:, 2], np.inf))
+        margins.append(np.where(on, float(contact.friction) * f[:, 2] - np.hypot(f[:, 0], f[:, 1]), np.inf))
+        start += contact.rows
+    margin, normal = np.min(margins), np.min(normals)
+    return (float(margin), float(normal)) if np.isfinite(normal) else (float("nan"), float("nan"))
+
+
+# the classical Runge-Kutta tableau, its stages run in a loop so that the program holds one copy
+# of the contact dynamics (Tsit5's seven stages, inlined, compiled for 47 s on ANYmal)
+_RK4_NODES = (0.0, 0.5, 0.5, 1.0)
+_RK4_WEIGHTS = (1 / 6, 1 / 3, 1 / 3, 1 / 6)
+
+
+def _simulate(model: Model, schedule: ContactSchedule, bodies: tuple[int, ...], plan: Plan, kp, kd, dt, steps: int, hold: bool):
+    """The simulation: ``(q, v, forces, contact_violation, touchdown_speed)`` over ``steps``
+    steps of ``dt`` (one compiled program for every phase: the contacts are masked). A step is
+    the classical Runge-Kutta method in the chart at its start (:mod:`kronjax.simulate`), the
+    forces are its first stage's."""
+    joints = moving_joints(model)
+    on = jnp.asarray(actuated(model), plan.q.dtype)
+    nodes, weights = (jnp.asarray(x, plan.q.dtype) for x in (_RK4_NODES, _RK4_WEIGHTS))
+
+    def stage(q, t, delta, rate, anchors, rows):
+        x = chart(joints, q, delta)
+        q_ref, v_ref, tau_ref = _reference(model, plan, t, hold)
+        tau = on * (tau_ref + kp * difference(model, x, q_ref) + kd * (v_ref - rate))
+        jac, gamma = contact_jacobian_and_drift(model, schedule, bodies, x, rate)
+        vd, forces = contact_dynamics(model, x, rate, tau, jac, gamma, rows)
+        return chart_rate(joints, x, delta, rate), vd, forces
+
+    def runge_kutta(q, v, t, anchors, rows):
+        def body(i, carry):
+            k_delta, k_rate, sum_delta, sum_rate, forces = carry
+            d, r, f = stage(q, t + nodes[i] * dt, nodes[i] * dt * k_delta, v + nodes[i] * dt * k_rate, anchors, rows)
+            forces = jnp.where(i == 0, f, forces)
+            return d, r, sum_delta + weights[i] * d, sum_rate + weights[i] * r, forces
+
+        zero = jnp.zeros_like(v)
+        rows_zero = jnp.zeros(rows.shape, v.dtype)
+        _, _, d, r, forces = jax.lax.fori_loop(0, 4, body, (zero, zero, zero, zero, rows_zero))
+        return chart(joints, q, dt * d), v + dt * r, forces
+
+    def step(carry, k):
+        q, v, anchors, before = carry
+        t = k * dt
+        active = schedule.active_at(t + 0.5 * dt)
+        rows = row_mask(schedule, active)
+        touching = active & ~before
+        positions, rotations = contact_frames(model, schedule, bodies, q)
+        anchors = (
+            jnp.where(touching[:, None], positions, anchors[0]),
+            jnp.where(touching[:, None, None], rotations, anchors[1]),
+        )
+        jac = contact_jacobian(model, schedule, bodies, q)
+        speeds = jnp.linalg.norm((jac @ v)[_point_rows(schedule)].reshape(-1, 3), axis=1)
+        speed = jnp.max(jnp.where(touching & (k > 0), speeds, 0.0))
+        v = v - impact(model, q, jac, rows, v)
+        q1, v1, forces = runge_kutta(q, v, t, anchors, rows)
+        q1, v1 = project_onto_contacts(model, schedule, bodies, q1, v1, anchors, rows)
+        violation = jnp.max(jnp.where(rows, jnp.abs(contact_residual(model, schedule, bodies, q1, anchors)), 0.0))
+        return (q1, v1, anchors, active), (q1, v1, forces, violation, speed)
+
+    count = schedule.num_contacts
+    anchors = (jnp.zeros((count, 3), plan.q.dtype), jnp.tile(jnp.eye(3, dtype=plan.q.dtype), (count, 1, 1)))
+    start = (plan.q[0], plan.v[0], anchors, jnp.zeros(count, bool))
+    _, (qs, vs, forces, violation, speed) = jax.lax.scan(step, start, jnp.arange(steps, dtype=plan.q.dtype))
+    return qs, vs, forces, jnp.max(violation), jnp.max(speed)
+
+
+@functools.cache
+def _compiled(backend: str):
+    """:func:`_simulate` compiled for ``backend``; on the CPU without XLA's fusion emitters, as the
+    solvers (:func:`kronjax.trajopt._interior_point._compiled`): ANYmal's simulation compiles in
+    13 s instead of 17.6."""
+    options = {"xla_cpu_use_fusion_emitters": False} if backend == "cpu" else None
+    return eqx.filter_jit(_simulate, compiler_options=options)
+
+
+def _point_rows(schedule: ContactSchedule) -> np.ndarray:
+    """The rows of each contact's point velocity (its first three), ``(3 C,)``."""
+    starts = np.cumsum([0] + [contact.rows for contact in schedule.contacts])[:-1]
+    return (starts[:, None] + np.arange(3)).reshape(-1)
+
+
+def validate(
+    model: Model,
+    schedule: ContactSchedule,
+    plan: Plan,
+    *,
+    kp: ArrayLike = 0.0,
+    kd: ArrayLike = 0.0,
+    dt: float = 1e-3,
+    hold: bool = False,
+) -> Validation:
+    """Simulate ``plan`` along ``schedule`` and measure how well it works.
+
+    The simulation starts at the plan's first state and runs for the schedule's duration in steps
+    of about ``dt`` (Tsit5 in local coordinates, then the state projected onto the active contacts).
+    The actuated coordinates (all but a free joint's) get ``tau_plan(t) + kp (q_plan(t) ⊖ q) + kd
+    (v_plan(t) - v)``, the plan interpolated linearly between its samples (``hold``: its torques
+    held). Each active contact of
+    the schedule holds its point (or, ``"6d"``, its frame) where it touched down in the
+    simulation, by a bilateral constraint; at a touchdown the velocity jumps to the nearest one in
+    kinetic energy that the new contacts admit (a plastic impact). The contact forces are not
+    limited to the friction cone: the figures say where they leave it.
+
+    Args:
+        model: the :class:`~kronjax.chain.Model` (a floating-base robot: ``load_urdf(...,
+            floating_base=True)``).
+        schedule: the :class:`ContactSchedule` the plan was made for.
+        plan: the :class:`Plan`, sampled over at least the schedule's duration.
+        kp, kd: the PD gains on the actuated coordinates, scalars or ``(nv,)`` (``0``: the plan's
+            torques alone).
+        dt: the simulation's step (seconds; the schedule's duration is cut into equal steps of
+            at most ``dt``).
+        hold: hold each sample's torques until the next sample (a zero-order hold, as a
+            discrete-time planner such as Crocoddyl applies them) instead of interpolating them.
+
+    Returns:
+        A :class:`Validation`.
+
+    Example:
+        A box of 2 kg standing on a flat foot (a ``"6d"`` contact 5 cm below its centre) for
+        0.2 s, planned to stay still: the ground's simulated wrench is the box's weight, and the
+        box does not move.
+
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> box = kj.from_joints([kj.Joint("free")], [kj.Inertial(mass=2.0, inertia=(0.1, 0.2, 0.3))])
+        >>> sole = trajopt.Contact("sole", 0, point=(0.0, 0.0, -0.05), friction=0.5, kind="6d")
+        >>> schedule = trajopt.ContactSchedule([sole], [(0.2, ("sole",))])
+        >>> ts = jnp.linspace(0.0, 0.2, 3)
+        >>> still = jnp.zeros((3, 6))
+        >>> plan = trajopt.Plan(ts, jnp.tile(kj.neutral(box), (3, 1)), still, still)
+        >>> result = trajopt.validate(box, schedule, plan, dt=0.02)
+        >>> result.forces.shape, [round(abs(float(f)), 6) for f in result.forces[0]]  # 10 steps; force, moment
+        ((10, 6), [0.0, 0.0, 19.62, 0.0, 0.0, 0.0])
+        >>> result.base_drift < 1e-12, round(result.cone_margin, 6)  # mu f_n - |f_t| = 0.5 * 19.62
+        (True, 9.81)
+    """
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a kronjax Model, got {type(model).__name__}")
+    if not isinstance(schedule, ContactSchedule):
+        raise TypeError(f"schedule must be a trajopt.ContactSchedule, got {type(schedule).__name__}")
+    if not isinstance(plan, Plan):
+        raise TypeError(f"plan must be a trajopt.Plan, got {type(plan).__name__}")
+    bodies = schedule.bodies(model)
+    plan = _checked_plan(model, schedule, plan)
+    dtype = plan.q.dtype
+    kp, kd = (_gain(model, gain, name, dtype) for gain, name in ((kp, "kp"), (kd, "kd")))
+    if not (isinstance(dt, (int, float)) and dt > 0):
+        raise ValueError(f"dt must be a positive number, got {dt!r}")
+    duration = float(schedule.duration)
+    if float(plan.ts[-1]) < duration * (1 - 1e-9):
+        raise ValueError(f"the plan ends at t = {float(plan.ts[-1])} s, before the schedule's end at {duration} s")
+    steps = max(1, int(np.ceil(duration / dt - 1e-9)))
+    step = jnp.asarray(duration / steps, dtype)
+    qs, vs, forces, violation, speed = _compiled(jax.default_backend())(model, schedule, bodies, plan, kp, kd, step, steps, hold)
+    ts = jnp.arange(steps + 1, dtype=dtype) * step
+    q = jnp.concatenate([plan.q[:1], qs])
+    v = jnp.concatenate([plan.v[:1], vs])
+    drift, error = _tracking(model, plan, ts, q)
+    active = np.asarray(jax.vmap(schedule.active_at)(ts[:-1] + 0.5 * step))
+    margin, normal = _forces_margins(schedule, np.asarray(forces), active)
+    plan_margin, plan_normal, stance, residual = _plan_figures(model, schedule, bodies, plan)
+    return Validation(
+        ts, q, v, forces, drift, error, margin, normal, float(speed), float(violation), plan_margin, plan_normal, stance, residual
+    )
+
+
+def _gain(model: Model, gain, name: str, dtype) -> Array:
+    gain = jnp.broadcast_to(jnp.asarray(gain, dtype), (model.nv,)) if jnp.ndim(gain) == 0 else jnp.asarray(gain, dtype)
+    if gain.shape != (model.nv,) or not bool(jnp.all(gain >= 0)):
+        raise ValueError(f"{name} must be a non-negative scalar or ({model.nv},) array, got {gain}")
+    return gain
+
+
+def _checked_plan(model: Model, schedule: ContactSchedule, plan: Plan) -> Plan:
+    """The plan with arrays of one floating dtype, or a clear error about its shapes or times."""
+    q = jnp.asarray(plan.q)
+    dtype = q.dtype if jnp.issubdtype(q.dtype, jnp.floating) else jnp.result_type(float)
+    ts = jnp.asarray(plan.ts, dtype)
+    k = ts.shape[0] if ts.ndim == 1 else -1
+    rows = sum(contact.rows for contact in schedule.contacts)
+    expected = {"q": (k, model.nq), "v": (k, model.nv), "tau": (k, model.nv), "forces": (k, rows), "vd": (k, model.nv)}
+    arrays = {name: None if getattr(plan, name) is None else jnp.asarray(getattr(plan, name), dtype) for name in expected}
+    if k < 2:
+        raise ValueError(f"plan.ts must be a vector of at least 2 times, got shape {ts.shape}")
+    for name, shape in expected.items():
+        if arrays[name] is not None and arrays[name].shape != shape:
+            raise ValueError(f"plan.{name} must have shape {shape} (K samples), got {arrays[name].shape}")
+    values = np.asarray(ts)
+    if abs(values[0]) > 1e-12 or not np.all(np.diff(values) > 0):
+        raise ValueError("plan.ts must increase strictly from 0")
+    return Plan(ts, arrays["q"], arrays["v"], arrays["tau"], arrays["forces"], arrays["vd"])
+
+
+def _tracking(model: Model, plan: Plan, ts, q) -> tuple[float, float]:
+    """``(base drift, joint error)``: the largest distance of body 0's origin from the plan's,
+    and the largest error of an actuated coordinate, over the simulated states."""
+    drift, error = _tracking_errors(model, plan, ts, q)
+    return float(jnp.max(drift)), float(np.max(np.abs(np.asarray(error)[:, actuated(model)]), initial=0.0))
+
+
+@eqx.filter_jit
+def _tracking_errors(model: Model, plan: Plan, ts, q):
+    def errors(t, q):
+        q_ref = _reference(model, plan, t)[0]
+        return jnp.linalg.norm(model.poses(q)[1][0] - model.poses(q_ref)[1][0]), difference(model, q, q_ref)
+
+    return jax.vmap(errors)(ts, q)
+
+
+def _plan_figures(model: Model, schedule: ContactSchedule, bodies, plan: Plan) -> tuple[float, float, float, float]:
+    """``(cone margin, normal force, stance violation, dynamics residual)`` of the plan at its
+    samples (:class:`Validation`)."""
+    active = np.asarray(jax.vmap(schedule.active_at)(plan.ts))
+    nan = float("nan")
+    margin, normal = (nan, nan) if plan.forces is None else _forces_margins(schedule, np.asarray(plan.forces), active)
+    positions = np.asarray(jax.vmap(lambda q: contact_frames(model, schedule, bodies, q)[0])(plan.q))
+    stance = 0.0
+    for c in range(schedule.num_contacts):
+        anchor = None
+        for k in range(plan.ts.shape[0]):
+            if not active[k, c]:
+                anchor = None
+                continue
+            anchor = positions[k, c] if anchor is None else anchor
+            stance = max(stance, float(np.linalg.norm(positions[k, c] - anchor)))
+    if plan.forces is None or plan.vd is None:
+        return margin, normal, stance, nan
+    return margin, normal, stance, float(_dynamics_residual(model, schedule, bodies, plan, jnp.asarray(active)))
+
+
+@eqx.filter_jit
+def _dynamics_residual(model: Model, schedule: ContactSchedule, bodies, plan: Plan, active):
+    """The largest ``|M vd + h - tau - A^T forces|`` over the plan's samples, ``tau`` on the
+    actuated coordinates only."""
+    on = jnp.asarray(actuated(model), plan.q.dtype)
+
+    def residual(q, v, vd, tau, forces, active):
+        jac = contact_jacobian(model, schedule, bodies, q)
+        rows = row_mask(schedule, active).astype(q.dtype)
+        return jnp.max(jnp.abs(inverse_dynamics(model, q, v, vd) - on * tau - jac.T @ (rows * forces)))
+
+    return jnp.max(jax.vmap(residual)(plan.q, plan.v, plan.vd, plan.tau, plan.forces, active))
