@@ -245,3 +245,22 @@ def test_crocoddyls_trot_holds_in_kronjaxs_dynamics_and_simulation():
     assert result.base_drift < 0.01 and result.joint_error < 0.1
     assert result.normal_force > 0 and result.cone_margin > -5.0
     assert result.contact_violation < 1e-10
+
+
+@pytest.mark.slow  # a third compilation of the box's simulation
+def test_float32_simulation_of_the_thrown_box():
+    """The same throw in float32 (the model and the plan cast): the flight's parabola to 1e-4 m
+    and the stop at touchdown to 1e-5 m/s, every array float32."""
+    box = _box().astype(jnp.float32)
+    schedule = trajopt.ContactSchedule([_sole()], [(0.2, ()), (0.1, ("sole",))])
+    v0 = jnp.array([0.5, 0.0, 1.0, 0.3, 2.0, 0.1], jnp.float32)
+    plan = _still_plan(box, 0.3)
+    plan = trajopt.Plan(*(x.astype(jnp.float32) for x in (plan.ts, plan.q)), jnp.tile(v0, (5, 1)), plan.tau.astype(jnp.float32))
+    result = trajopt.validate(box, schedule, plan, dt=0.005)
+    assert result.q.dtype == result.v.dtype == result.forces.dtype == jnp.float32
+    flight = np.asarray(result.ts) <= 0.2 + 1e-6
+    ts = np.asarray(result.ts[flight], np.float64)[:, None]
+    com = np.asarray(jax.vmap(lambda q: kj.center_of_mass(box, q))(result.q[flight]), np.float64)
+    velocity = np.asarray(kj.centroidal_momentum(box, result.q[0], result.v[0])[:3], np.float64) / MASS
+    np.testing.assert_allclose(com, com[0] + velocity * ts + 0.5 * np.array([0.0, 0.0, -G]) * ts**2, atol=1e-4)
+    np.testing.assert_allclose(result.v[~flight], 0.0, atol=1e-5)

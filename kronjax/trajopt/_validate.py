@@ -50,6 +50,20 @@ class Plan(eqx.Module):
             moment about the point); ``None`` if the plan has none.
         vd: ``(K, nv)`` accelerations, or ``None``; with ``forces``, :func:`validate` reports the
             residual of the plan's equations of motion.
+
+    Example:
+        A floating box (``nq = 7``, ``nv = 6``) planned to rest for 0.2 s at 3 samples, the
+        ground's wrench on a flat foot (6 rows) holding its 2 kg:
+
+        >>> import jax.numpy as jnp
+        >>> import kronjax as kj
+        >>> from kronjax import trajopt
+        >>> box = kj.from_joints([kj.Joint("free")], [kj.Inertial(mass=2.0, inertia=(0.1, 0.2, 0.3))])
+        >>> still = jnp.zeros((3, 6))
+        >>> wrench = jnp.tile(jnp.array([0.0, 0.0, 19.62, 0.0, 0.0, 0.0]), (3, 1))
+        >>> plan = trajopt.Plan(jnp.linspace(0.0, 0.2, 3), jnp.tile(kj.neutral(box), (3, 1)), still, still, wrench, still)
+        >>> plan.q.shape, plan.forces.shape
+        ((3, 7), (3, 6))
     """
 
     ts: Float[Array, " K"] = eqx.field(converter=jnp.asarray)
@@ -85,6 +99,13 @@ class Validation(NamedTuple):
         plan_dynamics_residual: the largest ``|M vd + h - tau - A^T forces|`` at the plan's
             samples (N or N m; the rows of the floating base hold the underactuation); ``nan``
             without ``vd`` or ``forces``.
+
+    Example:
+        The figures, in order after the simulated arrays (:func:`validate`'s example runs one):
+
+        >>> from kronjax import trajopt
+        >>> trajopt.Validation._fields[:6]
+        ('ts', 'q', 'v', 'forces', 'base_drift', 'joint_error')
     """
 
     ts: Array
