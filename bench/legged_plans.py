@@ -59,6 +59,8 @@ def plan_from_file(path):
     feet = [str(foot) for foot in data["feet"]]
     model, contacts = foot_contacts(robot_file(str(data["urdf"])), feet, float(data["friction"]))
     names = ["root_joint"] + [str(name) for name in data["joint_names"]]
+    if data["q"].shape[1] != 7 + len(names) - 1 or data["v"].shape[1] != 6 + len(names) - 1:
+        raise ValueError("plan_from_file reads a free-flyer and one-coordinate joints only (q: 7 + n, v: 6 + n)")
     q_index = {name: k for name, k in zip(names, [0] + list(range(7, 7 + len(names) - 1)))}
     q_order, v_order = [], []
     for name in model.joint_names:

@@ -8,7 +8,7 @@
   touchdown (a plastic impact) stops it, and the ground then holds its weight (the docstring of
   ``validate``: standing from the start);
 - Crocoddyl's plan of ANYmal trotting holds in kronjax's equations of motion, and kronjax's
-  simulation of it stays within a centimetre (slow tier); ANYmal standing on its four feet under
+  simulation of it stays within 3 mm (slow tier); ANYmal standing on its four feet under
   the torques and forces of Pinocchio's statics stays where it is (extended tier);
 - bad input gets clear errors.
 """
@@ -114,6 +114,46 @@ def test_a_box_thrown_spinning_flies_on_a_parabola_stops_at_touchdown_and_stands
     assert seconds() == 0.0
 
 
+def test_a_box_on_a_swinging_leg_conserves_energy():
+    """A box with a revolute leg, its foot a point contact (held still) and no torque: the contact
+    does no work, so the energy stays; the base rotates and the leg swings, so the contact's drift
+    ``-(dA/dt) v`` is not zero (on a free body alone it is, and a wrong sign would pass)."""
+    robot = kj.from_joints(
+        [kj.Joint("free"), kj.Joint("R", parent=0, axis=(0, 1, 0), translation=(0, 0, -0.1))],
+        [kj.Inertial(mass=2.0, inertia=(0.1, 0.2, 0.3)), kj.Inertial(mass=0.5, com=(0, 0, -0.2), inertia=(0.01, 0.01, 0.001))],
+    )
+    schedule = trajopt.ContactSchedule([trajopt.Contact("foot", 1, point=(0.0, 0.0, -0.4))], [(0.3, ("foot",))])
+    q0 = kj.neutral(robot).at[7].set(0.3)
+    jac = kj.translational_jacobian(robot, q0, 1, point=(0.0, 0.0, -0.4))
+    spin = jnp.array([0.0, 0.0, 0.0, 1.0, -2.0, 0.5, 3.0])
+    v0 = spin.at[:3].set(-jnp.linalg.solve(jac[:, :3], jac[:, 3:] @ spin[3:]))  # the foot at rest
+    plan = trajopt.Plan(jnp.linspace(0.0, 0.3, 3), jnp.tile(q0, (3, 1)), jnp.tile(v0, (3, 1)), jnp.zeros((3, 7)))
+    result = trajopt.validate(robot, schedule, plan, dt=2e-3)
+
+    def energy(q, v):
+        return 0.5 * v @ kj.mass_matrix(robot, q) @ v + 2.5 * G * kj.center_of_mass(robot, q)[2]
+
+    energies = jax.vmap(energy)(result.q, result.v)
+    assert float(jnp.max(jnp.abs(energies - energies[0]))) < 1e-7  # measured 6e-10; with the drift's sign flipped, 4e-2
+    assert result.contact_violation < 1e-9  # one step's drift before the projection
+    assert float(jnp.ptp(result.q[:, 7])) > 0.1  # the leg swings
+
+
+def test_a_plans_feet_may_move_between_two_stances_that_no_sample_separates():
+    """Samples at 0, 0.08, 0.16 and 0.24 s around a flight of 0.1-0.15 s that no sample falls in:
+    the box lands 0.1 m further, a new stance, not a slide."""
+    from kronjax.trajopt._validate import _plan_figures
+
+    box = _box()
+    schedule = trajopt.ContactSchedule([_sole()], [(0.1, ("sole",)), (0.05, ()), (0.1, ("sole",))])
+    ts = jnp.array([0.0, 0.08, 0.16, 0.24])
+    q = jnp.tile(kj.neutral(box), (4, 1)).at[2:, 0].set(0.1)
+    plan = trajopt.Plan(ts, q, jnp.zeros((4, 6)), jnp.zeros((4, 6)))
+    assert _plan_figures(box, schedule, schedule.bodies(box), plan)[2] == 0.0
+    one_stance = trajopt.ContactSchedule([_sole()], [(0.25, ("sole",))])
+    assert _plan_figures(box, one_stance, one_stance.bodies(box), plan)[2] == pytest.approx(0.1)
+
+
 @pytest.mark.parametrize(
     "make, message",
     [
@@ -121,6 +161,7 @@ def test_a_box_thrown_spinning_flies_on_a_parabola_stops_at_touchdown_and_stands
         (lambda: trajopt.Contact("sole", 0, kind="line"), "kind must be one of"),
         (lambda: trajopt.Contact("sole", 0, point=(0.0, 0.0)), "point must be a 3-vector"),
         (lambda: trajopt.ContactSchedule([_sole()], []), "at least one phase"),
+        (lambda: trajopt.ContactSchedule([], [(0.1, ())]), "at least one contact"),
         (lambda: trajopt.ContactSchedule([_sole(), _sole()], [(0.1, ())]), "names must be unique"),
         (lambda: trajopt.ContactSchedule([_sole()], [(0.1, ("foot",))]), "names contacts ['foot']"),
         (lambda: trajopt.ContactSchedule([_sole()], [(0.1, ()), (0.0, ())]), "phase 1 has 0.0"),
@@ -137,6 +178,8 @@ def test_bad_plans_are_refused():
     box, schedule = _box(), trajopt.ContactSchedule([_sole()], [(0.2, ("sole",))])
     plan = _still_plan(box, 0.2)
     elsewhere = trajopt.ContactSchedule([trajopt.Contact("toe", "toe")], [(0.2, ("toe",))])
+    points = [trajopt.Contact(f"c{i}", 0, point=(x, y, -0.05)) for i, (x, y) in enumerate([(1, 1), (1, -1), (-1, 1), (-1, -1)])]
+    corners = trajopt.ContactSchedule(points, [(0.2, tuple(p.name for p in points))])  # 12 rows, a rigid body's 6
     cases = [
         (lambda: trajopt.validate(box, elsewhere, plan), "contact 'toe': no body named 'toe'"),
         (lambda: trajopt.validate(box, schedule, _still_plan(box, 0.1)), "before the schedule's end at 0.2 s"),
@@ -150,6 +193,9 @@ def test_bad_plans_are_refused():
         ),
         (lambda: trajopt.validate(box, schedule, plan, kp=-1.0), "kp must be a non-negative"),
         (lambda: trajopt.validate(box, schedule, plan, dt=0.0), "dt must be a positive number"),
+        (lambda: trajopt.validate(box, schedule, plan, dt=0.15), "more than half the shortest phase"),
+        (lambda: trajopt.validate(box, corners, plan), "have rank 6"),
+        (lambda: trajopt.validate(box, schedule, trajopt.Plan(plan.ts, plan.q.at[2, 6].set(2.0), plan.v, plan.tau)), "plan.q[2]"),
     ]
     for call, message in cases:
         with pytest.raises((ValueError, TypeError)) as error:
@@ -223,7 +269,7 @@ def test_crocoddyls_trot_holds_in_kronjaxs_dynamics_and_simulation():
     accelerations, torques and feet's forces satisfy kronjax's equations of motion, its feet hold
     still while in contact (to Crocoddyl's Baumgarte-stabilised drift), and kronjax's simulation
     of its torques alone (held between its 10 ms nodes, as Crocoddyl applies them) stays within
-    a centimetre of it, the feet's forces within a few newtons of the friction cone (Crocoddyl's
+    3 mm of it, the feet's forces within a few newtons of the friction cone (Crocoddyl's
     cone is a cost, its plan leaves the cone by 1.5 N)."""
     from zoo import zoo_files
 
@@ -242,9 +288,9 @@ def test_crocoddyls_trot_holds_in_kronjaxs_dynamics_and_simulation():
     assert result.plan_dynamics_residual < 1e-9
     assert result.plan_stance_violation < 5e-4
     assert result.plan_cone_margin == pytest.approx(-1.51, abs=0.05)
-    assert result.base_drift < 0.01 and result.joint_error < 0.1
-    assert result.normal_force > 0 and result.cone_margin > -5.0
-    assert result.contact_violation < 1e-10
+    assert result.base_drift < 0.003 and result.joint_error < 0.04  # measured 1.6 mm, 0.023 rad
+    assert result.normal_force > 0 and result.cone_margin > -2.5  # measured 14.7 N, -1.8 N
+    assert result.contact_violation < 1e-6  # one step's drift before the projection
 
 
 @pytest.mark.slow  # a third compilation of the box's simulation

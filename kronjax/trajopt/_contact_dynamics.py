@@ -103,7 +103,7 @@ def project_onto_contacts(model: Model, schedule: ContactSchedule, bodies, q, v,
 
     def newton(_, x):
         jac = contact_jacobian(model, schedule, bodies, x) * on[:, None]
-        residual = on * contact_residual(model, schedule, bodies, x, anchors)
+        residual = jnp.where(rows, contact_residual(model, schedule, bodies, x, anchors), 0.0)
         step = jac.T @ jnp.linalg.solve(jac @ jac.T + jnp.diag(1.0 - on), residual)
         return unchecked_integrate(model, x, -step)
 

@@ -134,6 +134,8 @@ class ContactSchedule(eqx.Module):
 
     def __init__(self, contacts: Sequence[Contact], phases: Sequence[Sequence]):
         contacts = tuple(contacts)
+        if not contacts:
+            raise ValueError("a contact schedule needs at least one contact")
         for contact in contacts:
             if not isinstance(contact, Contact):
                 raise TypeError(f"contacts must be trajopt.Contact(...), got {contact!r}")

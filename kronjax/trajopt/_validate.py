@@ -90,8 +90,9 @@ class Validation(NamedTuple):
         normal_force: the smallest simulated normal force of an active contact (N; negative: the
             ground would have to pull); ``nan`` if none is active.
         touchdown_speed: the largest speed of a contact point just before it touches down in the
-            simulation (m/s; the plastic impact takes it to 0).
-        contact_violation: the largest ``|Phi|`` of an active simulated contact (its drift).
+            simulation (m/s; the plastic impact takes it to 0); 0 without a touchdown.
+        contact_violation: the largest ``|Phi|`` of an active contact at the end of a step, before
+            the projection puts it back (the integration's drift over one step, m or rad).
         plan_cone_margin, plan_normal_force: the same two figures of the plan's forces at its
             samples; ``nan`` without forces.
         plan_stance_violation: the largest distance a contact point moves in the plan while its
@@ -133,13 +134,18 @@ def actuated(model: Model) -> np.ndarray:
     return mask
 
 
-def _reference(model: Model, plan: Plan, t, hold: bool = False):
+def _reference(model: Model, plan: Plan, t, held_at=None):
     """The plan at time ``t``: ``(q, v, tau)`` interpolated linearly between its samples (``q``
-    along the tangent space); with ``hold``, ``tau`` held from the last sample."""
+    along the tangent space); with ``held_at`` (a time), ``tau`` is the last sample's at that time
+    instead (a zero-order hold: the simulation passes each step's midpoint, so that no stage of a
+    step ending on a sample takes the next sample's torque by rounding)."""
     k = jnp.clip(jnp.searchsorted(plan.ts, t, side="right") - 1, 0, plan.ts.shape[0] - 2)
     alpha = jnp.clip((t - plan.ts[k]) / (plan.ts[k + 1] - plan.ts[k]), 0.0, 1.0)
     q = unchecked_integrate(model, plan.q[k], alpha * difference(model, plan.q[k], plan.q[k + 1]))
-    tau = plan.tau[jnp.where(t >= plan.ts[k + 1], k + 1, k)] if hold else (1 - alpha) * plan.tau[k] + alpha * plan.tau[k + 1]
+    if held_at is None:
+        tau = (1 - alpha) * plan.tau[k] + alpha * plan.tau[k + 1]
+    else:
+        tau = plan.tau[jnp.clip(jnp.searchsorted(plan.ts, held_at, side="right") - 1, 0, plan.ts.shape[0] - 1)]
     return q, (1 - alpha) * plan.v[k] + alpha * plan.v[k + 1], tau
 
 
@@ -174,9 +180,9 @@ def _simulate(model: Model, schedule: ContactSchedule, bodies: tuple[int, ...], 
     on = jnp.asarray(actuated(model), plan.q.dtype)
     nodes, weights = (jnp.asarray(x, plan.q.dtype) for x in (_RK4_NODES, _RK4_WEIGHTS))
 
-    def stage(q, t, delta, rate, rows):
+    def stage(q, t, delta, rate, rows, middle):
         x = chart(joints, q, delta)
-        q_ref, v_ref, tau_ref = _reference(model, plan, t, hold)
+        q_ref, v_ref, tau_ref = _reference(model, plan, t, middle if hold else None)
         tau = on * (tau_ref + kp * difference(model, x, q_ref) + kd * (v_ref - rate))
         jac, gamma = contact_jacobian_and_drift(model, schedule, bodies, x, rate)
         vd, forces = contact_dynamics(model, x, rate, tau, jac, gamma, rows)
@@ -185,7 +191,7 @@ def _simulate(model: Model, schedule: ContactSchedule, bodies: tuple[int, ...], 
     def runge_kutta(q, v, t, rows):
         def body(i, carry):
             k_delta, k_rate, sum_delta, sum_rate, forces = carry
-            d, r, f = stage(q, t + nodes[i] * dt, nodes[i] * dt * k_delta, v + nodes[i] * dt * k_rate, rows)
+            d, r, f = stage(q, t + nodes[i] * dt, nodes[i] * dt * k_delta, v + nodes[i] * dt * k_rate, rows, t + 0.5 * dt)
             forces = jnp.where(i == 0, f, forces)
             return d, r, sum_delta + weights[i] * d, sum_rate + weights[i] * r, forces
 
@@ -210,8 +216,9 @@ def _simulate(model: Model, schedule: ContactSchedule, bodies: tuple[int, ...], 
         speed = jnp.max(jnp.where(touching & (k > 0), speeds, 0.0))
         v = v - impact(model, q, jac, rows, v)
         q1, v1, forces = runge_kutta(q, v, t, rows)
-        q1, v1 = project_onto_contacts(model, schedule, bodies, q1, v1, anchors, rows)
+        # the step's own drift, before the projection removes it
         violation = jnp.max(jnp.where(rows, jnp.abs(contact_residual(model, schedule, bodies, q1, anchors)), 0.0))
+        q1, v1 = project_onto_contacts(model, schedule, bodies, q1, v1, anchors, rows)
         return (q1, v1, anchors, active), (q1, v1, forces, violation, speed)
 
     count = schedule.num_contacts
@@ -249,7 +256,8 @@ def validate(
     """Simulate ``plan`` along ``schedule`` and measure how well it works.
 
     The simulation starts at the plan's first state and runs for the schedule's duration in steps
-    of about ``dt`` (Tsit5 in local coordinates, then the state projected onto the active contacts).
+    of about ``dt`` (the classical Runge-Kutta method in local coordinates, then the state projected
+    onto the active contacts).
     The actuated coordinates (all but a free joint's) get ``tau_plan(t) + kp (q_plan(t) ⊖ q) + kd
     (v_plan(t) - v)``, the plan interpolated linearly between its samples (``hold``: its torques
     held). Each active contact of
@@ -266,7 +274,7 @@ def validate(
         kp, kd: the PD gains on the actuated coordinates, scalars or ``(nv,)`` (``0``: the plan's
             torques alone).
         dt: the simulation's step (seconds; the schedule's duration is cut into equal steps of
-            at most ``dt``).
+            at most ``dt``; at most half the shortest phase, which the steps' midpoints must see).
         hold: hold each sample's torques until the next sample (a zero-order hold, as a
             discrete-time planner such as Crocoddyl applies them) instead of interpolating them.
 
@@ -301,10 +309,14 @@ def validate(
         raise TypeError(f"plan must be a trajopt.Plan, got {type(plan).__name__}")
     bodies = schedule.bodies(model)
     plan = _checked_plan(model, schedule, plan)
+    _check_independent_contacts(model, schedule, bodies, plan)
     dtype = plan.q.dtype
     kp, kd = (_gain(model, gain, name, dtype) for gain, name in ((kp, "kp"), (kd, "kd")))
     if not (isinstance(dt, (int, float)) and dt > 0):
         raise ValueError(f"dt must be a positive number, got {dt!r}")
+    shortest = float(jnp.min(schedule.durations))
+    if dt > shortest / 2:
+        raise ValueError(f"dt = {dt} s is more than half the shortest phase ({shortest} s): the steps could miss it")
     duration = float(schedule.duration)
     if float(plan.ts[-1]) < duration * (1 - 1e-9):
         raise ValueError(f"the plan ends at t = {float(plan.ts[-1])} s, before the schedule's end at {duration} s")
@@ -347,7 +359,35 @@ def _checked_plan(model: Model, schedule: ContactSchedule, plan: Plan) -> Plan:
     values = np.asarray(ts)
     if abs(values[0]) > 1e-12 or not np.all(np.diff(values) > 0):
         raise ValueError("plan.ts must increase strictly from 0")
+    for sample in range(k):
+        model.check_q(arrays["q"][sample], f"plan.q[{sample}]")
     return Plan(ts, arrays["q"], arrays["v"], arrays["tau"], arrays["forces"], arrays["vd"])
+
+
+def _check_independent_contacts(model: Model, schedule: ContactSchedule, bodies, plan: Plan) -> None:
+    """Refuse a phase whose active contacts' rows are dependent at the plan's sample nearest its
+    start (more than two points of one rigid body, a point and a flat foot on one body): their
+    forces would be undetermined, the simulation's multipliers not finite."""
+    starts = np.asarray(schedule.boundaries[:-1])
+    samples = np.clip(np.searchsorted(np.asarray(plan.ts), starts), 0, plan.ts.shape[0] - 1)
+    jacobians = np.asarray(_jacobians(model, schedule, bodies, plan.q[samples]))
+    for p, (held, jac) in enumerate(zip(schedule.active, jacobians)):
+        rows = np.asarray(row_mask(schedule, jnp.asarray(held)))
+        if rows.any():
+            singular = np.linalg.svd(jac[rows], compute_uv=False)
+            rank = int(np.sum(singular > 1e-9 * singular[0]))
+            if rank < rows.sum():
+                names = [name for name, on in zip(schedule.names, held) if on]
+                raise ValueError(
+                    f"phase {p}: the {int(rows.sum())} rows of its contacts {names} have rank {rank} at t = "
+                    f"{float(plan.ts[samples[p]]):.4g} s: redundant contacts (more than two points of one rigid body, "
+                    "or a point and a flat foot on one body) leave their forces undetermined"
+                )
+
+
+@eqx.filter_jit
+def _jacobians(model: Model, schedule: ContactSchedule, bodies, q):
+    return jax.vmap(lambda q: contact_jacobian(model, schedule, bodies, q))(q)
 
 
 def _tracking(model: Model, plan: Plan, ts, q) -> tuple[float, float]:
@@ -373,15 +413,20 @@ def _plan_figures(model: Model, schedule: ContactSchedule, bodies, plan: Plan) -
     nan = float("nan")
     margin, normal = (nan, nan) if plan.forces is None else _forces_margins(schedule, np.asarray(plan.forces), active)
     positions = np.asarray(jax.vmap(lambda q: contact_frames(model, schedule, bodies, q)[0])(plan.q))
+    # a stance lasts from the phase where the contact became active: the samples of one stance
+    # share that phase (a swing between two samples ends the stance though no sample sees it)
+    table = np.array(schedule.active, dtype=bool)
+    began = np.zeros(table.shape, int)
+    for p in range(table.shape[0]):
+        began[p] = np.where((p > 0) & table[p] & table[max(p - 1, 0)], began[max(p - 1, 0)], p)
+    phases = np.asarray(jax.vmap(schedule.phase_at)(plan.ts))
     stance = 0.0
     for c in range(schedule.num_contacts):
-        anchor = None
-        for k in range(plan.ts.shape[0]):
-            if not active[k, c]:
-                anchor = None
-                continue
-            anchor = positions[k, c] if anchor is None else anchor
-            stance = max(stance, float(np.linalg.norm(positions[k, c] - anchor)))
+        anchors = {}
+        for k, p in enumerate(phases):
+            if table[p, c]:
+                anchor = anchors.setdefault(began[p, c], positions[k, c])
+                stance = max(stance, float(np.linalg.norm(positions[k, c] - anchor)))
     if plan.forces is None or plan.vd is None:
         return margin, normal, stance, nan
     return margin, normal, stance, float(_dynamics_residual(model, schedule, bodies, plan, jnp.asarray(active)))
