@@ -191,6 +191,7 @@ def autodiff(name: str):
     return jax.tree.map(np.asarray, f(*(jnp.asarray(s) for s in states)))
 
 
+@pytest.mark.slow  # 21 s of compilation; `make test` keeps its 12 minutes on the slower CI machine
 def test_jax_transformations_use_the_analytic_derivatives():
     """jacfwd/jacrev of inverse_dynamics and forward_dynamics equal the analytic triples (Pinocchio
     checks those) to round-off."""

@@ -112,7 +112,8 @@ def test_forward_over_forward_second_derivatives_of_the_inverse_dynamics():
     assert relative_error(jax.jit(jax.vmap(jax.jacfwd(jax.jacfwd(f))))(x, q, lam), reference) <= 1e-12
 
 
-@pytest.mark.parametrize("which", ["inverse", pytest.param("forward", marks=SLOW)])
+@pytest.mark.slow  # 17 s of compilation for the inverse dynamics alone; `make test` keeps its 12 minutes
+@pytest.mark.parametrize("which", ["inverse", "forward"])
 def test_hessians_in_part_of_the_state(which):
     """``jax.hessian`` in a part of the state only (the others constant: their tangents are
     symbolic zeros, which the rule skips block by block) is that block of the whole Hessian of
