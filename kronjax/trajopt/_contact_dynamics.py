@@ -80,18 +80,24 @@ def contact_jacobian_and_drift(model: Model, schedule: ContactSchedule, bodies, 
     return jac, -rate
 
 
+def _operators(model: Model, q, jac, rows: Array):
+    """``(masked A, Cholesky factor of M, Schur complement A M^-1 A^T)`` on the active ``rows``,
+    the inactive rows' diagonal of the complement 1 (their multipliers 0)."""
+    on = rows.astype(q.dtype)
+    jac = jac * on[:, None]
+    factor = jsl.cho_factor(mass_matrix(model, q), lower=True)
+    through = jsl.solve_triangular(factor[0], jac.T, lower=True)
+    return jac, factor, through.T @ through + jnp.diag(1.0 - on)
+
+
 def contact_dynamics(model: Model, q, v, tau, jac, gamma, rows: Array) -> tuple[Float[Array, " nv"], Float[Array, " R"]]:
     """``(vd, forces)`` of ``M vd + h = tau + A^T forces`` with ``A vd = gamma`` on the active
     ``rows`` (Huang eq. 1, through the Schur complement ``A M^-1 A^T``); ``forces`` is 0 on the
     inactive rows. For a point contact the forces are the ground's force on the robot, for a
     ``"6d"`` one its force and its moment about the point, in the base frame's axes."""
-    on = rows.astype(q.dtype)
-    jac = jac * on[:, None]
-    factor = jsl.cho_factor(mass_matrix(model, q), lower=True)
+    jac, factor, schur = _operators(model, q, jac, rows)
     free = jsl.cho_solve(factor, tau - inverse_dynamics(model, q, v, jnp.zeros_like(v)))
-    through = jsl.solve_triangular(factor[0], jac.T, lower=True)
-    schur = through.T @ through + jnp.diag(1.0 - on)
-    forces = jnp.linalg.solve(schur, on * gamma - jac @ free)
+    forces = jnp.linalg.solve(schur, rows.astype(q.dtype) * gamma - jac @ free)
     return free + jsl.cho_solve(factor, jac.T @ forces), forces
 
 
@@ -115,9 +121,5 @@ def impact(model: Model, q, jac, rows: Array, v) -> Float[Array, " nv"]:
     """The velocity change smallest in kinetic energy that makes ``v`` admissible to the active
     ``rows`` of ``jac``: ``M^-1 A^T (A M^-1 A^T)^-1 A v`` (Gauss's principle for an impulse: a
     plastic impact)."""
-    on = rows.astype(q.dtype)
-    jac = jac * on[:, None]
-    factor = jsl.cho_factor(mass_matrix(model, q), lower=True)
-    through = jsl.solve_triangular(factor[0], jac.T, lower=True)
-    impulse = jnp.linalg.solve(through.T @ through + jnp.diag(1.0 - on), jac @ v)
-    return jsl.cho_solve(factor, jac.T @ impulse)
+    jac, factor, schur = _operators(model, q, jac, rows)
+    return jsl.cho_solve(factor, jac.T @ jnp.linalg.solve(schur, jac @ v))
