@@ -29,35 +29,19 @@ BAUMGARTE = 50.0  # Crocoddyl's ContactModel3D gains (0, 50) in its quadruped bu
 
 def _functions(model, schedule):
     """``(dynamics, derivatives)`` of one node: ``(q, v, u, active) -> (vd, forces)`` and ``->
-    d vd / d(dq, dv, du)`` (``(nv, 2 nv + nu)``)."""
-    import kronjax as kj
-    from kronjax.trajopt._contact_dynamics import contact_dynamics, contact_jacobian, contact_jacobian_and_drift, row_mask
+    d vd / d(dq, dv, du)`` (``(nv, 2 nv + nu)``), kronjax's (``trajopt._contact_dynamics``)."""
+    from kronjax.trajopt._contact_dynamics import damped_contact_dynamics, damped_contact_dynamics_derivatives, row_mask
 
     bodies = schedule.bodies(model)
     n = model.nv
     select = jnp.zeros((n, n - 6)).at[6:].set(jnp.eye(n - 6))
 
     def dynamics(q, v, u, active):
-        jac, gamma = contact_jacobian_and_drift(model, schedule, bodies, q, v)
-        return contact_dynamics(model, q, v, select @ u, jac, gamma - BAUMGARTE * jac @ v, row_mask(schedule, active))
+        return damped_contact_dynamics(model, schedule, bodies, q, v, select @ u, row_mask(schedule, active), BAUMGARTE)
 
     def derivatives(q, v, u, active):
-        on = row_mask(schedule, active).astype(q.dtype)
-        vd, forces = dynamics(q, v, u, active)
-        dtau_dq, dtau_dv, mass = kj.inverse_dynamics_derivatives(model, q, v, vd)
-
-        def accelerations(dq, dv):  # the contacts' accelerations (and Baumgarte's term) at fixed vd
-            jac, gamma = contact_jacobian_and_drift(model, schedule, bodies, kj.integrate(model, q, dq), v + dv)
-            return jac @ vd - gamma + BAUMGARTE * jac @ (v + dv)
-
-        zero = jnp.zeros(n)
-        c_q, c_v = jax.jacfwd(accelerations, argnums=(0, 1))(zero, zero)
-        forces_q = jax.jacfwd(lambda dq: contact_jacobian(model, schedule, bodies, kj.integrate(model, q, dq)).T @ forces)(zero)
-        jac = contact_jacobian(model, schedule, bodies, q) * on[:, None]
-        kkt = jnp.block([[mass, -jac.T], [jac, jnp.diag(1.0 - on)]])
-        top = jnp.concatenate([forces_q - dtau_dq, -dtau_dv, select], axis=1)
-        bottom = jnp.concatenate([-on[:, None] * c_q, -on[:, None] * c_v, jnp.zeros((on.shape[0], n - 6))], axis=1)
-        return jnp.linalg.solve(kkt, jnp.concatenate([top, bottom]))[:n]
+        rows = row_mask(schedule, active)
+        return damped_contact_dynamics_derivatives(model, schedule, bodies, q, v, select @ u, rows, BAUMGARTE, select)[2]
 
     return dynamics, derivatives
 

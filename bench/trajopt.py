@@ -3,6 +3,7 @@ setting and the results):
 
     python -m bench.trajopt [--guesses 64] [--iterations 50] [--ip-guesses 8] [--no-peers]
     python -m bench.trajopt --first-calls N  # first calls, compilation included, fresh processes
+    python -m bench.trajopt --legged [--crocoddyl PYTHON]  # ANYmal's trot against Crocoddyl (bench/legged_trajopt.py)
 
 Without options: 64 initial guesses at once (``jax.vmap``), the time per L-BFGS iteration of the
 augmented Lagrangian, per evaluation of the cost and its gradient, and of a solve by the
@@ -84,7 +85,18 @@ def main(argv=None) -> dict:
         "UR5 problems, each in a fresh process, N rounds",
     )
     parser.add_argument("--one-first-call", nargs=2, metavar=("PROBLEM", "SOLVER"), help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--legged",
+        action="store_true",
+        help="only the legged problem: ANYmal's trot by kronjax's optimize_on_contacts and Crocoddyl's FDDP (python -m bench.legged_trajopt)",
+    )
+    args, rest = parser.parse_known_args(argv)
+    if args.legged:
+        from .legged_trajopt import main as legged
+
+        return legged(rest)
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if args.one_first_call:
         return one_first_call(*args.one_first_call)
     if args.first_calls:

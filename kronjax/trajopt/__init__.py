@@ -48,16 +48,22 @@ The transcription (a direct method, "differentiate the inverse dynamics"):
   durations, each with its active contacts), and :func:`validate`, which simulates a :class:`Plan`
   of any planner along its schedule (the contacts held by Lagrange multipliers, plastic impacts at
   touchdown) and reports how far it strays and where its forces leave the friction cone
-  (:class:`Validation`). The transcription above plans for robots whose joints are one-DoF and
-  touch nothing.
+  (:class:`Validation`); and :func:`optimize_on_contacts`, which plans along a schedule: direct
+  multiple shooting on the contact dynamics (the base on SE(3), the forces Lagrange multipliers,
+  friction pyramids, effort and joint limits, the feet on or above the ground), solved by the
+  interior point with a Riccati step over the nodes (:class:`ContactCost`,
+  :class:`ContactResult`, :class:`ContactReport`). The spline transcription above plans for robots
+  whose joints are one-DoF and that touch nothing.
 
 Modules: ``_spline`` (B-splines), ``_costs``, ``_constraints``, ``_boundary`` (boundary conditions,
 :class:`FreeTime`), ``_problem`` (:class:`Problem`), ``_transcription`` (:func:`transcribe`),
 ``_interior_point`` (:class:`InteriorPoint` and its solve; one iteration in ``_iteration``, the
 problem in its variables and the Gauss-Newton model in ``_linearisation``), ``_augmented_lagrangian``,
 ``_optimize`` (:func:`optimize`), ``_contacts`` (:class:`Contact`, :class:`ContactSchedule`),
-``_contact_dynamics`` (the dynamics on a schedule's contacts, masked), ``_validate``
-(:func:`validate`).
+``_contact_dynamics`` (the dynamics on a schedule's contacts, masked, and their derivatives by
+the KKT route), ``_validate`` (:func:`validate`), ``_legged`` (:func:`optimize_on_contacts`: the
+multiple-shooting transcription) and ``_riccati`` (its solver: the interior point with a Riccati
+step).
 
 Entry points: :func:`optimize` (model, boundary conditions, cost -> :class:`Result` with the
 optimised trajectory and a :class:`SolverReport`), and :func:`transcribe` (the :class:`Problem`:
@@ -84,6 +90,7 @@ from ._costs import (
     TorqueEffort,
 )
 from ._interior_point import InteriorPoint, InteriorPointState
+from ._legged import ContactCost, ContactReport, ContactResult, optimize_on_contacts
 from ._optimize import NotConvergedWarning, Result, optimize, print_progress
 from ._problem import Problem
 from ._solver import Progress, SolverReport
@@ -126,4 +133,8 @@ __all__ = [
     "Plan",
     "Validation",
     "validate",
+    "ContactCost",
+    "ContactReport",
+    "ContactResult",
+    "optimize_on_contacts",
 ]

@@ -309,7 +309,7 @@ def validate(
         raise TypeError(f"plan must be a trajopt.Plan, got {type(plan).__name__}")
     bodies = schedule.bodies(model)
     plan = _checked_plan(model, schedule, plan)
-    _check_independent_contacts(model, schedule, bodies, plan)
+    check_independent_contacts(model, schedule, bodies, plan)
     dtype = plan.q.dtype
     kp, kd = (_gain(model, gain, name, dtype) for gain, name in ((kp, "kp"), (kd, "kd")))
     if not (isinstance(dt, (int, float)) and dt > 0):
@@ -364,7 +364,7 @@ def _checked_plan(model: Model, schedule: ContactSchedule, plan: Plan) -> Plan:
     return Plan(ts, arrays["q"], arrays["v"], arrays["tau"], arrays["forces"], arrays["vd"])
 
 
-def _check_independent_contacts(model: Model, schedule: ContactSchedule, bodies, plan: Plan) -> None:
+def check_independent_contacts(model: Model, schedule: ContactSchedule, bodies, plan: Plan) -> None:
     """Refuse a phase whose active contacts' rows are dependent at the plan's sample nearest its
     start (more than two points of one rigid body, a point and a flat foot on one body): their
     forces would be undetermined, the simulation's multipliers not finite."""
@@ -408,8 +408,12 @@ def _tracking_errors(model: Model, plan: Plan, ts, q):
 
 def _plan_figures(model: Model, schedule: ContactSchedule, bodies, plan: Plan) -> tuple[float, float, float, float]:
     """``(cone margin, normal force, stance violation, dynamics residual)`` of the plan at its
-    samples (:class:`Validation`)."""
-    active = np.asarray(jax.vmap(schedule.active_at)(plan.ts))
+    samples (:class:`Validation`). A sample's contacts are those of the interval it starts (the
+    phase at the interval's midpoint; the last sample's, at its time), as a planner that holds its
+    nodes' forces over their intervals means them: at a sample on a phase boundary, the rounding
+    of the boundary's time would otherwise pick either phase."""
+    times = jnp.concatenate([0.5 * (plan.ts[:-1] + plan.ts[1:]), plan.ts[-1:]])
+    active = np.asarray(jax.vmap(schedule.active_at)(times))
     nan = float("nan")
     margin, normal = (nan, nan) if plan.forces is None else _forces_margins(schedule, np.asarray(plan.forces), active)
     positions = np.asarray(jax.vmap(lambda q: contact_frames(model, schedule, bodies, q)[0])(plan.q))
@@ -419,7 +423,7 @@ def _plan_figures(model: Model, schedule: ContactSchedule, bodies, plan: Plan) -
     began = np.zeros(table.shape, int)
     for p in range(table.shape[0]):
         began[p] = np.where((p > 0) & table[p] & table[max(p - 1, 0)], began[max(p - 1, 0)], p)
-    phases = np.asarray(jax.vmap(schedule.phase_at)(plan.ts))
+    phases = np.asarray(jax.vmap(schedule.phase_at)(times))
     stance = 0.0
     for c in range(schedule.num_contacts):
         anchors = {}

@@ -1,0 +1,146 @@
+"""Motions planned on contacts (``kronjax.trajopt.optimize_on_contacts``), against first principles
+and an independent simulation:
+
+- the KKT route's derivatives of the contact dynamics against ``jax.jacfwd`` of the dynamics;
+- ANYmal trotting 0.15 m forward (slow tier): the plan converges (violation <= 1e-6); its nodes
+  satisfy kronjax's equations of motion written with the inverse dynamics (not the forward
+  dynamics the planner steps with) and the semi-implicit Euler step written with
+  ``kj.integrate``; every active contact's force is inside its friction pyramid and every torque
+  within its limit, with the margins stated; the stance feet stay where they touched down; the
+  simulation of :func:`~kronjax.trajopt.validate` under the plan's torques and a PD term stays
+  within 2 cm; other phase durations of the same total re-solve without compiling; a warm start
+  from its own solution stops at once;
+- bad input gets clear errors before anything compiles.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import kronjax as kj
+from kronjax import trajopt
+from kronjax.trajopt._contact_dynamics import damped_contact_dynamics, damped_contact_dynamics_derivatives, row_mask
+
+
+def _box_on_a_leg():
+    robot = kj.from_joints(
+        [kj.Joint("free"), kj.Joint("R", parent=0, axis=(0, 1, 0), translation=(0, 0, -0.1))],
+        [kj.Inertial(mass=2.0, inertia=(0.1, 0.2, 0.3)), kj.Inertial(mass=0.5, com=(0, 0, -0.2), inertia=(0.01, 0.01, 0.001))],
+    )
+    foot = trajopt.Contact("foot", 1, point=(0.0, 0.0, -0.4), friction=0.8)
+    return robot, foot
+
+
+def test_contact_dynamics_derivatives_match_autodiff():
+    """``(dq, dv, du)`` derivatives of the accelerations and forces (Baumgarte's velocity term
+    included) by the KKT route, against ``jax.jacfwd`` through the dynamics themselves."""
+    robot, foot = _box_on_a_leg()
+    schedule = trajopt.ContactSchedule([foot], [(0.1, ("foot",))])
+    bodies = schedule.bodies(robot)
+    q = kj.integrate(robot, kj.neutral(robot), jnp.array([0.1, -0.2, 0.3, 0.2, -0.1, 0.4, 0.5]))
+    v = jnp.array([0.3, -0.1, 0.2, 1.0, -0.5, 0.7, 2.0])
+    actuation = jnp.eye(7)[:, 6:]
+    rows = row_mask(schedule, jnp.array([True]))
+    damping = 100.0
+    _, _, d_vd, d_forces = damped_contact_dynamics_derivatives(
+        robot, schedule, bodies, q, v, jnp.zeros(7).at[6].set(1.5), rows, damping, actuation
+    )
+
+    def dynamics(d):
+        x = kj.integrate(robot, q, d[:7])
+        return damped_contact_dynamics(
+            robot, schedule, bodies, x, v + d[7:14], actuation @ (jnp.array([1.5]) + d[14:]), rows, damping
+        )
+
+    vd_auto, forces_auto = jax.jacfwd(dynamics)(jnp.zeros(15))
+    np.testing.assert_allclose(d_vd, vd_auto, atol=1e-9 * float(jnp.max(jnp.abs(vd_auto))))
+    np.testing.assert_allclose(d_forces, forces_auto, atol=1e-9 * float(jnp.max(jnp.abs(forces_auto))))
+
+
+def test_bad_input_gets_clear_errors():
+    robot, foot = _box_on_a_leg()
+    q0 = kj.neutral(robot)
+    stand = trajopt.ContactSchedule([foot], [(0.1, ("foot",))])
+    flat = trajopt.ContactSchedule([trajopt.Contact("sole", 1, kind="6d")], [(0.1, ("sole",))])
+    with pytest.raises(ValueError, match="plans point contacts"):
+        trajopt.optimize_on_contacts(robot, flat, q0)
+    airborne = trajopt.ContactSchedule([foot], [(0.1, ()), (0.1, ("foot",))])
+    with pytest.raises(ValueError, match="start in the air"):
+        trajopt.optimize_on_contacts(robot, airborne, q0)
+    with pytest.raises(ValueError, match="whole number of dt"):
+        trajopt.optimize_on_contacts(robot, trajopt.ContactSchedule([foot], [(0.105, ("foot",))]), q0)
+    with pytest.raises(ValueError, match="contact 'toe'"):
+        trajopt.optimize_on_contacts(robot, trajopt.ContactSchedule([trajopt.Contact("toe", "shin")], [(0.1, ("toe",))]), q0)
+    with pytest.raises(ValueError, match="friction"):
+        trajopt.Contact("foot", 1, friction=-0.5)
+    corners = [
+        trajopt.Contact(f"c{k}", 0, point=(sx * 0.1, sy * 0.1, -0.1)) for k, (sx, sy) in enumerate([(1, 1), (1, -1), (-1, 1)])
+    ]
+    with pytest.raises(ValueError, match="redundant contacts"):
+        trajopt.optimize_on_contacts(robot, trajopt.ContactSchedule(corners, [(0.1, ("c0", "c1", "c2"))]), q0)
+    two = trajopt.ContactSchedule([foot, trajopt.Contact("heel", 0, point=(0.0, 0.0, 0.3))], [(0.1, ("foot", "heel"))])
+    with pytest.raises(ValueError, match="the ground is flat"):
+        trajopt.optimize_on_contacts(robot, two, q0)
+    with pytest.raises(ValueError, match="Gauss-Newton"):
+        trajopt.optimize_on_contacts(robot, stand, q0, solver=trajopt.InteriorPoint(hessian="exact"))
+
+
+def _data(name):
+    from pathlib import Path
+
+    return Path(__file__).resolve().parent / "data" / name
+
+
+@pytest.mark.slow  # compiles the planner for ANYmal's 56 nodes (about a minute)
+def test_anymal_trots_forward():
+    from zoo import zoo_files
+
+    if "anymal_b_simple_description/robots/anymal.urdf" not in zoo_files():
+        pytest.skip("example-robot-data is not installed")
+    from bench.legged_plans import plan_from_file
+
+    model, croc, croc_plan = plan_from_file(str(_data("crocoddyl_anymal_trot.npz")))
+    q0 = croc_plan.q[0]  # ANYmal B standing (the "standing" posture of its SRDF)
+    lf, rf, lh, rh = croc.names
+    phases = [(0.02, croc.names), (0.25, (rf, lh)), (0.02, croc.names), (0.25, (lf, rh)), (0.02, croc.names)]
+    schedule = trajopt.ContactSchedule(croc.contacts, phases)
+    cost = trajopt.ContactCost(displacement=(0.15, 0.0, 0.0), clearance=0.1)
+    result = trajopt.optimize_on_contacts(model, schedule, q0, cost)
+    report, plan = result.report, result.plan
+    assert report.converged and report.violation <= 1e-6, report
+    dt = 0.01
+    # the semi-implicit Euler step, written with kj.integrate, holds at every node to the violation
+    # (the gaps of the multiple shooting: at most 1e-6 in the tangent space)
+    for k in range(len(plan.ts) - 1):
+        np.testing.assert_allclose(plan.v[k + 1], plan.v[k] + dt * plan.vd[k], rtol=0, atol=1e-6)
+        np.testing.assert_allclose(plan.q[k + 1], kj.integrate(model, plan.q[k], dt * plan.v[k + 1]), rtol=0, atol=1e-6)
+    base = plan.q[-1, :3] - plan.q[0, :3]
+    assert abs(float(base[0]) - 0.15) < 0.01 and abs(float(base[1])) < 0.01, base
+    # the forces: inside the friction pyramid of every active contact, 0 on the others
+    active = np.asarray(jax.vmap(schedule.active_at)(plan.ts + 0.5 * dt))[:-1]
+    forces = np.asarray(plan.forces).reshape(len(plan.ts), 4, 3)[:-1]
+    weight = float(jnp.sum(model.inertials.mass)) * 9.81
+    margin = 0.7 * forces[..., 2] - np.abs(forces[..., 0]) - np.abs(forces[..., 1])
+    assert np.all(margin[active] >= -1e-6 * weight), margin[active].min()
+    assert np.all(np.abs(forces[~active]) < 1e-9)
+    torques = np.abs(np.asarray(plan.tau)[:, 6:])
+    assert np.all(torques <= 80.0 * (1 + 1e-6)), torques.max()
+    # an independent simulation along the schedule (equations of motion by the inverse dynamics)
+    validation = trajopt.validate(model, schedule, plan, kp=50.0, kd=2.0, hold=True)
+    assert validation.plan_dynamics_residual < 1e-8, validation.plan_dynamics_residual
+    assert validation.plan_stance_violation < 2e-3, validation.plan_stance_violation
+    assert validation.base_drift < 0.02, validation.base_drift
+    assert validation.plan_cone_margin > -1e-6 * weight and validation.plan_normal_force > 0
+    print(
+        f"trot: {report.iterations} iterations, pyramid margin {np.min(margin[active]):.3g} N, base drift {validation.base_drift:.3g} m"
+    )
+    # other durations, the same total: the same compiled program, and it converges
+    other = schedule.with_durations([0.03, 0.24, 0.02, 0.24, 0.03])
+    again = trajopt.optimize_on_contacts(model, other, q0, cost)
+    assert again.report.compile_time == 0.0 and again.report.converged, again.report
+    # a warm start from its own solution: the same program, converged at once
+    warm = trajopt.optimize_on_contacts(model, schedule, q0, cost, init=result)
+    assert warm.report.compile_time == 0.0 and warm.report.converged and warm.report.iterations <= 2, warm.report
