@@ -2,6 +2,8 @@
 and an independent simulation:
 
 - the KKT route's derivatives of the contact dynamics against ``jax.jacfwd`` of the dynamics;
+- the interior point with the Riccati step on a linear-quadratic regulator against a dense
+  least-squares solve;
 - ANYmal trotting 0.15 m forward (slow tier): the plan converges (violation <= 1e-6); its nodes
   satisfy kronjax's equations of motion written with the inverse dynamics (not the forward
   dynamics the planner steps with) and the semi-implicit Euler step written with
@@ -23,6 +25,7 @@ import pytest
 import kronjax as kj
 from kronjax import trajopt
 from kronjax.trajopt._contact_dynamics import damped_contact_dynamics, damped_contact_dynamics_derivatives, row_mask
+from kronjax.trajopt._riccati import CONVERGED, Iterate, StageLinearisation, StageValues, solve
 
 
 def _box_on_a_leg():
@@ -38,12 +41,13 @@ def test_contact_dynamics_derivatives_match_autodiff():
     """``(dq, dv, du)`` derivatives of the accelerations and forces (Baumgarte's velocity term
     included) by the KKT route, against ``jax.jacfwd`` through the dynamics themselves."""
     robot, foot = _box_on_a_leg()
-    schedule = trajopt.ContactSchedule([foot], [(0.1, ("foot",))])
+    corner = trajopt.Contact("corner", 0, point=(0.1, 0.1, -0.1))  # inactive: its rows masked out
+    schedule = trajopt.ContactSchedule([foot, corner], [(0.1, ("foot",))])
     bodies = schedule.bodies(robot)
     q = kj.integrate(robot, kj.neutral(robot), jnp.array([0.1, -0.2, 0.3, 0.2, -0.1, 0.4, 0.5]))
     v = jnp.array([0.3, -0.1, 0.2, 1.0, -0.5, 0.7, 2.0])
     actuation = jnp.eye(7)[:, 6:]
-    rows = row_mask(schedule, jnp.array([True]))
+    rows = row_mask(schedule, jnp.array([True, False]))
     damping = 100.0
     _, _, d_vd, d_forces = damped_contact_dynamics_derivatives(
         robot, schedule, bodies, q, v, jnp.zeros(7).at[6].set(1.5), rows, damping, actuation
@@ -58,6 +62,81 @@ def test_contact_dynamics_derivatives_match_autodiff():
     vd_auto, forces_auto = jax.jacfwd(dynamics)(jnp.zeros(15))
     np.testing.assert_allclose(d_vd, vd_auto, atol=1e-9 * float(jnp.max(jnp.abs(vd_auto))))
     np.testing.assert_allclose(d_forces, forces_auto, atol=1e-9 * float(jnp.max(jnp.abs(forces_auto))))
+    assert float(jnp.max(jnp.abs(d_forces[3:]))) == 0.0  # the inactive contact's force stays 0
+
+
+class _LinearQuadratic:
+    """``x_{k+1} = A x_k + B u_k`` from ``x_0``, cost ``1/2 sum |x_k - target|^2 + |0.3 u_k|^2``,
+    the bound ``u <= 10`` (never active): the interior point's solution is the linear-quadratic
+    regulator's, which a dense least-squares solve gives independently."""
+
+    a = jnp.array([[1.0, 0.1], [-0.2, 0.9]])
+    b = jnp.array([[0.0], [0.1]])
+    target = jnp.array([1.0, 0.0])
+
+    def _values(self, xs, us):
+        r = jnp.concatenate([xs - self.target, 0.3 * us], axis=1)
+        gap = xs[:-1] @ self.a.T + us[:-1] @ self.b.T - xs[1:]
+        return r, us - 10.0, gap
+
+    def linearise(self, xs, us):
+        r, c, gap = self._values(xs, us)
+        s = xs.shape[0]
+        r_x = jnp.broadcast_to(jnp.concatenate([jnp.eye(2), jnp.zeros((1, 2))]), (s, 3, 2))
+        r_u = jnp.broadcast_to(jnp.array([[0.0], [0.0], [0.3]]), (s, 3, 1))
+        lin = StageLinearisation(
+            r,
+            r_x,
+            r_u,
+            c,
+            jnp.zeros((s, 1, 2)),
+            jnp.ones((s, 1, 1)),
+            jnp.concatenate([gap, jnp.zeros((1, 2))]),
+            jnp.broadcast_to(self.a, (s, 2, 2)),
+            jnp.broadcast_to(self.b, (s, 2, 1)),
+        )
+        return lin, ()
+
+    def shoot(self, xs, us, dxs, dus, alpha):
+        xs, us = xs + alpha * dxs, us + alpha * dus
+        return xs, us, StageValues(*self._values(xs, us))
+
+
+def test_riccati_interior_point_solves_a_linear_quadratic_regulator():
+    stages, x0 = 6, jnp.array([0.0, 0.5])
+    problem = _LinearQuadratic()
+    zero = jnp.asarray(0.0)
+    start = Iterate(
+        jnp.tile(x0, (stages, 1)),
+        jnp.zeros((stages, 1)),
+        jnp.ones((stages, 1)),
+        jnp.ones((stages, 1)),
+        jnp.asarray(0.01),
+        zero,
+        jnp.asarray(1.0),
+        (),
+        jnp.asarray(0),
+        jnp.asarray(0),
+        zero,
+        zero,
+        zero,
+    )
+    it = jax.jit(lambda it: solve(problem, it, jnp.asarray(True), tol=1e-10, violation_tol=1e-10, max_iterations=50))(start)
+    assert int(it.status) == CONVERGED
+    # the oracle: x_k = A^k x0 + sum_j A^(k-1-j) B u_j, the costs a linear least squares in u
+    a, b = np.asarray(problem.a), np.asarray(problem.b)
+    rows, rhs = [], []
+    for k in range(stages):
+        reach = np.zeros((2, stages - 1))
+        for j in range(k):
+            reach[:, j] = (np.linalg.matrix_power(a, k - 1 - j) @ b)[:, 0]
+        rows.append(reach)
+        rhs.append(np.asarray(problem.target) - np.linalg.matrix_power(a, k) @ np.asarray(x0))
+    rows.append(0.3 * np.eye(stages - 1))
+    rhs.append(np.zeros(stages - 1))
+    u = np.linalg.lstsq(np.concatenate(rows), np.concatenate(rhs), rcond=None)[0]
+    np.testing.assert_allclose(np.asarray(it.us[:-1, 0]), u, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(it.xs[1]), np.asarray(problem.a @ x0 + problem.b[:, 0] * u[0]), atol=1e-7)
 
 
 def test_bad_input_gets_clear_errors():
@@ -84,6 +163,13 @@ def test_bad_input_gets_clear_errors():
     two = trajopt.ContactSchedule([foot, trajopt.Contact("heel", 0, point=(0.0, 0.0, 0.3))], [(0.1, ("foot", "heel"))])
     with pytest.raises(ValueError, match="the ground is flat"):
         trajopt.optimize_on_contacts(robot, two, q0)
+    import equinox as eqx
+
+    unlimited = kj.chain.JointLimits.unlimited(7)
+    limits = eqx.tree_at(lambda lim: lim.effort, unlimited, unlimited.effort.at[6].set(0.0))
+    passive = eqx.tree_at(lambda m: m.limits, robot, limits, is_leaf=lambda x: x is None)
+    with pytest.raises(ValueError, match="effort limit 0"):
+        trajopt.optimize_on_contacts(passive, stand, q0)
     with pytest.raises(ValueError, match="Gauss-Newton"):
         trajopt.optimize_on_contacts(robot, stand, q0, solver=trajopt.InteriorPoint(hessian="exact"))
 

@@ -25,8 +25,8 @@ The transcription, at nodes ``t_k = k dt`` (``k = 0 .. N``, ``N = round(duration
   their initial posture, the velocities, torques and forces small, and the swinging contact points
   following an arch of the given clearance.
 
-The solution is a :class:`Plan` at the nodes (the torques and forces of the last node repeat the
-previous ones) that :func:`validate` simulates.
+The solution is a :class:`Plan` at the nodes (at the last node: the last torques, held on the last
+contacts, and their forces and accelerations there) that :func:`validate` simulates.
 """
 
 from __future__ import annotations
@@ -248,7 +248,7 @@ class _LeggedProblem(eqx.Module):
             faces = jnp.stack([sx * f[0] + sy * f[1] - contact.friction * f[2] for sx in (1, -1) for sy in (1, -1)])
             rows.append(jnp.where(node.active[c], faces, -1.0))
         effort, lower, upper = (jnp.asarray(a, q.dtype) for a in self.limits)
-        u_rows, q_rows = (np.asarray(mask) for mask in self.limited)
+        u_rows, q_rows = (np.asarray(mask, dtype=bool) for mask in self.limited)
         rows += [u[u_rows] / effort - 1.0, -u[u_rows] / effort - 1.0]
         qj = q[jnp.asarray([i for _, i in _one_dof_q(model)], dtype=int)][q_rows]
         span = upper - lower
@@ -345,6 +345,12 @@ def _finite_limits(model: Model):
     if model.limits is None:
         return (np.ones(0), np.zeros(0), np.zeros(0)), ((False,) * nu, (False,) * len(one_dof))
     effort = np.asarray(model.limits.effort)[actuated(model)]
+    if np.any(effort == 0):
+        passive = np.flatnonzero(actuated(model))[effort == 0].tolist()
+        raise ValueError(
+            f"coordinates {passive} have effort limit 0 (passive): optimize_on_contacts actuates every coordinate that is "
+            "not a free joint's"
+        )
     index = [i for i, _ in one_dof]
     lower, upper = np.asarray(model.limits.lower)[index], np.asarray(model.limits.upper)[index]
     u_rows = np.isfinite(effort) & (effort > 0)
@@ -397,8 +403,8 @@ def optimize_on_contacts(
         dt: the nodes' spacing; the schedule's duration must be a whole number of ``dt``.
         touchdown_tolerance: how far above the ground (metres) a contact point may be once it has
             been active for a node.
-        solver: the :class:`InteriorPoint` settings (``tol``, default ``1e-6`` here, as the KKT
-            error of the scaled problem; ``violation_tol``; ``max_iterations``; ``barrier_init``;
+        solver: the :class:`InteriorPoint` settings (``tol``, default ``1e-6`` here in float64 and
+            ``1e-4`` in float32, as the KKT error of the scaled problem; ``violation_tol``; ``max_iterations``; ``barrier_init``;
             ``warm_barrier``); Gauss-Newton Hessians only.
         init: a :class:`ContactResult` of the same problem structure to start from (its states,
             controls, slacks and multipliers, with ``warm_barrier``).
@@ -414,7 +420,7 @@ def optimize_on_contacts(
     if solver.hessian != "gauss-newton":
         raise ValueError("optimize_on_contacts uses Gauss-Newton Hessians: InteriorPoint(hessian='gauss-newton')")
     problem = _problem(model, schedule, q0, v0, cost, dt, touchdown_tolerance)
-    tol = 1e-6 if solver.tol is None else solver.tol
+    tol = (1e-6 if jnp.finfo(problem.x0.dtype).bits >= 64 else 1e-4) if solver.tol is None else solver.tol
     state = (
         _cold_state(problem, solver.barrier_init)
         if init is None
@@ -467,9 +473,10 @@ def _problem(model: Model, schedule: ContactSchedule, q0, v0, cost: ContactCost,
         )
     points, _ = contact_frames(model, schedule, bodies, q0)
     heights = np.asarray(points[:, 2])[first]
-    if np.ptp(heights) > 1e-2:
+    if np.ptp(heights) > tolerance:
         raise ValueError(
-            f"the first phase's contacts are at heights {np.round(heights, 4).tolist()} m at q0: the ground is flat, at their height"
+            f"the first phase's contacts are at heights {np.round(heights, 4).tolist()} m at q0: the ground is flat, at their "
+            f"mean height, and a held contact stays within touchdown_tolerance = {tolerance} m of it"
         )
     stand = Plan(jnp.array([0.0, duration]), jnp.stack([q0, q0]), jnp.stack([v0, v0]), jnp.zeros((2, model.nv), dtype))
     check_independent_contacts(model, schedule, bodies, stand)
@@ -518,7 +525,8 @@ def _cold_state(problem: _LeggedProblem, barrier: float) -> Iterate:
 def _run(problem: _LeggedProblem, warm: Iterate, cold, tol, violation_tol, max_iterations):
     xs, us = problem.initial_guess()
     pick = lambda a, b: jnp.where(cold, a, b)  # noqa: E731
-    it = warm._replace(xs=pick(xs, warm.xs), us=pick(us.at[-1].set(0.0), warm.us))
+    # the first node is the given state, also in a warm start from another one (a re-plan)
+    it = warm._replace(xs=pick(xs, warm.xs).at[0].set(problem.x0), us=pick(us.at[-1].set(0.0), warm.us))
     it = solve(problem, it, cold, tol=tol, violation_tol=violation_tol, max_iterations=max_iterations)
     return it, _plan(problem, it)
 

@@ -20,7 +20,7 @@ structure of FDDP (Mastalli et al., ICRA 2020) with the inequalities inside the 
 the costs (Pavlov, Shames and Manzie, "Interior point differential dynamic programming", IEEE TCST
 2021). The line search is on the multiple-shooting point (``x_k ⊕ alpha dx_k``, ``u_k + alpha du_k``:
 every node at once, no sequential rollout; FDDP's rollout with the feedback gains took the ANYmal
-trot of ``bench/legged_trajopt.py`` in 29 iterations and 1.7 s, this in 24 and 0.7 s), by IPOPT's acceptance test on the pair (infeasibility ``theta = sum |gap|_1 + sum |c +
+trot of ``bench/legged_trajopt.py`` 29 iterations and 1.7 s, this 24 and 1.1 s), by IPOPT's acceptance test on the pair (infeasibility ``theta = sum |gap|_1 + sum |c +
 s|_1``, barrier objective ``phi``) against the current point (no filter), Armijo's on ``phi`` near
 feasibility. The dual infeasibility of the stopping test is that of the controls, ``R_u^T r + C_u^T
 lam + B^T p_{k+1}``, with the costates ``p`` of the adjoint recursion (the states' conditions hold by
@@ -158,6 +158,63 @@ def _errors(lin: StageLinearisation, s, lam, mu):
     return jnp.maximum(jnp.maximum(dual, complementarity) / scale, primal), violation
 
 
+def _cost(r):
+    return 0.5 * jnp.sum(r * r)
+
+
+def _measures(values: StageValues, slack, mu):
+    """``(theta, phi)``: the infeasibility and the barrier objective."""
+    theta = jnp.sum(jnp.abs(values.gap)) + jnp.sum(jnp.abs(values.c + slack))
+    return theta, _cost(values.r) - mu * jnp.sum(jnp.log(slack))
+
+
+def _line_search(problem, it: Iterate, lin: StageLinearisation, step, mu, alpha_max):
+    """``(alpha, (xs, us, slacks, values))``: the longest of ``alpha_max 2^-k`` whose point IPOPT's
+    test accepts against the current one (``lin``, residuals scaled), Armijo's near feasibility;
+    where none does, the shortest, unless its point is not finite (then ``alpha = 0``)."""
+    dxs, dus, ds = step
+    current = StageValues(lin.r, lin.c, lin.gap[:-1])
+    theta, phi = _measures(current, it.s, mu)
+    slope = jnp.sum(lin.r * (jnp.einsum("kri,ki->kr", lin.r_x, dxs) + jnp.einsum("kri,ki->kr", lin.r_u, dus)))
+    slope = slope - mu * jnp.sum(ds / it.s)
+    theta_min = 1e-4 * jnp.maximum(1.0, theta)
+
+    def trial(alpha):
+        xs, us, values = problem.shoot(it.xs, it.us, dxs, dus, alpha)
+        values = values._replace(r=it.scale * values.r)
+        slack = it.s + alpha * ds
+        theta_t, phi_t = _measures(values, slack, mu)
+        armijo = (theta <= theta_min) & (slope < 0)
+        accept = jnp.where(
+            armijo,
+            phi_t <= phi + 1e-4 * alpha * slope,
+            (theta_t <= (1.0 - 1e-5) * theta) | (phi_t <= phi - 1e-5 * theta),
+        )
+        accept = accept & jnp.isfinite(theta_t) & jnp.isfinite(phi_t)
+        return accept, (xs, us, jnp.maximum(slack, -values.c), values)
+
+    def search_cond(carry):
+        k, accepted, _ = carry
+        return (k < _BACKTRACKS) & ~accepted
+
+    def search_body(carry):
+        k, _, _ = carry
+        alpha = alpha_max * 0.5**k
+        accepted, point = trial(alpha)
+        return k + 1, accepted, (alpha, point)
+
+    # one copy of the trial in the program (the dynamics of every node): the loop starts from a
+    # placeholder that the first pass replaces
+    placeholder = (alpha_max, (it.xs, it.us, it.s, current))
+    _, accepted, (alpha, point) = jax.lax.while_loop(search_cond, search_body, (jnp.asarray(0), jnp.asarray(False), placeholder))
+    # a search that fails takes its shortest step (no restoration phase, as ``_interior_point``),
+    # unless that step's point is not finite: then the iterate stays
+    values = point[3]
+    usable = accepted | (jnp.all(jnp.isfinite(values.r)) & jnp.all(jnp.isfinite(values.c)) & jnp.all(jnp.isfinite(values.gap)))
+    point = jax.tree.map(lambda new, old: jnp.where(usable, new, old), point, placeholder[1])
+    return jnp.where(usable, alpha, 0.0), point
+
+
 def solve(problem, it: Iterate, cold: Array, *, tol: float, violation_tol: float, max_iterations: int) -> Iterate:
     """Iterate from ``it`` until converged. ``problem`` has ``linearise(xs, us) -> (``
     :class:`StageLinearisation` ``, aux)`` and ``shoot(xs, us, dxs, dus, alpha) -> (xs, us,``
@@ -165,17 +222,10 @@ def solve(problem, it: Iterate, cold: Array, *, tol: float, violation_tol: float
     residuals' scale (the cost 1 at the start), the slacks ``max(-c, 1e-2)`` and the multipliers
     ``mu / s``; otherwise they are ``it``'s (a warm start)."""
 
-    def cost(r):
-        return 0.5 * jnp.sum(r * r)
-
-    def measures(values: StageValues, slack, mu):
-        theta = jnp.sum(jnp.abs(values.gap)) + jnp.sum(jnp.abs(values.c + slack))
-        return theta, cost(values.r) - mu * jnp.sum(jnp.log(slack))
-
     def step(it: Iterate) -> Iterate:
         lin, aux = problem.linearise(it.xs, it.us)
         first = cold & (it.steps == 0)
-        scale = jnp.where(first, 1.0 / jnp.sqrt(jnp.maximum(cost(lin.r), jnp.finfo(lin.r.dtype).tiny)), it.scale)
+        scale = jnp.where(first, 1.0 / jnp.sqrt(jnp.maximum(_cost(lin.r), jnp.finfo(lin.r.dtype).tiny)), it.scale)
         lin = lin._replace(r=scale * lin.r, r_x=scale * lin.r_x, r_u=scale * lin.r_u)
         start_s = jnp.maximum(-lin.c, 1e-2)
         it = it._replace(s=jnp.where(first, start_s, it.s), lam=jnp.where(first, it.mu / start_s, it.lam), scale=scale)
@@ -196,41 +246,7 @@ def solve(problem, it: Iterate, cold: Array, *, tol: float, violation_tol: float
             return jnp.minimum(1.0, jnp.min(ratio, initial=jnp.inf))
 
         alpha_max, alpha_dual = longest(it.s, ds), longest(it.lam, dlam)
-        theta, phi = measures(StageValues(lin.r, lin.c, lin.gap[:-1]), it.s, mu)
-        slope = jnp.sum(lin.r * (jnp.einsum("kri,ki->kr", lin.r_x, dxs) + jnp.einsum("kri,ki->kr", lin.r_u, dus)))
-        slope = slope - mu * jnp.sum(ds / it.s)
-        theta_min = 1e-4 * jnp.maximum(1.0, theta)
-
-        def trial(alpha):
-            xs, us, values = problem.shoot(it.xs, it.us, dxs, dus, alpha)
-            values = values._replace(r=scale * values.r)
-            slack = it.s + alpha * ds
-            theta_t, phi_t = measures(values, slack, mu)
-            armijo = (theta <= theta_min) & (slope < 0)
-            accept = jnp.where(
-                armijo,
-                phi_t <= phi + 1e-4 * alpha * slope,
-                (theta_t <= (1.0 - 1e-5) * theta) | (phi_t <= phi - 1e-5 * theta),
-            )
-            accept = accept & jnp.isfinite(theta_t) & jnp.isfinite(phi_t)
-            return accept, (xs, us, jnp.maximum(slack, -values.c), values)
-
-        def search_cond(carry):
-            k, accepted, _ = carry
-            return (k < _BACKTRACKS) & ~accepted
-
-        def search_body(carry):
-            k, _, _ = carry
-            alpha = alpha_max * 0.5**k
-            accepted, point = trial(alpha)
-            return k + 1, accepted, (alpha, point)
-
-        # one copy of the trial in the program (the dynamics of every node): the loop starts from a
-        # placeholder that the first pass replaces
-        placeholder = (alpha_max, (it.xs, it.us, it.s, StageValues(lin.r, lin.c, lin.gap[:-1])))
-        _, _, (alpha, (xs, us, slack, values)) = jax.lax.while_loop(
-            search_cond, search_body, (jnp.asarray(0), jnp.asarray(False), placeholder)
-        )
+        alpha, (xs, us, slack, values) = _line_search(problem, it, lin, (dxs, dus, ds), mu, alpha_max)
         lam = it.lam + jnp.minimum(alpha_dual, 1.0) * dlam
         lam = jnp.clip(lam, mu / (1e10 * slack), 1e10 * mu / slack)
         # the last allowed iteration evaluates its point and stays: what is returned is that point
@@ -249,9 +265,9 @@ def solve(problem, it: Iterate, cold: Array, *, tol: float, violation_tol: float
             alpha >= 0.1 * alpha_max, regularisation, jnp.minimum(it.regularisation * 100.0, _REGULARISATION[1])
         )
         moved = Iterate(
-            xs, us, slack, lam, mu, regularisation, scale, aux, it.steps + 1, status, error0, violation, cost(values.r)
+            xs, us, slack, lam, mu, regularisation, scale, aux, it.steps + 1, status, error0, violation, _cost(values.r)
         )
-        stay = it._replace(aux=aux, status=status, kkt=error0, violation=violation, cost=cost(lin.r))
+        stay = it._replace(aux=aux, status=status, kkt=error0, violation=violation, cost=_cost(lin.r))
         return jax.tree.map(lambda a, b: jnp.where(status == RUNNING, a, b), moved, stay)
 
     def cond(it: Iterate):

@@ -408,11 +408,11 @@ def _tracking_errors(model: Model, plan: Plan, ts, q):
 
 def _plan_figures(model: Model, schedule: ContactSchedule, bodies, plan: Plan) -> tuple[float, float, float, float]:
     """``(cone margin, normal force, stance violation, dynamics residual)`` of the plan at its
-    samples (:class:`Validation`). A sample's contacts are those of the interval it starts (the
-    phase at the interval's midpoint; the last sample's, at its time), as a planner that holds its
-    nodes' forces over their intervals means them: at a sample on a phase boundary, the rounding
-    of the boundary's time would otherwise pick either phase."""
-    times = jnp.concatenate([0.5 * (plan.ts[:-1] + plan.ts[1:]), plan.ts[-1:]])
+    samples (:class:`Validation`). A sample within ``1e-9 (1 + t)`` s before a phase boundary
+    belongs to the phase that starts there (a phase holds its start): the boundary's time is a sum
+    of durations, and its rounding (``0.02 + 0.25 + 0.02 > 0.29``) would otherwise give a planner's
+    node at the boundary the phase that ends there."""
+    times = plan.ts + 1e-9 * (1.0 + jnp.abs(plan.ts))
     active = np.asarray(jax.vmap(schedule.active_at)(times))
     nan = float("nan")
     margin, normal = (nan, nan) if plan.forces is None else _forces_margins(schedule, np.asarray(plan.forces), active)
