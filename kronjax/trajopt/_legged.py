@@ -77,6 +77,14 @@ class ContactCost(eqx.Module):
         swing: weight of the swinging points' distance from the arch (per metre).
         landing: weight of a contact point's velocity where it touches down (per m/s): the
             velocity that its first node's contact force stops.
+
+    Example:
+        Trot 15 cm forward with the feet 10 cm up in swing, the other weights their defaults:
+
+        >>> from kronjax import trajopt
+        >>> cost = trajopt.ContactCost(displacement=(0.15, 0.0, 0.0), clearance=0.1)
+        >>> cost.displacement.tolist(), cost.turn, cost.base, cost.landing
+        ([0.15, 0.0, 0.0], 0.0, 30.0, 10.0)
     """
 
     displacement: Float[Array, 3] = eqx.field(converter=jnp.asarray, default=(0.0, 0.0, 0.0))
@@ -107,6 +115,11 @@ class ContactReport(NamedTuple):
             heights per 0.1 m, positions per range).
         kkt_error: the scaled KKT error of the final point.
         wall_time: seconds, compilation included; compile_time: of which compiling.
+
+    Example:
+        >>> from kronjax import trajopt
+        >>> trajopt.ContactReport._fields
+        ('converged', 'status', 'iterations', 'cost', 'violation', 'kkt_error', 'wall_time', 'compile_time')
     """
 
     converged: bool
@@ -122,7 +135,13 @@ class ContactReport(NamedTuple):
 class ContactResult(NamedTuple):
     """The result of :func:`optimize_on_contacts`: the ``plan`` (a :class:`Plan` at the nodes), the
     ``report``, and the solver's ``state`` (states, controls, slacks, multipliers) that warm-starts
-    another call (``init=``)."""
+    another call (``init=``).
+
+    Example:
+        >>> from kronjax import trajopt
+        >>> trajopt.ContactResult._fields
+        ('plan', 'report', 'state')
+    """
 
     plan: Plan
     report: ContactReport
@@ -414,6 +433,23 @@ def optimize_on_contacts(
         torques as generalised forces ``(N + 1, nv)`` with 0 on the base, the contact forces in
         the world's axes ``(N + 1, R)``, the accelerations), the :class:`ContactReport` and the
         solver's state.
+
+    Example:
+        The planner checks its input before it compiles anything: a box on one leg whose schedule
+        starts in the air is refused (``bench/legged_trajopt.py`` plans ANYmal's trot; the guide
+        "Legged robots" shows it):
+
+        >>> from kronjax import trajopt
+        >>> robot = kj.from_joints(
+        ...     [kj.Joint("free"), kj.Joint("R", parent=0, axis=(0, 1, 0), translation=(0, 0, -0.1))],
+        ...     [kj.Inertial(mass=2.0, inertia=(0.1, 0.2, 0.3)), kj.Inertial(mass=0.5, com=(0, 0, -0.2), inertia=(0.01, 0.01, 0.001))],
+        ... )
+        >>> foot = trajopt.Contact("foot", 1, point=(0.0, 0.0, -0.4), friction=0.8)
+        >>> leap = trajopt.ContactSchedule([foot], [(0.1, ()), (0.1, ("foot",))])
+        >>> trajopt.optimize_on_contacts(robot, leap, kj.neutral(robot))
+        Traceback (most recent call last):
+        ...
+        ValueError: the schedule's first phase has no active contact: the robot would start in the air (give it the stance it starts in)
     """
     cost = ContactCost() if cost is None else cost
     solver = InteriorPoint(max_iterations=100, barrier_init=1e-2) if solver is None else solver
