@@ -97,10 +97,15 @@ def contact_dynamics(model: Model, q, v, tau, jac, gamma, rows: Array) -> tuple[
     ``rows`` (Huang eq. 1, through the Schur complement ``A M^-1 A^T``); ``forces`` is 0 on the
     inactive rows. For a point contact the forces are the ground's force on the robot, for a
     ``"6d"`` one its force and its moment about the point, in the base frame's axes."""
+    return _solve(model, q, v, tau, jac, gamma, rows)[:2]
+
+
+def _solve(model: Model, q, v, tau, jac, gamma, rows: Array):
+    """``(vd, forces, masked A, Cholesky factor of M, Schur complement)`` of :func:`contact_dynamics`."""
     jac, factor, schur = _operators(model, q, jac, rows)
     free = jsl.cho_solve(factor, tau - inverse_dynamics(model, q, v, jnp.zeros_like(v)))
     forces = jnp.linalg.solve(schur, rows.astype(q.dtype) * gamma - jac @ free)
-    return free + jsl.cho_solve(factor, jac.T @ forces), forces
+    return free + jsl.cho_solve(factor, jac.T @ forces), forces, jac, factor, schur
 
 
 def project_onto_contacts(model: Model, schedule: ContactSchedule, bodies, q, v, anchors, rows: Array, iterations: int = 2):
@@ -153,10 +158,7 @@ def damped_contact_dynamics_derivatives(
     n = model.nv
     on = rows.astype(q.dtype)
     full, gamma = contact_jacobian_and_drift(model, schedule, bodies, q, v)
-    jac, factor, schur = _operators(model, q, full, rows)
-    free = jsl.cho_solve(factor, tau - inverse_dynamics(model, q, v, jnp.zeros_like(v)))
-    forces = jnp.linalg.solve(schur, on * (gamma - damping * (full @ v)) - jac @ free)
-    vd = free + jsl.cho_solve(factor, jac.T @ forces)
+    vd, forces, jac, factor, schur = _solve(model, q, v, tau, full, gamma - damping * (full @ v), rows)
     dtau_dq, dtau_dv, _ = inverse_dynamics_derivatives(model, q, v, vd)
 
     def contact_terms(dq, dv):  # A^T forces, and the contacts' accelerations with Baumgarte's term, at fixed vd

@@ -167,6 +167,7 @@ class _LeggedProblem(eqx.Module):
     x0: Array
     ground: Array
     weight: Array  # the robot's weight, N
+    start: tuple  # the base's rotation and position at q0, the references' start
     limits: tuple  # the finite effort limits, and the finite lower and upper position limits
     limited: tuple = eqx.field(static=True)  # which torques, and which 1-DoF coordinates, have them
     bodies: tuple[int, ...] = eqx.field(static=True)
@@ -221,14 +222,14 @@ class _LeggedProblem(eqx.Module):
         q_start = self.x0[: self.nq]
         progress = node.t / (self.nodes * self.dt)
         rotations, origins = model.poses(q)
-        start_rotations, start_origins = model.poses(q_start)
+        start_rotation, start_origin = self.start
         turn = progress * cost.turn
         c, s = jnp.cos(turn), jnp.sin(turn)
         yaw = jnp.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]], q.dtype)
         weight = 1.0 + node.last * (cost.final - 1.0)
         b = self.base
-        base = weight * cost.base * (origins[b] - start_origins[b] - progress * cost.displacement.astype(q.dtype))
-        heading = weight * cost.heading * log3((yaw @ start_rotations[b]).T @ rotations[b])
+        base = weight * cost.base * (origins[b] - start_origin - progress * cost.displacement.astype(q.dtype))
+        heading = weight * cost.heading * log3((yaw @ start_rotation).T @ rotations[b])
         joints = difference(model, q_start, q)[actuated(model)]
         points, _ = contact_frames(model, self.schedule, self.bodies, q)
         swing = jnp.clip((node.t - node.lift) / jnp.maximum(node.touch - node.lift, self.dt), 0.0, 1.0)
@@ -525,6 +526,7 @@ def _problem(model: Model, schedule: ContactSchedule, q0, v0, cost: ContactCost,
         jnp.concatenate([q0, v0]),
         jnp.asarray(float(np.mean(heights)), dtype),
         weight,
+        tuple(pose[_base_body(model)] for pose in model.astype(dtype).poses(q0)),
         limits,
         limited,
         bodies,
