@@ -72,6 +72,12 @@ def joint_slices(model: Model):
         yield kind, slice(qi, qi + JOINT_NQ[kind]), slice(vi, vi + JOINT_NV[kind])
 
 
+def one_dof_coordinates(model: Model) -> list[tuple[int, int]]:
+    """``(velocity index, configuration index)`` of every 1-DoF coordinate (revolute, prismatic,
+    the coordinates of a poses-function model), in coordinate order."""
+    return [(vs.start, qs.start) for kind, qs, vs in joint_slices(model) if JOINT_NQ[kind] == JOINT_NV[kind] == 1]
+
+
 def _runs(model: Model) -> list[tuple[str | None, slice, slice]]:
     """:func:`joint_slices` with each run of consecutive revolute and prismatic coordinates as one
     slice, of kind ``None``: a Euclidean run is one array operation, and JAX's derivatives of

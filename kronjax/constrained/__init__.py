@@ -62,7 +62,8 @@ step), optionally projecting ``q`` and ``v`` back onto the constraints after eac
 
 Modules: ``_constraints`` (:class:`Constraint`, :class:`Constraints`, :class:`Mechanism`),
 ``_loop_closure``, ``_solve`` (the three solvers), ``_manifold`` (:func:`check_state`,
-:func:`project`), ``_simulate``.
+:func:`project`), ``_partition`` (:func:`partition`: independent and dependent coordinates, the
+closure forces of an actuated closed chain), ``_simulate``.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ from __future__ import annotations
 from ._constraints import Constraint, Constraints, Mechanism, holonomic, pfaffian
 from ._loop_closure import LOOP_CLOSURE_KINDS, loop_closure
 from ._manifold import check_state, project
+from ._partition import CoordinatePartition, partition
 from ._simulate import ConstrainedRollout, simulate
 from ._solve import SOLVE_METHODS, HuangSystem, Solution, huang_system, solve
 
@@ -77,6 +79,7 @@ __all__ = [
     "Constraint",
     "Constraints",
     "Mechanism",
+    "CoordinatePartition",
     "Solution",
     "HuangSystem",
     "ConstrainedRollout",
@@ -89,5 +92,6 @@ __all__ = [
     "huang_system",
     "check_state",
     "project",
+    "partition",
     "simulate",
 ]

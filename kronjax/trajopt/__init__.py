@@ -53,13 +53,19 @@ The transcription (a direct method, "differentiate the inverse dynamics"):
   friction pyramids, effort and joint limits, the feet on or above the ground), solved by the
   interior point with a Riccati step over the nodes (:class:`ContactCost`,
   :class:`ContactResult`, :class:`ContactReport`). The spline transcription above plans for robots
-  whose joints are one-DoF and that touch nothing.
+  whose joints are one-DoF and that touch nothing, and for closed chains.
+* **Closed chains.** A :class:`~kronjax.constrained.Mechanism` with ``actuated=(...)`` joints
+  (:func:`transcribe`): the spline moves the actuated coordinates; at every sample the closure
+  places the others (:func:`kronjax.constrained.partition`, Newton's method differentiated by the
+  implicit function theorem) and the actuated torques ``B^T Q`` balance the tree's inverse
+  dynamics ``Q`` with the closure forces ``A_d^-T Q_d``. The Gauss-Newton model linearises the
+  whole sample in the actuated coordinates.
 
 Modules: ``_spline`` (B-splines), ``_costs``, ``_constraints``, ``_boundary`` (boundary conditions,
 :class:`FreeTime`), ``_problem`` (:class:`Problem`), ``_transcription`` (:func:`transcribe`),
 ``_interior_point`` (:class:`InteriorPoint` and its solve; one iteration in ``_iteration``, the
 problem in its variables and the Gauss-Newton model in ``_linearisation``), ``_augmented_lagrangian``,
-``_optimize`` (:func:`optimize`), ``_contacts`` (:class:`Contact`, :class:`ContactSchedule`),
+``_optimize`` (:func:`optimize`), ``_closed_chain`` (a closed chain's samples), ``_contacts`` (:class:`Contact`, :class:`ContactSchedule`),
 ``_contact_dynamics`` (the dynamics on a schedule's contacts, masked, and their derivatives by
 the KKT route), ``_validate`` (:func:`validate`), ``_legged`` (:func:`optimize_on_contacts`: the
 multiple-shooting transcription) and ``_riccati`` (its solver: the interior point with a Riccati

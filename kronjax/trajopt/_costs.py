@@ -29,6 +29,10 @@ class Samples(NamedTuple):
         tau: ``(K, n)`` joint torques by inverse dynamics (Tuan 100).
         duration: ``T``.
 
+    On a closed chain (:func:`transcribe` with ``actuated=``) they hold every coordinate of the
+    mechanism's tree: ``q`` ``(K, nq)``, the others ``(K, nv)``; ``tau`` is the actuated torques,
+    zero at the passive joints, and ``vdd`` the actuated joints' jerk, zero at the others.
+
     Example:
         A rotor (``tau = 0.1 vd``) moving from rest at 0 to rest at 1 rad in 1 s along the
         minimum-jerk motion (:meth:`Problem.samples`, the initial guess of :func:`transcribe`):

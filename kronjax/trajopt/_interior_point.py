@@ -142,6 +142,10 @@ class InteriorPoint(eqx.Module):
         """Solve ``problem`` from the guesses ``z0`` (``(G, m_free, n)``) and durations ``duration0``
         (``(G,)``, used where the duration is free); ``warm`` is the :class:`InteriorPointState` of
         an earlier solution (slacks, multipliers, scale)."""
+        if problem.partition is not None and self.hessian == "exact":
+            raise ValueError(
+                "a closed chain's problem is solved with Gauss-Newton Hessians: InteriorPoint(hessian='gauss-newton')"
+            )
         dtype = z0.dtype
         tol = self.tol if self.tol is not None else (1e-8 if jnp.finfo(dtype).bits >= 64 else 1e-5)
         is_warm = warm is not None

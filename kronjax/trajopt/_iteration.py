@@ -99,9 +99,9 @@ class Guess(NamedTuple):
     fresh: Array  # before the first iteration (which sets s, lam, y and the scale)
     # the states u_k and the Jacobians A_k of the torques at the last linearisation, and the
     # curvature blocks of the inverse dynamics
-    states: Array  # (K, 3n)
-    jacobian: Array  # (K, n, 3n)
-    curvature: Array  # (K, 3n, 3n)
+    states: Array  # (K, s): 3n, a closed chain's 4n (Problem.linearised_sizes)
+    jacobian: Array  # (K, y, s): y = n, a closed chain's nq + 4 nv
+    curvature: Array  # (K, s, s)
 
 
 def _inf_norm(v):
@@ -122,11 +122,11 @@ def start(problem: Problem, x, warm: InteriorPointState, is_warm: Array, setting
     s, lam, y, scale = (a.astype(dtype) for a in warm)
     empty = jnp.full(_FILTER_SIZE, jnp.inf, dtype)
     zero = jnp.zeros((), dtype)
-    count, n = problem.s.shape[0], 3 * problem.nv
+    count, (size, outputs) = problem.s.shape[0], problem.linearised_sizes
     return Guess(
         x, s, lam, y, mu, scale, zero, zero, jnp.asarray(False), jnp.asarray(0), empty, empty, jnp.asarray(0),
         zero, zero, jnp.asarray(RUNNING), jnp.asarray(-1), zero, x, zero, jnp.full(_STALL, jnp.inf, dtype), jnp.asarray(True),
-        jnp.zeros((count, n), dtype), jnp.zeros((count, n // 3, n), dtype), jnp.zeros((count, n, n), dtype),
+        jnp.zeros((count, size), dtype), jnp.zeros((count, outputs, size), dtype), jnp.zeros((count, size, size), dtype),
     )  # fmt: skip
 
 

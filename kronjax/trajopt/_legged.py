@@ -43,7 +43,7 @@ from jaxtyping import Array, ArrayLike, Float
 
 from .._lie import log3
 from ..chain import Model
-from ..configuration import difference, joint_slices, unchecked_integrate
+from ..configuration import difference, one_dof_coordinates, unchecked_integrate
 from ..dynamics import inverse_dynamics
 from ._contact_dynamics import (
     contact_frames,
@@ -270,7 +270,7 @@ class _LeggedProblem(eqx.Module):
         effort, lower, upper = (jnp.asarray(a, q.dtype) for a in self.limits)
         u_rows, q_rows = (np.asarray(mask, dtype=bool) for mask in self.limited)
         rows += [u[u_rows] / effort - 1.0, -u[u_rows] / effort - 1.0]
-        qj = q[jnp.asarray([i for _, i in _one_dof_q(model)], dtype=int)][q_rows]
+        qj = q[jnp.asarray([i for _, i in one_dof_coordinates(model)], dtype=int)][q_rows]
         span = upper - lower
         rows += [(qj - upper) / span, (lower - qj) / span]
         points, _ = contact_frames(model, schedule, self.bodies, q)
@@ -361,7 +361,7 @@ class _LeggedProblem(eqx.Module):
 def _finite_limits(model: Model):
     """``((effort, lower, upper), (torque mask, coordinate mask))``: the finite effort limits of the
     actuated coordinates, and the 1-DoF coordinates with finite lower and upper limits (both)."""
-    nu, one_dof = int(actuated(model).sum()), _one_dof_q(model)
+    nu, one_dof = int(actuated(model).sum()), one_dof_coordinates(model)
     if model.limits is None:
         return (np.ones(0), np.zeros(0), np.zeros(0)), ((False,) * nu, (False,) * len(one_dof))
     effort = np.asarray(model.limits.effort)[actuated(model)]
@@ -382,15 +382,6 @@ def _base_body(model: Model) -> int:
     """The body of the model's first free joint (the floating base), else its first body."""
     kinds = getattr(model.kinematics, "kinds", ())
     return next((b for b, kind in enumerate(kinds) if kind == "free"), 0)
-
-
-def _one_dof_q(model: Model) -> list[tuple[int, int]]:
-    """``(velocity index, configuration index)`` of the 1-DoF coordinates."""
-    out = []
-    for _, qs, vs in joint_slices(model):
-        if qs.stop - qs.start == 1 and vs.stop - vs.start == 1:
-            out += list(zip(range(vs.start, vs.stop), range(qs.start, qs.stop)))
-    return out
 
 
 def optimize_on_contacts(

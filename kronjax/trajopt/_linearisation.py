@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from ..dynamics import inverse_dynamics_hessian
+from ._closed_chain import assembled, closed_chain_sample
 from ._problem import Problem
 
 
@@ -35,42 +36,67 @@ def functions(problem: Problem):
 
 
 def states_at(problem: Problem, x):
-    """The states ``u_k = (q, v, vd)`` at ``x``'s samples: ``(K, 3n)``."""
+    """The states ``u_k`` at ``x``'s samples: ``(q, v, vd)``, ``(K, 3n)``; on a closed chain the
+    actuated joints' ``(q, v, vd, vdd)``, ``(K, 4n)`` (the spline's, before the closure)."""
     z, duration = variables(problem, x)
     at = problem if duration is None else problem.at_duration(duration)
-    samples = at._samples(z, lambda q, v, vd: q)  # the states alone (a placeholder for tau)
-    return jnp.concatenate([samples.q, samples.v, samples.vd], axis=1)
+    if problem.partition is None:
+        samples = at._samples(z, lambda q, v, vd: q)  # the states alone (a placeholder for tau)
+        return jnp.concatenate([samples.q, samples.v, samples.vd], axis=1)
+    samples = at._samples(z, lambda q, v, vd, vdd: (q, v, vd, vdd, q))
+    return jnp.concatenate([samples.q, samples.v, samples.vd, samples.vdd], axis=1)
 
 
 def linearisation(problem: Problem, x):
-    """The inverse dynamics at ``x``'s samples: the states ``u_k`` (:func:`states_at`), the torques
-    ``tau_k`` (``(K, n)``) and their Jacobians ``A_k = d tau_k / d u_k`` (``(K, n, 3n)``, the
-    analytical derivatives of :func:`~kronjax.inverse_dynamics`)."""
+    """What the Gauss-Newton model linearises at ``x``'s samples: the states ``u_k``
+    (:func:`states_at`), the outputs ``y_k`` and their Jacobians ``A_k = d y_k / d u_k``. On an
+    open chain ``y_k`` are the torques (``(K, n)``, ``A_k`` ``(K, n, 3n)``, the analytical
+    derivatives of :func:`~kronjax.inverse_dynamics`); on a closed chain every coordinate's ``(q,
+    v, vd, vdd, tau)`` (``(K, nq + 4 nv)``, ``A_k`` ``(K, nq + 4 nv, 4n)``), so that the solver
+    differentiates the closure once per iteration, forward, and never twice."""
     states = states_at(problem, x)
     n = problem.nv
+    if problem.partition is None:
 
-    def tau(u):
-        value = problem._torques(u[None, :n], u[None, n : 2 * n], u[None, 2 * n :], derivatives="analytic")[0]
+        def tau(u):
+            value = problem._torques(u[None, :n], u[None, n : 2 * n], u[None, 2 * n :], derivatives="analytic")[0]
+            return value, value
+
+        jacobian, torques = jax.vmap(jax.jacfwd(tau, has_aux=True))(states)
+        return states, torques, jacobian
+    partition = problem.partition
+
+    def outputs(u, guess):
+        value = closed_chain_sample(partition, guess, *jnp.split(u, 4), problem.method, "analytic")
+        value = jnp.concatenate(value)
         return value, value
 
-    jacobian, torques = jax.vmap(jax.jacfwd(tau, has_aux=True))(states)
-    return states, torques, jacobian
+    guesses = assembled(partition, states[:, :n])
+    jacobian, values = jax.vmap(jax.jacfwd(outputs, has_aux=True))(states, guesses)
+    return states, values, jacobian
 
 
 def linearised_functions(problem: Problem, states, torques, jacobian):
-    """``(x, extra) -> (f, g, h)`` with the torques linearised about ``states``: ``tau_k(x) =
-    torques_k + A_k (u_k(x) - states_k) + extra_k`` (the cotangent of ``extra`` is the adjoint of
-    the torques). Its value, gradient and constraint Jacobian at the linearisation point are
-    exact; its Hessian is the generalised Gauss-Newton matrix, exact but for the curvature of the
-    inverse dynamics themselves (Schraudolph, Neural Comput. 14, 2002)."""
+    """``(x, extra) -> (f, g, h)`` with the outputs of :func:`linearisation` linearised about
+    ``states``: ``y_k(x) = torques_k + A_k (u_k(x) - states_k) + extra_k`` (the cotangent of
+    ``extra`` is the adjoint of the outputs). Its value, gradient and constraint Jacobian at the
+    linearisation point are exact; its Hessian is the generalised Gauss-Newton matrix, exact but
+    for the curvature of the inverse dynamics themselves (and of a closed chain's closure)
+    (Schraudolph, Neural Comput. 14, 2002)."""
 
-    def linear(q, v, vd, extra):
-        return torques + jnp.einsum("kij,kj->ki", jacobian, jnp.concatenate([q, v, vd], axis=1) - states) + extra
+    def linear(extra, *u):
+        return torques + jnp.einsum("kij,kj->ki", jacobian, jnp.concatenate(u, axis=1) - states) + extra
+
+    def split(y):
+        nq, nv = problem.model.nq, problem.model.nv
+        return jnp.split(y, [nq, nq + nv, nq + 2 * nv, nq + 3 * nv], axis=1)
 
     def fun(x, extra):
         z, duration = variables(problem, x)
         at = problem if duration is None else problem.at_duration(duration)
-        return at._evaluate(z, lambda q, v, vd: linear(q, v, vd, extra))
+        if problem.partition is None:
+            return at._evaluate(z, lambda *u: linear(extra, *u))
+        return at._evaluate(z, lambda *u: tuple(split(linear(extra, *u))))
 
     return fun
 

@@ -14,7 +14,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from ..chain import Model
-from ..chain._model import require_one_dof_joints
+from ..constrained import Mechanism
 from ._augmented_lagrangian import AugmentedLagrangian, AugmentedLagrangianState
 from ._boundary import BoundaryConditions
 from ._costs import AbstractCost
@@ -194,7 +194,7 @@ def print_progress(progress: Progress) -> None:
 
 
 def optimize(
-    model: Model,
+    model: Model | Mechanism,
     boundary: BoundaryConditions,
     cost: AbstractCost,
     *,
@@ -219,8 +219,9 @@ def optimize(
     guess reuses it.
 
     Args:
-        model, boundary, cost: the robot, the :class:`BoundaryConditions`, the cost (e.g.
-            ``TorqueEffort()``).
+        model, boundary, cost: the robot (a closed chain's :class:`~kronjax.constrained.Mechanism`
+            with ``actuated=``, see :func:`transcribe`), the :class:`BoundaryConditions`, the cost
+            (e.g. ``TorqueEffort()``).
         solver: default ``InteriorPoint()``.
         init: initial free control points, ``(m_free, n)`` or a batch ``(G, m_free, n)``;
             or an earlier :class:`Result` of the same solver and problem sizes, to warm-start from
@@ -232,7 +233,7 @@ def optimize(
             multiplier update (augmented Lagrangian), e.g. :func:`print_progress`.
         **transcription: the keyword arguments of :func:`transcribe` (``num_control_points``,
             ``degree``, ``nodes_per_span``, ``checks_per_span``, ``method``, ``limits``, ``margin``,
-            ``constraints``, ``free_time``).
+            ``constraints``, ``free_time``, ``actuated``).
 
     Returns:
         A :class:`Result`: ``result.trajectory`` (a :class:`BSpline`, also a reference for
@@ -259,7 +260,6 @@ def optimize(
         >>> print(np.round([float(q[0]), float(v[0])], 6))
         [0.5 1.5]
     """
-    require_one_dof_joints(model, "optimize")
     start = time.perf_counter()
     solver = InteriorPoint() if solver is None else solver
     if not isinstance(solver, (InteriorPoint, AugmentedLagrangian)):

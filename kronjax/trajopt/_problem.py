@@ -15,8 +15,11 @@ from jaxtyping import Array, ArrayLike, Float
 from .._deprecation import renamed_attribute
 from .._spatial.traversal import schedule
 from ..chain import JointLimits, Model, Tree
+from ..configuration import one_dof_coordinates
+from ..constrained import CoordinatePartition
 from ..dynamics import inverse_dynamics
 from ._boundary import BoundaryConditions, FreeTime
+from ._closed_chain import closed_chain_samples
 from ._constraints import AbstractConstraint
 from ._costs import AbstractCost, Samples
 from ._spline import BSpline
@@ -63,6 +66,11 @@ class Problem(eqx.Module):
             :class:`TaskConstraint`, ...).
         free_time: a :class:`FreeTime` where the duration is a decision variable (then
             ``boundary.duration`` is only its initial guess), else ``None``.
+        partition: for a closed chain, the :class:`~kronjax.constrained.CoordinatePartition`
+            whose independent coordinates are the actuated ones: the spline moves them (``n`` of
+            them), the samples hold every coordinate of ``model`` (``q`` ``(K, nq)``, ``v``,
+            ``vd``, ``vdd``, ``tau`` ``(K, nv)``, ``tau`` zero at the passive joints) and the limits
+            are those of every coordinate. ``None`` for an open tree.
 
     Example:
         A rotor (``tau = 0.1 vd``) from rest at 0 to rest at 1 rad in 1 s: of its 9 control
@@ -102,13 +110,24 @@ class Problem(eqx.Module):
     margin: float = eqx.field(static=True)
     extra_constraints: tuple[AbstractConstraint, ...] = ()
     free_time: FreeTime | None = None
+    partition: CoordinatePartition | None = None
 
     @property
     def nv(self) -> int:
-        """The number of joints ``n``."""
+        """The number of joints ``n`` that the spline moves (a closed chain's actuated ones)."""
         return self.boundary.nv
 
     n_dof = renamed_attribute("n_dof", "nv", "Problem")
+
+    @property
+    def linearised_sizes(self) -> tuple[int, int]:
+        """``(s, y)``: the sizes of a sample's state and of the outputs that the interior point's
+        Gauss-Newton model linearises in it (``_linearisation``): ``(3n, n)``, the torques in
+        ``(q, v, vd)``; on a closed chain ``(4n, nq + 4 nv)``, every coordinate's ``(q, v, vd,
+        vdd, tau)`` in the actuated joints' ``(q, v, vd, vdd)``."""
+        if self.partition is None:
+            return 3 * self.nv, self.nv
+        return 4 * self.nv, self.model.nq + 4 * self.model.nv
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -147,13 +166,18 @@ class Problem(eqx.Module):
     def _samples(self, z, torques=None, control_points=None) -> Samples:
         """:meth:`samples` with the torques from ``torques(q, v, vd)`` (``(K, n)`` each; default
         :meth:`_torques`: the interior-point method's Gauss-Newton Hessian linearises them), from
-        ``z``'s ``control_points`` where they are at hand."""
+        ``z``'s ``control_points`` where they are at hand. On a closed chain ``torques`` maps the
+        actuated joints' ``(q, v, vd, vdd)`` to every coordinate's ``(q, v, vd, vdd, tau)``
+        (default :func:`closed_chain_samples`), all of which the Gauss-Newton Hessian linearises."""
         c = self.control_points(z) if control_points is None else control_points
         dtype = c.dtype
         duration = self.boundary.duration.astype(dtype)
         design = self.design.astype(dtype)
         q, v, vd, vdd = (design[j] @ c / duration**j for j in range(4))
-        tau = (self._torques if torques is None else torques)(q, v, vd)
+        if self.partition is None:
+            tau = (self._torques if torques is None else torques)(q, v, vd)
+        else:
+            q, v, vd, vdd, tau = (self._closed_chain_samples if torques is None else torques)(q, v, vd, vdd)
         return Samples(self.s.astype(dtype) * duration, self.weights.astype(dtype) * duration, q, v, vd, vdd, tau, duration)
 
     def _torques(self, q, v, vd, derivatives: str | None = None):
@@ -161,6 +185,10 @@ class Problem(eqx.Module):
         differentiated as ``derivatives`` says (default :func:`_derivatives`)."""
         model, derivatives = self.model, derivatives or _derivatives(self.model)
         return jax.vmap(lambda q, v, vd: inverse_dynamics(model, q, v, vd, method=self.method, derivatives=derivatives))(q, v, vd)
+
+    def _closed_chain_samples(self, q, v, vd, vdd, derivatives: str | None = None):
+        """A closed chain's :func:`closed_chain_samples` by the problem's ``method``."""
+        return closed_chain_samples(self.partition, q, v, vd, vdd, self.method, derivatives or _derivatives(self.model))
 
     @eqx.filter_jit
     def objective(self, z: Float[ArrayLike, "m_free n"]) -> Float[Array, ""]:
@@ -171,9 +199,10 @@ class Problem(eqx.Module):
         dtype = samples.q.dtype
         lower, upper, scale, lo_mask, up_mask, vel, vel_mask, eff, eff_mask = limit_scales(self.limits, self.margin, dtype)
         inactive = jnp.asarray(-1.0, dtype)
+        q = samples.q[:, jnp.asarray(_position_columns(self.model))]
         parts = [
-            jnp.where(up_mask, (samples.q - upper) / scale, inactive),
-            jnp.where(lo_mask, (lower - samples.q) / scale, inactive),
+            jnp.where(up_mask, (q - upper) / scale, inactive),
+            jnp.where(lo_mask, (lower - q) / scale, inactive),
             jnp.where(vel_mask, samples.v / vel - 1.0, inactive),
             jnp.where(vel_mask, -samples.v / vel - 1.0, inactive),
             jnp.where(eff_mask, samples.tau / eff - 1.0, inactive),
@@ -218,7 +247,7 @@ class Problem(eqx.Module):
         if self.extra_constraints:
             _, g, h = jax.eval_shape(self.evaluate, z)
             return g.shape[0], h.shape[0]
-        return 6 * self.s.shape[0] * self.nv + (2 if self.free_time is not None else 0), 0
+        return 6 * self.s.shape[0] * self.model.nv + (2 if self.free_time is not None else 0), 0
 
     def constraint_name(self, index: int, equality: bool = False) -> str:
         """What row ``index`` of the inequalities ``g`` (or, with ``equality``, of ``h``) of
@@ -237,7 +266,7 @@ class Problem(eqx.Module):
             >>> problem.constraint_name(0), problem.constraint_name(4 * 53 + 26)
             ('the upper position limit of joint1 at t = 0 s', 'the upper torque limit of joint1 at t = 0.5 s')
         """
-        count, n = self.s.shape[0], self.nv
+        count, n = self.s.shape[0], self.model.nv
         if not equality and index < 6 * count * n:
             kind, rest = divmod(index, count * n)
             sample, joint = divmod(rest, n)
@@ -290,6 +319,14 @@ class Problem(eqx.Module):
         travel = jnp.where(travel > 0, travel, 1.0)
         noise = scale * travel * jax.random.normal(key, (num, *self.shape), z0.dtype)
         return z0 + noise.at[0].set(0.0)
+
+
+def _position_columns(model: Model) -> tuple[int, ...]:
+    """For each velocity coordinate, the column of ``q`` that its position limits bound: its own
+    for a 1-DoF joint, column 0 for a free, spherical or planar joint's (whose limits
+    :func:`transcribe` leaves infinite, so that no row bounds them)."""
+    columns = dict(one_dof_coordinates(model))
+    return tuple(columns.get(i, 0) for i in range(model.nv))
 
 
 def _derivatives(model: Model) -> str:

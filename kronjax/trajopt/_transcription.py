@@ -6,12 +6,16 @@ variables; the checks that refuse what no motion can satisfy.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..chain import JointLimits, Model
 from ..chain._model import require_one_dof_joints
+from ..configuration import one_dof_coordinates
+from ..constrained import CoordinatePartition, Mechanism, partition
 from ..dynamics._inverse import checked_method
 from ._boundary import BoundaryConditions, FreeTime
 from ._constraints import AbstractConstraint, TaskConstraint
@@ -51,7 +55,7 @@ def _sample_grid(spans: int, r: int, checks: int) -> tuple[np.ndarray, np.ndarra
 
 
 def transcribe(
-    model: Model,
+    model: Model | Mechanism,
     boundary: BoundaryConditions,
     cost: AbstractCost,
     *,
@@ -64,12 +68,14 @@ def transcribe(
     margin: float = 0.0,
     constraints: tuple[AbstractConstraint, ...] = (),
     free_time: FreeTime | None = None,
+    actuated: Sequence[str | int] | None = None,
 ) -> Problem:
     """The :class:`Problem` of moving ``model`` within ``boundary`` at least ``cost``.
 
     Args:
-        model: the :class:`~kronjax.chain.Model`.
-        boundary: the :class:`BoundaryConditions`.
+        model: the :class:`~kronjax.chain.Model` (1-DoF joints), or a closed chain's
+            :class:`~kronjax.constrained.Mechanism` with ``actuated``.
+        boundary: the :class:`BoundaryConditions` (of the ``actuated`` joints for a mechanism).
         cost: the cost (e.g. ``TorqueEffort()``).
         num_control_points: ``m``, control points per joint (the free ones are ``m`` minus the
             number of fixed boundary values, e.g. ``m - 6`` for rest-to-rest with fixed ends).
@@ -90,6 +96,15 @@ def transcribe(
         free_time: :class:`FreeTime` to make the duration a decision variable between its bounds
             (``boundary.duration`` is then its initial guess): with the cost :class:`Duration`, the
             minimum-time problem.
+        actuated: a :class:`~kronjax.constrained.Mechanism`'s actuated joints (names or velocity
+            indices of 1-DoF coordinates, as many as its degrees of freedom): the spline moves
+            them, the closure's equations place the other coordinates at every sample
+            (:func:`kronjax.constrained.partition`, assembled sample after sample from the
+            mechanism's ``q0``), and their torques balance the tree's inverse dynamics together
+            with the closure forces, the multipliers of the loop-closure rows (the passive
+            joints carry no torque). The samples and the limits are of every coordinate; a
+            free, spherical or planar joint (a platform) has no position limits. Not for a
+            :class:`~kronjax.chain.Model`.
 
     Returns:
         The :class:`Problem`, for :func:`optimize` or a solver of your own.
@@ -111,17 +126,17 @@ def transcribe(
         >>> print(np.round(float(f), 6), np.round(0.01 * 120 / 7, 6))
         0.171429 0.171429
     """
-    if not isinstance(model, Model):
-        raise TypeError(f"model must be a kronjax Model, got {type(model).__name__}")
-    require_one_dof_joints(model, "transcribe")
+    closure = _closed_chain(model, actuated)
+    model = model if closure is None else closure.model
     if not isinstance(boundary, BoundaryConditions):
         raise TypeError(f"boundary must be a BoundaryConditions, got {type(boundary).__name__}")
     if not isinstance(cost, AbstractCost):
         raise TypeError(f"cost must be a trajopt cost (TorqueEffort(), ...), got {cost!r}")
     method = checked_method(method, "transcribe")
-    n = model.nv
+    n = model.nv if closure is None else len(closure.independent)
     if boundary.nv != n:
-        raise ValueError(f"boundary conditions for {boundary.nv} joints, the model has {n}")
+        what = "the model has" if closure is None else "the mechanism has actuated joints:"
+        raise ValueError(f"boundary conditions for {boundary.nv} joints, {what} {n}")
     if not (isinstance(degree, int) and 3 <= degree <= 7):
         raise ValueError(f"degree must be an integer from 3 to 7, got {degree!r}")
     m = int(num_control_points)
@@ -143,11 +158,13 @@ def transcribe(
     _check_constraints(constraints, boundary)
     _check_free_time(free_time, boundary)
     limits = model.limits if limits is None else limits
-    limits = JointLimits.unlimited(n) if limits is None else limits
-    if not isinstance(limits, JointLimits) or limits.lower.shape != (n,):
-        raise ValueError(f"limits must be JointLimits for {n} joint coordinates")
+    limits = JointLimits.unlimited(model.nv) if limits is None else limits
+    if not isinstance(limits, JointLimits) or limits.lower.shape != (model.nv,):
+        raise ValueError(f"limits must be JointLimits for {model.nv} joint coordinates")
+    if closure is not None:
+        limits = _closed_chain_limits(closure, limits)
     _check_limits_admit_motion(model, limits)
-    _check_boundary_within_limits(boundary, limits)
+    _check_boundary_within_limits(boundary, limits if closure is None else _of_independent(closure, limits))
     s, weights = _sample_grid(m - degree, nodes_per_span, checks_per_span)
     design = design_matrices(m, degree, s, 3)
     end_rows = design_matrices(m, degree, np.array([0.0, 1.0]), 2).transpose(1, 0, 2)  # (2 ends, 3 orders, m)
@@ -173,7 +190,47 @@ def transcribe(
         margin=float(margin),
         extra_constraints=constraints,
         free_time=free_time,
+        partition=closure,
     )
+
+
+def _closed_chain(model, actuated) -> CoordinatePartition | None:
+    """The partition of a mechanism by its actuated joints; ``None`` for a model (1-DoF joints)."""
+    if isinstance(model, Mechanism):
+        if actuated is None:
+            raise ValueError(
+                f"a closed chain needs its actuated joints: actuated=(...), {model.mobility} of {model.model.joint_names}"
+            )
+        return partition(model, actuated)
+    if not isinstance(model, Model):
+        raise TypeError(f"model must be a kronjax Model or a constrained.Mechanism, got {type(model).__name__}")
+    if actuated is not None:
+        raise ValueError(
+            "actuated names the actuated joints of a closed chain (a constrained.Mechanism); a Model's joints are all actuated"
+        )
+    require_one_dof_joints(model, "transcribe")
+    return None
+
+
+def _closed_chain_limits(closure: CoordinatePartition, limits: JointLimits) -> JointLimits:
+    """A closed chain's limits: no effort limit at the passive coordinates (they carry no torque)
+    and no position limits at a multi-DoF joint's (its ``q`` has other numbers)."""
+    one_dof = np.zeros(closure.model.nv, bool)
+    one_dof[[i for i, _ in one_dof_coordinates(closure.model)]] = True
+    passive = np.ones(closure.model.nv, bool)
+    passive[list(closure.independent)] = False
+    inf = jnp.asarray(np.inf, limits.lower.dtype)
+    return JointLimits(
+        jnp.where(one_dof, limits.lower, -inf),
+        jnp.where(one_dof, limits.upper, inf),
+        limits.velocity,
+        jnp.where(passive, inf, limits.effort),
+    )
+
+
+def _of_independent(closure: CoordinatePartition, limits: JointLimits) -> JointLimits:
+    index = np.asarray(closure.independent)
+    return JointLimits(*(getattr(limits, f)[index] for f in ("lower", "upper", "velocity", "effort")))
 
 
 def _preconditioner(design2, weights, end_rows, free, fixed_start, fixed_end) -> tuple[np.ndarray, np.ndarray]:
