@@ -106,6 +106,7 @@ def without_shape_checks():
 SLOW_FIRST = (
     "test_robot_zoo.py",
     "test_robot_zoo_second_half.py",
+    "test_notebook_plans.py",
     "test_second_order_rules.py",
     "test_second_order_rules_gradients.py",
     "test_trajopt.py",

@@ -1,6 +1,6 @@
 """Closed chains: coordinate partitioning (kronjax.constrained.partition) against the Lagrange
-multipliers of kronjax.constrained.solve and finite differences, and the spline planner on a
-five-bar parallel robot and the Stewart platform, its plans checked by the constrained forward
+multipliers of kronjax.constrained.solve and finite differences, and the spline planner on the
+five-bar parallel robot (kj.models.five_bar) and the Stewart platform, its plans checked by the constrained forward
 dynamics (an independent solver) at the samples and by simulation."""
 
 from __future__ import annotations
@@ -16,24 +16,7 @@ from kronjax import trajopt
 pytestmark = pytest.mark.heavy  # compiles the planner for a closed chain (about 20 s)
 
 
-def _five_bar():
-    """A planar five-bar parallel robot: motors at (0, 0) and (0.3, 0), proximal links 0.25 m, distal
-    links 0.35 m, the distal tips pinned together (the end effector); 4 joints, 2 equations, 2 DoF."""
-    z, bar = (0.0, 0.0, 1.0), lambda m, l: kj.Inertial(mass=m, com=(l / 2, 0, 0), inertia=(1e-4, m * l * l / 12, m * l * l / 12))
-    joints = [
-        kj.Joint("R", parent=-1, axis=z, name="left_motor", body_name="left_proximal"),
-        kj.Joint("R", parent=0, axis=z, translation=(0.25, 0, 0), name="left_elbow", body_name="left_distal"),
-        kj.Joint("R", parent=-1, axis=z, translation=(0.3, 0, 0), name="right_motor", body_name="right_proximal"),
-        kj.Joint("R", parent=2, axis=z, translation=(0.25, 0, 0), name="right_elbow", body_name="right_distal"),
-    ]
-    model = kj.from_joints(joints, [bar(0.4, 0.25), bar(0.3, 0.35), bar(0.4, 0.25), bar(0.3, 0.35)], gravity=(0, -9.81, 0))
-    closure = kj.constrained.loop_closure(model, "left_distal", (0.35, 0, 0), "right_distal", (0.35, 0, 0), "planar_point")
-    guess = jnp.array([2.0, -1.6, 1.1, 1.6])
-    q0, _ = kj.constrained.project(model, closure, guess)
-    return kj.constrained.Mechanism(model, kj.constrained.Constraints((closure,)), q0)
-
-
-FIVE_BAR = _five_bar()
+FIVE_BAR = kj.models.five_bar()
 
 
 @pytest.mark.parametrize("name", ["four_bar", "stewart3"])

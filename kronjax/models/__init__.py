@@ -2,6 +2,7 @@
 mechanisms (:class:`kronjax.constrained.Mechanism`)."""
 
 from .double_pendulum import double_pendulum as double_pendulum
+from .five_bar import five_bar as five_bar
 from .four_bar import four_bar as four_bar
 from .panda import panda as panda
 from .puma560 import puma560 as puma560
@@ -20,5 +21,6 @@ __all__ = [
     "ur5",
     "four_bar",
     "slider_crank",
+    "five_bar",
     "stewart3",
 ]

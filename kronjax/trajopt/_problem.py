@@ -199,7 +199,8 @@ class Problem(eqx.Module):
         dtype = samples.q.dtype
         lower, upper, scale, lo_mask, up_mask, vel, vel_mask, eff, eff_mask = limit_scales(self.limits, self.margin, dtype)
         inactive = jnp.asarray(-1.0, dtype)
-        q = samples.q[:, jnp.asarray(_position_columns(self.model))]
+        columns = _position_columns(self.model)
+        q = samples.q if columns == tuple(range(samples.q.shape[1])) else samples.q[:, jnp.asarray(columns)]
         parts = [
             jnp.where(up_mask, (q - upper) / scale, inactive),
             jnp.where(lo_mask, (lower - q) / scale, inactive),
