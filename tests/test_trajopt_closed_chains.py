@@ -83,9 +83,8 @@ def _check_plan(mechanism, result, tol):
 
 
 def test_five_bar_plans_a_point_to_point_motion():
-    bc = trajopt.BoundaryConditions(
-        FIVE_BAR.q0[jnp.asarray([0, 2])], FIVE_BAR.q0[jnp.asarray([0, 2])] + jnp.array([0.4, 0.3]), 0.8
-    )
+    motors = FIVE_BAR.q0[jnp.asarray([0, 2])]
+    bc = trajopt.BoundaryConditions(motors, motors + jnp.array([0.4, 0.3]), 0.8)
     actuated = ("left_motor", "right_motor")
     result = trajopt.optimize(FIVE_BAR, bc, trajopt.TorqueEffort(), actuated=actuated, num_control_points=8)
     assert result.report.status[0] == "converged" and float(result.report.violation[0]) <= 1e-6
@@ -94,6 +93,15 @@ def test_five_bar_plans_a_point_to_point_motion():
     # the torques are optimal among the motions of the spline: the minimum-jerk start is worse
     start = result.problem.objective(result.problem.initial_guess())
     assert float(result.report.cost[0]) < float(start)
+    # float32: the same plan to its precision, on the closure to its assembly tolerance
+    f32 = jnp.float32
+    robot32 = kj.constrained.Mechanism(FIVE_BAR.model.astype(f32), FIVE_BAR.constraints, FIVE_BAR.q0.astype(f32))
+    bc32 = trajopt.BoundaryConditions(bc.q_start.astype(f32), bc.q_end.astype(f32), 0.8)
+    single = trajopt.optimize(robot32, bc32, trajopt.TorqueEffort(), actuated=actuated, num_control_points=8)
+    assert single.report.status[0] == "converged", single.report.message
+    assert abs(float(single.report.cost[0]) / float(result.report.cost[0]) - 1.0) < 1e-4
+    q32 = single.problem.samples(single.z[0]).q
+    assert q32.dtype == f32 and float(jnp.max(jnp.abs(jax.vmap(FIVE_BAR.constraints.residual)(q32.astype(jnp.float64))))) < 2e-5
     # a new goal re-solves without compiling
     other = trajopt.BoundaryConditions(bc.q_start, bc.q_start + jnp.array([0.3, 0.4]), 0.8)
     again = trajopt.optimize(FIVE_BAR, other, trajopt.TorqueEffort(), actuated=actuated, num_control_points=8)
@@ -104,6 +112,13 @@ def test_five_bar_plans_a_point_to_point_motion():
         trajopt.transcribe(FIVE_BAR.model, bc, trajopt.TorqueEffort(), actuated=actuated)
     with pytest.raises(ValueError, match="boundary conditions for 1 joints, the mechanism has actuated joints: 2"):
         trajopt.transcribe(FIVE_BAR, trajopt.BoundaryConditions([0.0], [1.0], 1.0), trajopt.TorqueEffort(), actuated=actuated)
+    with pytest.raises(ValueError, match="does not assemble with its actuated joints at q_start"):
+        trajopt.transcribe(
+            FIVE_BAR,
+            trajopt.BoundaryConditions(motors + jnp.array([1.2, -1.2]), motors, 1.0),
+            trajopt.TorqueEffort(),
+            actuated=actuated,
+        )
     with pytest.raises(ValueError, match="Gauss-Newton"):
         trajopt.optimize(FIVE_BAR, bc, trajopt.TorqueEffort(), actuated=actuated, solver=trajopt.InteriorPoint(hessian="exact"))
 

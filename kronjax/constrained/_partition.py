@@ -33,7 +33,7 @@ class CoordinatePartition(eqx.Module):
     dependent ones (``k + m = nv``, ``m`` the constraint equations), from :func:`partition`.
 
     Attributes:
-        model, constraints, q0: the :class:`Mechanism`'s.
+        model, constraints, q0: the :class:`Mechanism`'s (the model and constraints in ``q0``'s dtype).
         independent: the velocity indices of the independent coordinates (static).
         dependent: the velocity indices of the others, in coordinate order (static).
         independent_q: the configuration indices of the independent coordinates (static).
@@ -256,4 +256,6 @@ def partition(
         raise ValueError(
             f"the coordinates {names} cannot be independent at q0: the others are not determined by them (A_d is singular)"
         )
+    # the model and the constraints in q0's dtype, so that a float32 mechanism stays float32
+    model, cons = (jax.tree.map(lambda x: x.astype(q0.dtype) if eqx.is_inexact_array(x) else x, tree) for tree in (model, cons))
     return CoordinatePartition(model, cons, q0, v_index, dependent, q_index, tolerance, int(iterations))

@@ -137,6 +137,8 @@ def transcribe(
     if boundary.nv != n:
         what = "the model has" if closure is None else "the mechanism has actuated joints:"
         raise ValueError(f"boundary conditions for {boundary.nv} joints, {what} {n}")
+    if closure is not None:
+        _check_assembles(closure, boundary)
     if not (isinstance(degree, int) and 3 <= degree <= 7):
         raise ValueError(f"degree must be an integer from 3 to 7, got {degree!r}")
     m = int(num_control_points)
@@ -210,6 +212,20 @@ def _closed_chain(model, actuated) -> CoordinatePartition | None:
         )
     require_one_dof_joints(model, "transcribe")
     return None
+
+
+def _check_assembles(closure: CoordinatePartition, boundary: BoundaryConditions) -> None:
+    """A clear error where the closure does not assemble at the start from the mechanism's ``q0``
+    (the first sample would be NaN)."""
+    if isinstance(boundary.q_start, jax.core.Tracer):
+        return
+    q = closure.configuration(boundary.q_start)
+    if not bool(jnp.all(jnp.isfinite(q))):
+        raise ValueError(
+            f"the mechanism does not assemble with its actuated joints at q_start = {np.asarray(boundary.q_start).tolist()}: "
+            "Newton's method from the mechanism's q0 finds no configuration that closes the loops there (out of reach, "
+            "or too far from q0: build the Mechanism with a q0 near the start)"
+        )
 
 
 def _closed_chain_limits(closure: CoordinatePartition, limits: JointLimits) -> JointLimits:
