@@ -4,7 +4,6 @@ executes it): a file of its own, so that the test workers share the notebooks' m
 import importlib.metadata
 
 import pytest
-
 from test_notebooks import NOTEBOOKS, run_notebook
 
 pytestmark = pytest.mark.slow
