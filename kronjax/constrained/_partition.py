@@ -24,8 +24,9 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from ..chain import Model
-from ..configuration import one_dof_coordinates, unchecked_integrate
+from ..configuration import configuration_rate, moving_joints, one_dof_coordinates, unchecked_integrate
 from ._constraints import Constraints, Mechanism
+from ._solve import default_rtol
 
 
 class CoordinatePartition(eqx.Module):
@@ -83,8 +84,10 @@ class CoordinatePartition(eqx.Module):
     ) -> Float[Array, " nq"]:
         """The assembled configuration whose independent coordinates are ``q_independent``: Newton's
         method on ``Phi(q) = 0`` in the dependent coordinates, ``q <- q ⊕ [0; -A_d^-1 Phi]``, from
-        ``guess`` (default ``q0``; the nearest assembly mode to it is found). Differentiable: its
-        derivative is ``B`` (the implicit function theorem), not that of the iterations.
+        ``guess`` (default ``q0``; the assembly mode Newton's method converges to from it, the
+        nearest for a guess near enough). Differentiable in ``q_independent`` (to any order): its
+        derivative is ``B`` (the implicit function theorem), not that of the iterations; not in
+        the model's or the constraints' parameters (a tangent there is an error).
 
         Args:
             q_independent: ``(k,)`` the independent coordinates.
@@ -122,13 +125,13 @@ class CoordinatePartition(eqx.Module):
         Args:
             q: ``(nq,)`` an assembled configuration.
             generalized_force: ``(nv,)`` ``Q``, e.g. :func:`kronjax.inverse_dynamics` of the tree.
+            blocks: as in :meth:`velocity`.
 
         Returns:
             ``(tau_i, lambda)``: ``(k,)`` the forces of the independent coordinates (the actuators'
             torques where they are the actuated joints) and ``(m,)`` the constraint forces, the
             multipliers of the constraint rows (``A^T lambda`` in generalized coordinates, the sign
             of :func:`solve`).
-            blocks: as in :meth:`velocity`.
         """
         a_i, lu = self.blocks(q) if blocks is None else blocks
         multipliers = jsl.lu_solve(lu, generalized_force[jnp.asarray(self.dependent)], trans=1)
@@ -141,19 +144,18 @@ def _assemble(q_independent, guess, *, partition: CoordinatePartition):
     tolerance = jnp.asarray(partition.tolerance, guess.dtype)
 
     def newton(state):
-        q, _, k = state
+        q, residual, k = state
         _, lu = partition.blocks(q)
-        step = jsl.lu_solve(lu, cons.residual(q))
-        q = unchecked_integrate(model, q, partition._scatter(jnp.zeros_like(q_independent), -step))
-        return q, jnp.max(jnp.abs(cons.residual(q))), k + 1
+        q = unchecked_integrate(model, q, partition._scatter(jnp.zeros_like(q_independent), -jsl.lu_solve(lu, residual)))
+        return q, cons.residual(q), k + 1
 
     def running(state):
-        _, error, k = state
-        return (error > tolerance) & (k < partition.iterations)
+        _, residual, k = state
+        return (jnp.max(jnp.abs(residual)) > tolerance) & (k < partition.iterations)
 
     q = guess.at[jnp.asarray(partition.independent_q)].set(q_independent)
-    q, error, _ = jax.lax.while_loop(running, newton, (q, jnp.max(jnp.abs(cons.residual(q))), 0))
-    return jnp.where(error <= tolerance, q, jnp.nan)
+    q, residual, _ = jax.lax.while_loop(running, newton, (q, cons.residual(q), 0))
+    return jnp.where(jnp.max(jnp.abs(residual)) <= tolerance, q, jnp.nan)
 
 
 @_assemble.def_jvp
@@ -162,8 +164,7 @@ def _assemble_jvp(primals, tangents, *, partition: CoordinatePartition):
     q = _assemble(q_independent, guess, partition=partition)
     if tangents[0] is None:
         return q, None
-    delta = partition.basis(q) @ tangents[0]
-    return q, jax.jvp(lambda d: unchecked_integrate(partition.model, q, d), (jnp.zeros_like(delta),), (delta,))[1]
+    return q, configuration_rate(moving_joints(partition.model), q, partition.basis(q) @ tangents[0])
 
 
 def _coordinates(model: Model, independent) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -186,7 +187,9 @@ def _coordinates(model: Model, independent) -> tuple[tuple[int, ...], tuple[int,
         v_index.append(int(item))
     if len(set(v_index)) != len(v_index):
         raise ValueError(f"independent coordinates repeated: {independent!r}")
-    v_index = sorted(v_index)
+    if v_index != sorted(v_index):
+        names = [model.coordinate_names[i] for i in sorted(v_index)]
+        raise ValueError(f"name the independent coordinates in coordinate order, {names}: their values come in that order")
     return tuple(v_index), tuple(one_dof[i] for i in v_index)
 
 
@@ -202,11 +205,11 @@ def partition(
 
     Args:
         mechanism: a :class:`Mechanism` with holonomic constraints (loop closures).
-        independent: the joint names (or velocity indices) of ``nv - m`` 1-DoF coordinates, e.g.
-            the actuated joints of a parallel robot.
+        independent: the joint names (or velocity indices) of ``nv - m`` 1-DoF coordinates, in
+            coordinate order, e.g. the actuated joints of a parallel robot.
         iterations: the most Newton steps of :meth:`CoordinatePartition.configuration`.
-        tolerance: its assembly tolerance on ``|Phi|`` (default ``eps^0.75`` of ``q0``'s dtype:
-            ``1.9e-12`` in float64, ``6.4e-6`` in float32).
+        tolerance: its assembly tolerance on ``|Phi|``, in the constraints' units (default
+            ``eps^0.75`` of ``q0``'s dtype: ``1.8e-12`` in float64, ``6.4e-6`` in float32).
 
     Returns:
         The :class:`CoordinatePartition`.
@@ -232,12 +235,13 @@ def partition(
         raise ValueError("coordinate partitioning needs holonomic constraints (loop closures); these include Pfaffian rows")
     v_index, q_index = _coordinates(model, independent)
     m, nv = cons.n_equations, model.nv
-    tolerance = float(jnp.finfo(q0.dtype).eps ** 0.75) if tolerance is None else float(tolerance)
+    tolerance = default_rtol(q0.dtype) if tolerance is None else float(tolerance)
     residual = float(jnp.max(jnp.abs(cons.residual(q0))))
     if not residual <= max(tolerance, 1e-6):
         raise ValueError(f"the mechanism's q0 is not assembled (|Phi| = {residual:.3g}): kronjax.constrained.project it first")
     s = np.linalg.svd(np.asarray(cons.jacobian(q0)), compute_uv=False)
-    rank = int(np.sum(s > s[0] * 1e-9)) if s.size else 0
+    rtol = default_rtol(q0.dtype)
+    rank = int(np.sum(s > s[0] * rtol)) if s.size else 0
     if rank < m:
         raise ValueError(
             f"the closed chain's {m} constraint equations are redundant (Phi_q has rank {rank} at q0): "
@@ -251,7 +255,7 @@ def partition(
     dependent = tuple(i for i in range(nv) if i not in v_index)
     a_d = np.asarray(cons.jacobian(q0))[:, dependent]
     s_d = np.linalg.svd(a_d, compute_uv=False)
-    if s_d[-1] <= s[0] * 1e-9:
+    if s_d[-1] <= s[0] * rtol:
         names = [model.coordinate_names[i] for i in v_index]
         raise ValueError(
             f"the coordinates {names} cannot be independent at q0: the others are not determined by them (A_d is singular)"

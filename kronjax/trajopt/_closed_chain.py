@@ -30,9 +30,9 @@ def closed_chain_sample(partition: CoordinatePartition, guess, q, v, vd, vdd, me
     from the actuated ones' ``(k,)`` each, assembled from ``guess``. ``vdd`` is the actuated
     joints' jerk, zero at the others (the passive joints' jerk is a third derivative of the
     closure, which the solver would differentiate again: ``Smoothness(order=3)`` smooths the
-    actuated motion); ``tau`` holds the
-    actuated torques ``B^T Q`` at the independent coordinates and zero at the others (the
-    closure's forces act there), ``Q`` the tree's inverse dynamics."""
+    actuated motion). ``tau`` holds the actuated torques ``B^T Q`` at the independent
+    coordinates and zero at the others (the closure's forces act there), ``Q`` the tree's
+    inverse dynamics."""
     q_full = partition.configuration(q, guess)
     blocks = partition.blocks(q_full)
     v_full = partition.velocity(q_full, v, blocks=blocks)
@@ -46,5 +46,6 @@ def closed_chain_sample(partition: CoordinatePartition, guess, q, v, vd, vdd, me
 def closed_chain_samples(partition: CoordinatePartition, q, v, vd, vdd, method: str, derivatives: str) -> tuple[Array, ...]:
     """:func:`closed_chain_sample` at every sample (``(K, k)`` each in; ``(K, nq)``, then
     ``(K, nv)`` each out), assembled sample after sample (:func:`assembled`)."""
-    guesses = assembled(partition, q)
+    # the assembly's derivative is the implicit function's, whatever the guess: no tangent through it
+    guesses = jax.lax.stop_gradient(assembled(partition, q))
     return jax.vmap(lambda *a: closed_chain_sample(partition, *a, method, derivatives))(guesses, q, v, vd, vdd)

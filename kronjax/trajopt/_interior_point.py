@@ -31,7 +31,8 @@ tau_k + A_k (u_k(x) - u_k)``, ``u_k = (q, v, vd)`` at sample ``k`` and ``A_k = d
 from the analytical derivatives of the inverse dynamics. Its Hessian, the generalised Gauss-Newton
 matrix, holds the exact curvature of the costs and constraints in ``tau``, ``q``, ``v``, ``vd``
 and lacks only the curvature of the inverse dynamics, ``sum_k w_k . d^2 tau_k / d u_k^2`` (``w_k``
-the torques' adjoint), which is partially separable: one ``3n x 3n`` block per sample, each kept
+the torques' adjoint), which is partially separable: one ``3n x 3n`` block per sample (on a closed chain, whose
+whole sample is linearised in the actuated joints' ``(q, v, vd, vdd)``, ``4n x 4n``), each kept
 by a symmetric-rank-one update from the change of ``u_k`` and of ``A_k^T w_k`` over the last step
 (partitioned quasi-Newton, Griewank and Toint 1982; N&W sec. 7.4 and eq. 6.24) and added to ``W``
 where the sum stays positive definite. No second derivative of the dynamics is compiled: the
@@ -104,7 +105,8 @@ class InteriorPoint(eqx.Module):
             their own curvature by partitioned quasi-Newton updates; or ``"exact"``: exact
             Hessians of the Lagrangian, the same linearisation plus each sample's curvature from
             :func:`~kronjax.inverse_dynamics_hessian` (the trajectory-optimisation guide measures
-            both). Both converge to the same optimum.
+            both). Both converge to the same optimum. A closed chain's problem
+            (:func:`transcribe` with ``actuated=``) takes Gauss-Newton's only.
 
     Example:
         Settings other than the defaults, for ``trajopt.optimize(model, boundary, cost,

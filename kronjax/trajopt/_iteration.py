@@ -175,7 +175,7 @@ def _evaluate(problem: Problem, guess: Guess, is_warm: Array, settings: Settings
         scale, _, lam, y = (jnp.where(fresh, new, old) for new, old in zip(start, (guess.scale, guess.s, guess.lam, guess.y)))
         grad_l, adjoint = pullback((1.0 / scale, lam, y))
         # the curvature of the inverse dynamics that the linearisation leaves out, sum_k w_k . d^2
-        # tau_k / d u_k^2 with w_k the torques' adjoint, is partially separable: one 3n x 3n
+        # tau_k / d u_k^2 with w_k the torques' adjoint, is partially separable: one s x s
         # block per sample, exact (the λ-contracted Hessians of the inverse dynamics) or updated
         # by SR1 from the last step's change of its states and of A_k^T w_k (partitioned
         # quasi-Newton, Griewank and Toint 1982; N&W sec. 7.4)

@@ -117,7 +117,8 @@ def curvature_blocks(problem: Problem, states, adjoint):
 
 
 def sr1(curvature, step, change):
-    """The symmetric-rank-one update of one sample's ``3n x 3n`` curvature (N&W eq. 6.24), skipped
+    """The symmetric-rank-one update of one sample's curvature (``3n x 3n``; a closed chain's
+    ``4n x 4n``, :func:`linearisation`) (N&W eq. 6.24), skipped
     where ``|s^T (y - B s)| < r |s| |y - B s|``, ``r = sqrt(eps)`` (N&W eq. 6.26 with ``r = 1e-8``;
     float32 needs the larger ``r``)."""
     residual = change - curvature @ step

@@ -186,9 +186,9 @@ class Problem(eqx.Module):
         model, derivatives = self.model, derivatives or _derivatives(self.model)
         return jax.vmap(lambda q, v, vd: inverse_dynamics(model, q, v, vd, method=self.method, derivatives=derivatives))(q, v, vd)
 
-    def _closed_chain_samples(self, q, v, vd, vdd, derivatives: str | None = None):
+    def _closed_chain_samples(self, q, v, vd, vdd):
         """A closed chain's :func:`closed_chain_samples` by the problem's ``method``."""
-        return closed_chain_samples(self.partition, q, v, vd, vdd, self.method, derivatives or _derivatives(self.model))
+        return closed_chain_samples(self.partition, q, v, vd, vdd, self.method, _derivatives(self.model))
 
     @eqx.filter_jit
     def objective(self, z: Float[ArrayLike, "m_free n"]) -> Float[Array, ""]:

@@ -19,7 +19,7 @@ from ..constrained import CoordinatePartition, Mechanism, partition
 from ..dynamics._inverse import checked_method
 from ._boundary import BoundaryConditions, FreeTime
 from ._constraints import AbstractConstraint, TaskConstraint
-from ._costs import AbstractCost
+from ._costs import AbstractCost, TaskPoint
 from ._problem import Problem
 from ._spline import design_matrices
 
@@ -126,7 +126,7 @@ def transcribe(
         >>> print(np.round(float(f), 6), np.round(0.01 * 120 / 7, 6))
         0.171429 0.171429
     """
-    closure = _closed_chain(model, actuated)
+    closure = _closed_chain(model, actuated, boundary, cost, constraints)
     model = model if closure is None else closure.model
     if not isinstance(boundary, BoundaryConditions):
         raise TypeError(f"boundary must be a BoundaryConditions, got {type(boundary).__name__}")
@@ -196,14 +196,23 @@ def transcribe(
     )
 
 
-def _closed_chain(model, actuated) -> CoordinatePartition | None:
-    """The partition of a mechanism by its actuated joints; ``None`` for a model (1-DoF joints)."""
+def _closed_chain(model, actuated, boundary, cost, constraints) -> CoordinatePartition | None:
+    """The partition of a mechanism by its actuated joints, in the boundary conditions' dtype;
+    ``None`` for a model (1-DoF joints)."""
     if isinstance(model, Mechanism):
         if actuated is None:
             raise ValueError(
                 f"a closed chain needs its actuated joints: actuated=(...), {model.mobility} of {model.model.joint_names}"
             )
-        return partition(model, actuated)
+        leaves = jax.tree.leaves((cost, constraints), is_leaf=lambda x: isinstance(x, TaskPoint))
+        tasks = [type(x).__name__ for x in leaves if isinstance(x, TaskPoint)]
+        if tasks:
+            raise NotImplementedError(
+                f"{tasks} on a closed chain: task-space targets read the spline of the actuated joints, not the "
+                "assembled configuration; constrain the samples instead (samples.q holds every coordinate)"
+            )
+        dtype = getattr(boundary, "q_start", model.q0).dtype
+        return partition(Mechanism(model.model, model.constraints, model.q0.astype(dtype)), actuated)
     if not isinstance(model, Model):
         raise TypeError(f"model must be a kronjax Model or a constrained.Mechanism, got {type(model).__name__}")
     if actuated is not None:
