@@ -94,12 +94,13 @@ class CoordinatePartition(eqx.Module):
             guess: ``(nq,)`` where the iterations start (its independent coordinates are replaced).
 
         Returns:
-            ``(nq,)``; NaN where ``|Phi|`` is still above ``tolerance`` after ``iterations`` steps
+            ``(nq,)`` in ``q0``'s dtype; NaN where ``|Phi|`` is still above ``tolerance`` after ``iterations`` steps
             (no assembly near the guess: a configuration the closure cannot reach, or past a
             singularity of ``A_d``).
         """
-        q_independent = jnp.asarray(q_independent)
-        guess = self.q0.astype(q_independent.dtype) if guess is None else jnp.asarray(guess, q_independent.dtype)
+        dtype = self.q0.dtype  # the tolerance is this dtype's
+        q_independent = jnp.asarray(q_independent, dtype)
+        guess = self.q0 if guess is None else jnp.asarray(guess, dtype)
         return _assemble(q_independent, guess, partition=self)
 
     def velocity(self, q: Float[Array, " nq"], v_independent: Float[Array, " k"], *, blocks=None) -> Float[Array, " nv"]:
