@@ -240,7 +240,8 @@ def partition(
     residual = float(jnp.max(jnp.abs(cons.residual(q0))))
     if not residual <= max(tolerance, 1e-6):
         raise ValueError(f"the mechanism's q0 is not assembled (|Phi| = {residual:.3g}): kronjax.constrained.project it first")
-    s = np.linalg.svd(np.asarray(cons.jacobian(q0)), compute_uv=False)
+    a = np.asarray(cons.jacobian(q0))
+    s = np.linalg.svd(a, compute_uv=False)
     rtol = default_rtol(q0.dtype)
     rank = int(np.sum(s > s[0] * rtol)) if s.size else 0
     if rank < m:
@@ -254,7 +255,7 @@ def partition(
             f"the mechanism has {nv - m} degrees of freedom ({nv} coordinates, {m} equations): name {nv - m} independent coordinates, got {len(v_index)}"
         )
     dependent = tuple(i for i in range(nv) if i not in v_index)
-    a_d = np.asarray(cons.jacobian(q0))[:, dependent]
+    a_d = a[:, dependent]
     s_d = np.linalg.svd(a_d, compute_uv=False)
     if s_d[-1] <= s[0] * rtol:
         names = [model.coordinate_names[i] for i in v_index]
