@@ -41,7 +41,7 @@ def _functions(model, schedule):
 
     def derivatives(q, v, u, active):
         rows = row_mask(schedule, active)
-        return damped_contact_dynamics_derivatives(model, schedule, bodies, q, v, select @ u, rows, BAUMGARTE, select)[2]
+        return damped_contact_dynamics_derivatives(model, schedule, bodies, q, v, select @ u, rows, BAUMGARTE, select).d_vd
 
     return dynamics, derivatives
 

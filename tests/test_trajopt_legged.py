@@ -24,8 +24,15 @@ import pytest
 
 import kronjax as kj
 from kronjax import trajopt
-from kronjax.trajopt._contact_dynamics import damped_contact_dynamics, damped_contact_dynamics_derivatives, row_mask
+from kronjax.trajopt._contact_dynamics import (
+    contact_jacobian,
+    damped_contact_dynamics,
+    damped_contact_dynamics_derivatives,
+    row_mask,
+)
 from kronjax.trajopt._riccati import CONVERGED, Iterate, StageLinearisation, StageValues, solve
+
+pytestmark = pytest.mark.heavy  # out of `make test-fast` (docs/details/tests.md)
 
 
 def _box_on_a_leg():
@@ -49,9 +56,10 @@ def test_contact_dynamics_derivatives_match_autodiff():
     actuation = jnp.eye(7)[:, 6:]
     rows = row_mask(schedule, jnp.array([True, False]))
     damping = 100.0
-    _, _, d_vd, d_forces = damped_contact_dynamics_derivatives(
+    derivatives = damped_contact_dynamics_derivatives(
         robot, schedule, bodies, q, v, jnp.zeros(7).at[6].set(1.5), rows, damping, actuation
     )
+    d_vd, d_forces = derivatives.d_vd, derivatives.d_forces
 
     def dynamics(d):
         x = kj.integrate(robot, q, d[:7])
@@ -63,6 +71,52 @@ def test_contact_dynamics_derivatives_match_autodiff():
     np.testing.assert_allclose(d_vd, vd_auto, atol=1e-9 * float(jnp.max(jnp.abs(vd_auto))))
     np.testing.assert_allclose(d_forces, forces_auto, atol=1e-9 * float(jnp.max(jnp.abs(forces_auto))))
     assert float(jnp.max(jnp.abs(d_forces[3:]))) == 0.0  # the inactive contact's force stays 0
+
+    velocity = jax.jacfwd(lambda d: contact_jacobian(robot, schedule, bodies, kj.integrate(robot, q, d)) @ v)(jnp.zeros(7))
+    np.testing.assert_allclose(derivatives.velocity_q, velocity, atol=1e-12 * float(jnp.max(jnp.abs(velocity))))
+
+
+def test_linearisation_matches_autodiff_of_the_values_it_steps_to():
+    """The planner's Newton model (the KKT route's dynamics derivatives, and the costs' and
+    constraints' Jacobians built from the contact Jacobians of that pass) against ``jax.jacfwd``
+    of the values its line search evaluates at the moved point (``shoot``), node by node: a hop
+    of the box on a leg, rolled out under torques so that the gaps are 0, with a lift-off and a
+    touchdown whose impact the landing cost reads."""
+    import equinox as eqx
+
+    from kronjax.trajopt._legged import _problem
+
+    robot, foot = _box_on_a_leg()
+    schedule = trajopt.ContactSchedule([foot], [(0.1, ("foot",)), (0.1, ()), (0.1, ("foot",))])
+    q0 = kj.integrate(robot, kj.neutral(robot), jnp.array([0.0, 0.0, 0.0, 0.05, -0.1, 0.02, 0.1]))
+    v0 = jnp.array([0.2, -0.1, 0.4, 0.3, 0.5, -0.2, 1.0])
+    cost = trajopt.ContactCost(displacement=(0.1, 0.05, 0.0), turn=0.3)
+    problem = _problem(robot, schedule, q0, v0, cost, 0.05, 1e-3)
+    nodes = problem.node_data()
+    us = jnp.array([[3.0], [-2.0], [1.0], [4.0], [-1.0], [0.5], [0.0]])
+
+    def roll(x, node):
+        q1, v1, _, _ = problem.step(x[:8], x[8:], *node)
+        return jnp.concatenate([q1, v1]), x
+
+    xs = jnp.concatenate([jax.lax.scan(roll, problem.x0, (us[:-1], nodes.active[:-1]))[1], jnp.zeros((1, 15))])
+    xs = xs.at[-1].set(roll(xs[-2], (us[-2], nodes.active[-2]))[0])
+    lin, _ = eqx.filter_jit(lambda p, xs, us: p.linearise(xs, us))(problem, xs, us)
+    assert bool(jnp.any(nodes.active & ~nodes.previous))  # a touchdown node is among them
+
+    @jax.jit
+    def autodiff(k):
+        def values(dx, du):
+            moved = problem.shoot(xs, us, jnp.zeros((len(xs), 14)).at[k].set(dx), jnp.zeros_like(us).at[k].set(du), 1.0)
+            return moved[2].r[k], moved[2].c[k], moved[2].gap[k]
+
+        return jax.jacfwd(values, argnums=(0, 1))(jnp.zeros(14), jnp.zeros(1))
+
+    for k in range(problem.nodes):
+        (r_x, r_u), (c_x, c_u), (f_x, f_u) = autodiff(k)
+        for mine, auto in ((lin.r_x, r_x), (lin.r_u, r_u), (lin.c_x, c_x), (lin.c_u, c_u), (lin.f_x, f_x), (lin.f_u, f_u)):
+            np.testing.assert_allclose(mine[k], auto, atol=1e-9 * (1.0 + float(jnp.max(jnp.abs(auto)))))
+        np.testing.assert_allclose(lin.gap[k], 0.0, atol=1e-12)
 
 
 class _LinearQuadratic:

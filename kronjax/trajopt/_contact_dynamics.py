@@ -10,6 +10,8 @@ so one compiled program serves every phase of a schedule.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
@@ -141,35 +143,54 @@ def damped_contact_dynamics(model: Model, schedule: ContactSchedule, bodies, q, 
     return contact_dynamics(model, q, v, tau, jac, gamma - damping * (jac @ v), rows)
 
 
+class ContactDerivatives(NamedTuple):
+    """:func:`damped_contact_dynamics_derivatives`' result: the accelerations ``vd`` ``(nv,)`` and
+    forces ``(R,)``, their derivatives ``d_vd`` ``(nv, 2 nv + nu)`` and ``d_forces`` ``(R, 2 nv +
+    nu)`` in ``(dq, dv, du)``, and by-products for other terms of a node: the contacts' Jacobian
+    ``jacobian`` ``(R, nv)`` (every row, active or not) and ``velocity_q`` ``(R, nv)``, the
+    derivative of their velocities ``A v`` along ``dq``."""
+
+    vd: Array
+    forces: Array
+    d_vd: Array
+    d_forces: Array
+    jacobian: Array
+    velocity_q: Array
+
+
 def damped_contact_dynamics_derivatives(
     model: Model, schedule: ContactSchedule, bodies, q, v, tau, rows: Array, damping, actuation
-):
-    """``(vd, forces, d_vd, d_forces)``: :func:`damped_contact_dynamics` and its derivatives in
-    ``(dq, dv, du)`` (``(nv, 2 nv + nu)`` and ``(R, 2 nv + nu)``), ``dq`` along the tangent space
-    (``q ⊕ dq``) and ``du`` the actuators' inputs, ``dtau = actuation @ du`` (``actuation``:
-    ``(nv, nu)``).
+) -> ContactDerivatives:
+    """:func:`damped_contact_dynamics` and its derivatives in ``(dq, dv, du)``, ``dq`` along the
+    tangent space (``q ⊕ dq``) and ``du`` the actuators' inputs, ``dtau = actuation @ du``
+    (``actuation``: ``(nv, nu)``).
 
     The KKT route (Carpentier and Mansard, RSS 2018; Pinocchio's
     ``computeConstraintDynamicsDerivatives``): with ``vd`` and ``forces`` held, the residuals of
     ``M vd + h - tau - A^T forces = 0`` and ``A vd - gamma + damping A v = 0`` are differentiated
-    (the inverse dynamics' analytical derivatives, the contacts' terms by one forward-mode pass
-    each, in one pass), and the KKT matrix ``[[M, -A^T], [A, 0]]`` is solved once for all the
-    columns."""
+    (the inverse dynamics' analytical derivatives; the contacts' terms by one forward-mode pass in
+    ``dq``), and the KKT matrix ``[[M, -A^T], [A, 0]]`` is solved once for all the columns. The
+    same pass gives ``A``'s derivative ``H`` (``(R, nv, nv)``, ``H[r, i, k] = d A[r, i] / d dq_k``),
+    from which the ``dv`` columns follow without another: ``gamma = -H(v, v)`` is quadratic in
+    ``v``, so ``d gamma / dv = -(H v + H^T v)`` (half the forward-mode work of differentiating in
+    ``dv`` as well)."""
     n = model.nv
     on = rows.astype(q.dtype)
     full, gamma = contact_jacobian_and_drift(model, schedule, bodies, q, v)
     vd, forces, jac, factor, schur = _solve(model, q, v, tau, full, gamma - damping * (full @ v), rows)
     dtau_dq, dtau_dv, _ = inverse_dynamics_derivatives(model, q, v, vd)
 
-    def contact_terms(dq, dv):  # A^T forces, and the contacts' accelerations with Baumgarte's term, at fixed vd
-        jac, gamma = contact_jacobian_and_drift(model, schedule, bodies, unchecked_integrate(model, q, dq), v + dv)
-        return jac.T @ forces, jac @ vd - gamma + damping * (jac @ (v + dv))
+    def contact_terms(dq):  # A^T forces, the contacts' accelerations with Baumgarte's term at fixed vd, and A
+        jac, gamma = contact_jacobian_and_drift(model, schedule, bodies, unchecked_integrate(model, q, dq), v)
+        return jac.T @ forces, jac @ (vd + damping * v) - gamma, jac
 
-    zero = jnp.zeros(n, q.dtype)
-    (forces_q, _), (c_q, c_v) = jax.jacfwd(contact_terms, argnums=(0, 1))(zero, zero)
+    forces_q, c_q, rates = jax.jacfwd(contact_terms)(jnp.zeros(n, q.dtype))
+    velocity_q = jnp.einsum("rik,i->rk", rates, v)
+    c_v = rates @ v + velocity_q + damping * full
     top = jnp.concatenate([forces_q - dtau_dq, -dtau_dv, actuation.astype(q.dtype)], axis=1)
     bottom = -on[:, None] * jnp.concatenate([c_q, c_v, jnp.zeros((on.shape[0], actuation.shape[1]), q.dtype)], axis=1)
     # [[M, -A^T], [A, I - on]] by its Schur complement, with M's Cholesky factor of the dynamics
     through = jsl.cho_solve(factor, top)
     d_forces = jnp.linalg.solve(schur, bottom - jac @ through)
-    return vd, forces, through + jsl.cho_solve(factor, jac.T @ d_forces), d_forces * on[:, None]
+    d_vd = through + jsl.cho_solve(factor, jac.T @ d_forces)
+    return ContactDerivatives(vd, forces, d_vd, d_forces * on[:, None], full, velocity_q)

@@ -216,8 +216,19 @@ class _LeggedProblem(eqx.Module):
         v_next = v + self.dt * vd
         return unchecked_integrate(self.model, q, self.dt * v_next), v_next, forces, vd
 
-    def residuals(self, q, v, u, forces, node: _Nodes):
-        """The scaled cost residuals of a node."""
+    def contact_motion(self, q, v):
+        """``(points, speeds)``, each ``(C, 3)``: the contact points and their velocities at
+        ``(q, v)`` (one forward-mode pass of the forward kinematics)."""
+        model, schedule, bodies = self.model, self.schedule, self.bodies
+        return jax.jvp(
+            lambda d: contact_frames(model, schedule, bodies, unchecked_integrate(model, q, d))[0],
+            (jnp.zeros_like(v),),
+            (v,),
+        )
+
+    def residuals(self, q, v, u, forces, node: _Nodes, points, speeds):
+        """The scaled cost residuals of a node; ``points`` and ``speeds`` are
+        :meth:`contact_motion`'s."""
         cost, model = self.cost, self.model
         q_start = self.x0[: self.nq]
         progress = node.t / (self.nodes * self.dt)
@@ -231,19 +242,11 @@ class _LeggedProblem(eqx.Module):
         base = weight * cost.base * (origins[b] - start_origin - progress * cost.displacement.astype(q.dtype))
         heading = weight * cost.heading * log3((yaw @ start_rotation).T @ rotations[b])
         joints = difference(model, q_start, q)[actuated(model)]
-        points, _ = contact_frames(model, self.schedule, self.bodies, q)
         swing = jnp.clip((node.t - node.lift) / jnp.maximum(node.touch - node.lift, self.dt), 0.0, 1.0)
         arch = self.ground + cost.clearance * jnp.sin(jnp.pi * swing)
         swinging = jnp.where(node.active | (node.last > 0), 0.0, cost.swing * (points[:, 2] - arch))
         # a contact touching down is brought to rest within the node: its speed then, an impact's
         touching = node.active & ~node.previous
-        # J v as the rate of the points' positions along v (forward kinematics' tangent: cheaper
-        # to compile under the linearisation's forward mode than the Jacobian)
-        speeds = jax.jvp(
-            lambda d: contact_frames(model, self.schedule, self.bodies, unchecked_integrate(model, q, d))[0],
-            (jnp.zeros_like(v),),
-            (v,),
-        )[1]
         landing = cost.landing * jnp.where(touching[:, None], speeds, 0.0).ravel()
         parts = (
             landing,
@@ -257,8 +260,8 @@ class _LeggedProblem(eqx.Module):
         )
         return jnp.concatenate(parts)
 
-    def constraints(self, q, u, forces, node: _Nodes):
-        """The node's constraints (``<= 0``, relative)."""
+    def constraints(self, q, u, forces, node: _Nodes, points):
+        """The node's constraints (``<= 0``, relative); ``points`` are the contact points."""
         schedule, model = self.schedule, self.model
         rows = []
         start = 0
@@ -273,7 +276,6 @@ class _LeggedProblem(eqx.Module):
         qj = q[jnp.asarray([i for _, i in one_dof_coordinates(model)], dtype=int)][q_rows]
         span = upper - lower
         rows += [(qj - upper) / span, (lower - qj) / span]
-        points, _ = contact_frames(model, schedule, self.bodies, q)
         height = (points[:, 2] - self.ground) / 0.1
         # a contact held over the previous node stays where it touched down (Baumgarte's term):
         # within +-tolerance of the ground, not exactly on it, so that the interior point keeps an
@@ -289,7 +291,7 @@ class _LeggedProblem(eqx.Module):
         dtype = q.dtype
         actuation = self.actuation(dtype)
         rows = row_mask(self.schedule, node.active)
-        vd, forces, d_vd, d_forces = damped_contact_dynamics_derivatives(
+        vd, forces, d_vd, d_forces, jac, velocity_q = damped_contact_dynamics_derivatives(
             model, self.schedule, self.bodies, q, v, actuation @ u, rows, 1.0 / self.dt, actuation
         )
         v1 = v + self.dt * vd
@@ -305,9 +307,16 @@ class _LeggedProblem(eqx.Module):
         d_next = jnp.concatenate([d_q1, d_v1])
         gap = jnp.concatenate([difference(model, q_next, q1), v1 - v_next])
 
+        points, _ = contact_frames(model, self.schedule, self.bodies, q)
+
         def local(dq, v, u, forces):
             x = unchecked_integrate(model, q, dq)
-            return self.residuals(x, v, u, forces, node), self.constraints(x, u, forces, node)
+            # the contact points and their velocities to first order in dq, from the Jacobians of
+            # the dynamics' pass: their values and derivatives at dq = 0 (all that is read) are
+            # exact, and no other pass of the kinematics is differentiated
+            moved = points + (jac @ dq).reshape(points.shape)
+            speeds = (jac @ v + velocity_q @ dq).reshape(points.shape)
+            return self.residuals(x, v, u, forces, node, moved, speeds), self.constraints(x, u, forces, node, moved)
 
         (r_q, r_v, r_u, r_f), (c_q, c_v, c_u, c_f) = jax.jacfwd(local, argnums=(0, 1, 2, 3))(zero, v, u, forces)
         r, c = local(zero, v, u, forces)
@@ -335,7 +344,8 @@ class _LeggedProblem(eqx.Module):
         def node(q, v, u, node, q_next, v_next):
             q1, v1, forces, _ = self.step(q, v, u, node.active)
             gap = jnp.concatenate([difference(model, q_next, q1), v1 - v_next])
-            return self.residuals(q, v, u, forces, node), self.constraints(q, u, forces, node), gap
+            points, speeds = self.contact_motion(q, v)
+            return self.residuals(q, v, u, forces, node, points, speeds), self.constraints(q, u, forces, node, points), gap
 
         r, c, gaps = jax.vmap(node)(q, v, us, nodes, jnp.concatenate([q[1:], q[-1:]]), jnp.concatenate([v[1:], v[-1:]]))
         return jnp.concatenate([q, v], axis=1), us, StageValues(r, c, gaps[:-1])
