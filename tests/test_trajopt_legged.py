@@ -2,6 +2,8 @@
 and an independent simulation:
 
 - the KKT route's derivatives of the contact dynamics against ``jax.jacfwd`` of the dynamics;
+- the planner's Newton model (its linearisation at every node) against ``jax.jacfwd`` of the
+  values its line search evaluates;
 - the interior point with the Riccati step on a linear-quadratic regulator against a dense
   least-squares solve;
 - ANYmal trotting 0.15 m forward (slow tier): the plan converges (violation <= 1e-6); its nodes
@@ -11,7 +13,8 @@ and an independent simulation:
   within its limit, with the margins stated; the stance feet stay where they touched down; the
   simulation of :func:`~kronjax.trajopt.validate` under the plan's torques and a PD term stays
   within 2 cm; other phase durations of the same total re-solve without compiling; a warm start
-  from its own solution stops at once;
+  from its own solution stops at once; in float32 the same gait converges (violation <= 1e-4)
+  within 1 mm of the float64 plan's base path, and its float32 simulation stays within 2 cm;
 - bad input gets clear errors before anything compiles.
 """
 
@@ -284,3 +287,12 @@ def test_anymal_trots_forward():
     # a warm start from its own solution: the same program, converged at once
     warm = trajopt.optimize_on_contacts(model, schedule, q0, cost, init=result)
     assert warm.report.compile_time == 0.0 and warm.report.converged and warm.report.iterations <= 2, warm.report
+    # float32: the same gait to single precision (its default violation_tol 1e-4: the dynamics'
+    # gaps stall near 1e-5), within 1 mm of the float64 plan's base path; simulated in float32
+    single = trajopt.optimize_on_contacts(model, schedule, jnp.asarray(q0, jnp.float32), cost)
+    assert single.report.converged and single.report.violation <= 1e-4, single.report
+    assert single.plan.q.dtype == jnp.float32 and abs(single.report.cost - report.cost) <= 0.02 * report.cost
+    np.testing.assert_allclose(single.plan.q[:, :3], plan.q[:, :3], rtol=0, atol=1e-3)
+    validation = trajopt.validate(model.astype(jnp.float32), schedule, single.plan, kp=50.0, kd=2.0, hold=True)
+    assert validation.base_drift < 0.02 and validation.plan_cone_margin > -1e-4 * weight, validation
+    assert validation.plan_dynamics_residual < 1e-3 * weight, validation.plan_dynamics_residual

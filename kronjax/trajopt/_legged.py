@@ -418,7 +418,8 @@ def optimize_on_contacts(
             the first phase's contacts on the ground at ``q0``. Its durations are traced: another
             schedule with the same phases and the same total duration runs the same compiled
             program.
-        q0: ``(nq,)`` the initial configuration (a unit quaternion for the base).
+        q0: ``(nq,)`` the initial configuration (a unit quaternion for the base); its dtype (float64 or
+            float32) is the plan's.
         cost: the :class:`ContactCost` (default: stand in place).
         v0: ``(nv,)`` the initial velocity (default 0).
         dt: the nodes' spacing; the schedule's duration must be a whole number of ``dt``.
@@ -426,7 +427,9 @@ def optimize_on_contacts(
             been active for a node.
         solver: the :class:`InteriorPoint` settings (``tol``, default ``1e-6`` here in float64 and
             ``1e-4`` in float32, as the KKT error of the scaled problem; ``violation_tol``; ``max_iterations``; ``barrier_init``;
-            ``warm_barrier``); Gauss-Newton Hessians only.
+            ``warm_barrier``); Gauss-Newton Hessians only. Default: ``InteriorPoint(violation_tol=1e-6,
+            max_iterations=100, barrier_init=1e-2)``, ``violation_tol=1e-4`` in float32 (``q0``'s dtype),
+            where the gaps of the dynamics stall near ``1e-5``.
         init: a :class:`ContactResult` of the same problem structure to start from (its states,
             controls, slacks and multipliers, with ``warm_barrier``).
 
@@ -454,11 +457,14 @@ def optimize_on_contacts(
         ValueError: the schedule's first phase has no active contact: the robot would start in the air (give it the stance it starts in)
     """
     cost = ContactCost() if cost is None else cost
-    solver = InteriorPoint(max_iterations=100, barrier_init=1e-2) if solver is None else solver
-    if solver.hessian != "gauss-newton":
+    if solver is not None and solver.hessian != "gauss-newton":
         raise ValueError("optimize_on_contacts uses Gauss-Newton Hessians: InteriorPoint(hessian='gauss-newton')")
     problem = _problem(model, schedule, q0, v0, cost, dt, touchdown_tolerance)
-    tol = (1e-6 if jnp.finfo(problem.x0.dtype).bits >= 64 else 1e-4) if solver.tol is None else solver.tol
+    double = jnp.finfo(problem.x0.dtype).bits >= 64
+    if solver is None:
+        # in float32 the dynamics' gaps stall near 1e-5 (vd from M^-1 at single precision)
+        solver = InteriorPoint(violation_tol=1e-6 if double else 1e-4, max_iterations=100, barrier_init=1e-2)
+    tol = (1e-6 if double else 1e-4) if solver.tol is None else solver.tol
     state = (
         _cold_state(problem, solver.barrier_init)
         if init is None

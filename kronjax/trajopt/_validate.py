@@ -409,10 +409,12 @@ def _tracking_errors(model: Model, plan: Plan, ts, q):
 def _plan_figures(model: Model, schedule: ContactSchedule, bodies, plan: Plan) -> tuple[float, float, float, float]:
     """``(cone margin, normal force, stance violation, dynamics residual)`` of the plan at its
     samples (:class:`Validation`). A sample within ``1e-9 (1 + t)`` s before a phase boundary
-    belongs to the phase that starts there (a phase holds its start): the boundary's time is a sum
-    of durations, and its rounding (``0.02 + 0.25 + 0.02 > 0.29``) would otherwise give a planner's
-    node at the boundary the phase that ends there."""
-    times = plan.ts + 1e-9 * (1.0 + jnp.abs(plan.ts))
+    (``8 eps (1 + t)`` in the plan's precision, if coarser: ``1e-6 (1 + t)`` in float32) belongs to
+    the phase that starts there (a phase holds its start): the boundary's time is a sum of
+    durations, and its rounding (``0.02 + 0.25 + 0.02 > 0.29``, or a float32 node time ``0.27 ->
+    0.26999998``) would otherwise give a planner's node at the boundary the phase that ends there."""
+    slack = max(1e-9, 8.0 * float(jnp.finfo(plan.ts.dtype).eps))
+    times = plan.ts + slack * (1.0 + jnp.abs(plan.ts))
     active = np.asarray(jax.vmap(schedule.active_at)(times))
     nan = float("nan")
     margin, normal = (nan, nan) if plan.forces is None else _forces_margins(schedule, np.asarray(plan.forces), active)
