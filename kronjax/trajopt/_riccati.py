@@ -20,7 +20,7 @@ structure of FDDP (Mastalli et al., ICRA 2020) with the inequalities inside the 
 the costs (Pavlov, Shames and Manzie, "Interior point differential dynamic programming", IEEE TCST
 2021). The line search is on the multiple-shooting point (``x_k ⊕ alpha dx_k``, ``u_k + alpha du_k``:
 every node at once, no sequential rollout; FDDP's rollout with the feedback gains took the ANYmal
-trot of ``bench/legged_trajopt.py`` 29 iterations and 1.7 s, this 24 and 1.1 s), by IPOPT's acceptance test on the pair (infeasibility ``theta = sum |gap|_1 + sum |c +
+trot of ``bench/legged_trajopt.py`` 29 iterations, this 24), by IPOPT's acceptance test on the pair (infeasibility ``theta = sum |gap|_1 + sum |c +
 s|_1``, barrier objective ``phi``) against the current point (no filter), Armijo's on ``phi`` near
 feasibility. The dual infeasibility of the stopping test is that of the controls, ``R_u^T r + C_u^T
 lam + B^T p_{k+1}``, with the costates ``p`` of the adjoint recursion (the states' conditions hold by
