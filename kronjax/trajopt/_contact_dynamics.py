@@ -41,6 +41,14 @@ def contact_frames(model: Model, schedule: ContactSchedule, bodies: tuple[int, .
     return origins[index] + jnp.einsum("cij,cj->ci", rotations[index], points), rotations[index]
 
 
+def contact_motion(model: Model, schedule: ContactSchedule, bodies, q: Array, v: Array) -> tuple[Array, Array]:
+    """``(points, velocities)``, each ``(C, 3)``: the contact points and their velocities at ``(q,
+    v)`` in the base frame (one forward-mode pass of the forward kinematics)."""
+    return jax.jvp(
+        lambda d: contact_frames(model, schedule, bodies, unchecked_integrate(model, q, d))[0], (jnp.zeros_like(v),), (v,)
+    )
+
+
 def contact_residual(
     model: Model, schedule: ContactSchedule, bodies, q: Array, anchors: tuple[Array, Array]
 ) -> Float[Array, " R"]:
@@ -171,9 +179,9 @@ def damped_contact_dynamics_derivatives(
     (the inverse dynamics' analytical derivatives; the contacts' terms by one forward-mode pass in
     ``dq``), and the KKT matrix ``[[M, -A^T], [A, 0]]`` is solved once for all the columns. The
     same pass gives ``A``'s derivative ``H`` (``(R, nv, nv)``, ``H[r, i, k] = d A[r, i] / d dq_k``),
-    from which the ``dv`` columns follow without another: ``gamma = -H(v, v)`` is quadratic in
-    ``v``, so ``d gamma / dv = -(H v + H^T v)`` (half the forward-mode work of differentiating in
-    ``dv`` as well)."""
+    from which the ``dv`` columns follow without another: ``gamma_r = -sum_ik H[r, i, k] v_i v_k`` is
+    quadratic in ``v``, so ``d gamma_r / dv_j = -sum_k (H[r, j, k] + H[r, k, j]) v_k`` (half the
+    forward-mode work of differentiating in ``dv`` as well)."""
     n = model.nv
     on = rows.astype(q.dtype)
     full, gamma = contact_jacobian_and_drift(model, schedule, bodies, q, v)

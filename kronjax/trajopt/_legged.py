@@ -48,6 +48,7 @@ from ..dynamics import inverse_dynamics
 from ._contact_dynamics import (
     contact_frames,
     contact_jacobian,
+    contact_motion,
     damped_contact_dynamics,
     damped_contact_dynamics_derivatives,
     row_mask,
@@ -216,19 +217,9 @@ class _LeggedProblem(eqx.Module):
         v_next = v + self.dt * vd
         return unchecked_integrate(self.model, q, self.dt * v_next), v_next, forces, vd
 
-    def contact_motion(self, q, v):
-        """``(points, speeds)``, each ``(C, 3)``: the contact points and their velocities at
-        ``(q, v)`` (one forward-mode pass of the forward kinematics)."""
-        model, schedule, bodies = self.model, self.schedule, self.bodies
-        return jax.jvp(
-            lambda d: contact_frames(model, schedule, bodies, unchecked_integrate(model, q, d))[0],
-            (jnp.zeros_like(v),),
-            (v,),
-        )
-
     def residuals(self, q, v, u, forces, node: _Nodes, points, speeds):
         """The scaled cost residuals of a node; ``points`` and ``speeds`` are
-        :meth:`contact_motion`'s."""
+        :func:`contact_motion`'s."""
         cost, model = self.cost, self.model
         q_start = self.x0[: self.nq]
         progress = node.t / (self.nodes * self.dt)
@@ -311,9 +302,9 @@ class _LeggedProblem(eqx.Module):
 
         def local(dq, v, u, forces):
             x = unchecked_integrate(model, q, dq)
-            # the contact points and their velocities to first order in dq, from the Jacobians of
-            # the dynamics' pass: their values and derivatives at dq = 0 (all that is read) are
-            # exact, and no other pass of the kinematics is differentiated
+            # the contact points (three rows of A each) and their velocities to first order in dq,
+            # from the Jacobians of the dynamics' pass: their values and derivatives at dq = 0 (all
+            # that is read) are exact, and no other pass of the kinematics is differentiated
             moved = points + (jac @ dq).reshape(points.shape)
             speeds = (jac @ v + velocity_q @ dq).reshape(points.shape)
             return self.residuals(x, v, u, forces, node, moved, speeds), self.constraints(x, u, forces, node, moved)
@@ -344,7 +335,7 @@ class _LeggedProblem(eqx.Module):
         def node(q, v, u, node, q_next, v_next):
             q1, v1, forces, _ = self.step(q, v, u, node.active)
             gap = jnp.concatenate([difference(model, q_next, q1), v1 - v_next])
-            points, speeds = self.contact_motion(q, v)
+            points, speeds = contact_motion(model, self.schedule, self.bodies, q, v)
             return self.residuals(q, v, u, forces, node, points, speeds), self.constraints(q, u, forces, node, points), gap
 
         r, c, gaps = jax.vmap(node)(q, v, us, nodes, jnp.concatenate([q[1:], q[-1:]]), jnp.concatenate([v[1:], v[-1:]]))
