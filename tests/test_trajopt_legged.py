@@ -82,44 +82,56 @@ def test_contact_dynamics_derivatives_match_autodiff():
 def test_linearisation_matches_autodiff_of_the_values_it_steps_to():
     """The planner's Newton model (the KKT route's dynamics derivatives, and the costs' and
     constraints' Jacobians built from the contact Jacobians of that pass) against ``jax.jacfwd``
-    of the values its line search evaluates at the moved point (``shoot``), node by node: a hop
-    of the box on a leg, rolled out under torques so that the gaps are 0, with a lift-off and a
-    touchdown whose impact the landing cost reads."""
+    of the values its line search evaluates at the moved point (``shoot``), node by node, the
+    values themselves too: the box on a leg with a foot and a heel on different bodies, rolled out
+    under torques so that the gaps are 0, through lift-offs and touchdowns (whose impacts the
+    landing cost reads) where one contact holds while the other swings, to the last node."""
     import equinox as eqx
 
     from kronjax.trajopt._legged import _problem
 
     robot, foot = _box_on_a_leg()
-    schedule = trajopt.ContactSchedule([foot], [(0.1, ("foot",)), (0.1, ()), (0.1, ("foot",))])
+    heel = trajopt.Contact("heel", 0, point=(0.1, 0.05, -0.1), friction=0.6)
+    phases = [(0.1, ("foot",)), (0.1, ("heel",)), (0.1, ("foot", "heel")), (0.1, ("foot",))]
+    schedule = trajopt.ContactSchedule([foot, heel], phases)
     q0 = kj.integrate(robot, kj.neutral(robot), jnp.array([0.0, 0.0, 0.0, 0.05, -0.1, 0.02, 0.1]))
     v0 = jnp.array([0.2, -0.1, 0.4, 0.3, 0.5, -0.2, 1.0])
     cost = trajopt.ContactCost(displacement=(0.1, 0.05, 0.0), turn=0.3)
     problem = _problem(robot, schedule, q0, v0, cost, 0.05, 1e-3)
     nodes = problem.node_data()
-    us = jnp.array([[3.0], [-2.0], [1.0], [4.0], [-1.0], [0.5], [0.0]])
+    us = jnp.array([[3.0], [-2.0], [1.0], [4.0], [-1.0], [0.5], [2.0], [-3.0], [0.0]])
 
     def roll(x, node):
         q1, v1, _, _ = problem.step(x[:8], x[8:], *node)
         return jnp.concatenate([q1, v1]), x
 
-    xs = jnp.concatenate([jax.lax.scan(roll, problem.x0, (us[:-1], nodes.active[:-1]))[1], jnp.zeros((1, 15))])
-    xs = xs.at[-1].set(roll(xs[-2], (us[-2], nodes.active[-2]))[0])
+    last, xs = jax.lax.scan(roll, problem.x0, (us[:-1], nodes.active[:-1]))
+    xs = jnp.concatenate([xs, last[None]])
     lin, _ = eqx.filter_jit(lambda p, xs, us: p.linearise(xs, us))(problem, xs, us)
-    assert bool(jnp.any(nodes.active & ~nodes.previous))  # a touchdown node is among them
+    touchdowns = np.asarray(nodes.active & ~nodes.previous)
+    assert touchdowns[:, 0].any() and touchdowns[:, 1].any()  # each contact touches down at some node
 
     @jax.jit
     def autodiff(k):
         def values(dx, du):
             moved = problem.shoot(xs, us, jnp.zeros((len(xs), 14)).at[k].set(dx), jnp.zeros_like(us).at[k].set(du), 1.0)
-            return moved[2].r[k], moved[2].c[k], moved[2].gap[k]
+            gaps = jnp.concatenate([moved[2].gap, jnp.zeros((1, 14))])  # the last node has no gap
+            return moved[2].r[k], moved[2].c[k], gaps[k]
 
-        return jax.jacfwd(values, argnums=(0, 1))(jnp.zeros(14), jnp.zeros(1))
+        return values(jnp.zeros(14), jnp.zeros(1)), jax.jacfwd(values, argnums=(0, 1))(jnp.zeros(14), jnp.zeros(1))
 
-    for k in range(problem.nodes):
-        (r_x, r_u), (c_x, c_u), (f_x, f_u) = autodiff(k)
-        for mine, auto in ((lin.r_x, r_x), (lin.r_u, r_u), (lin.c_x, c_x), (lin.c_u, c_u), (lin.f_x, f_x), (lin.f_u, f_u)):
-            np.testing.assert_allclose(mine[k], auto, atol=1e-9 * (1.0 + float(jnp.max(jnp.abs(auto)))))
+    def close(mine, auto):
+        np.testing.assert_allclose(mine, auto, rtol=0, atol=1e-9 * (1.0 + float(jnp.max(jnp.abs(auto)))))
+
+    for k in range(problem.nodes + 1):
+        (r, c, gap), ((r_x, r_u), (c_x, c_u), (f_x, f_u)) = autodiff(k)
+        for mine, auto in ((lin.r, r), (lin.c, c), (lin.r_x, r_x), (lin.r_u, r_u), (lin.c_x, c_x), (lin.c_u, c_u)):
+            close(mine[k], auto)
+        if k < problem.nodes:
+            close(lin.f_x[k], f_x)
+            close(lin.f_u[k], f_u)
         np.testing.assert_allclose(lin.gap[k], 0.0, atol=1e-12)
+        np.testing.assert_allclose(gap, 0.0, atol=1e-12)
 
 
 class _LinearQuadratic:

@@ -188,7 +188,8 @@ def damped_contact_dynamics_derivatives(
     vd, forces, jac, factor, schur = _solve(model, q, v, tau, full, gamma - damping * (full @ v), rows)
     dtau_dq, dtau_dv, _ = inverse_dynamics_derivatives(model, q, v, vd)
 
-    def contact_terms(dq):  # A^T forces, the contacts' accelerations with Baumgarte's term at fixed vd, and A
+    # A itself is an output so that the pass's derivative of it (H) gives the dv columns
+    def contact_terms(dq):
         jac, gamma = contact_jacobian_and_drift(model, schedule, bodies, unchecked_integrate(model, q, dq), v)
         return jac.T @ forces, jac @ (vd + damping * v) - gamma, jac
 

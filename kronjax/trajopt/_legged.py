@@ -218,8 +218,9 @@ class _LeggedProblem(eqx.Module):
         return unchecked_integrate(self.model, q, self.dt * v_next), v_next, forces, vd
 
     def residuals(self, q, v, u, forces, node: _Nodes, points, speeds):
-        """The scaled cost residuals of a node; ``points`` and ``speeds`` are
-        :func:`contact_motion`'s."""
+        """The scaled cost residuals of a node; ``points`` and ``speeds`` (``(C, 3)``) are the
+        contact points and their velocities at ``(q, v)`` (:func:`contact_motion`), or, in the
+        linearisation, a surrogate exact to first order at its point."""
         cost, model = self.cost, self.model
         q_start = self.x0[: self.nq]
         progress = node.t / (self.nodes * self.dt)
@@ -278,13 +279,14 @@ class _LeggedProblem(eqx.Module):
     def _node(self, q, v, u, node: _Nodes, q_next, v_next):
         """One node's residuals, constraints and gap with their Jacobians, and its forces and
         accelerations."""
-        model, n = self.model, self.model.nv
-        dtype = q.dtype
+        model, n, dtype = self.model, self.model.nv, q.dtype
         actuation = self.actuation(dtype)
         rows = row_mask(self.schedule, node.active)
-        vd, forces, d_vd, d_forces, jac, velocity_q = damped_contact_dynamics_derivatives(
+        derivatives = damped_contact_dynamics_derivatives(
             model, self.schedule, self.bodies, q, v, actuation @ u, rows, 1.0 / self.dt, actuation
         )
+        vd, forces, d_vd, d_forces = derivatives.vd, derivatives.forces, derivatives.d_vd, derivatives.d_forces
+        jac, velocity_q = derivatives.jacobian, derivatives.velocity_q
         v1 = v + self.dt * vd
         q1 = unchecked_integrate(model, q, self.dt * v1)
         d_v1 = jnp.concatenate([jnp.zeros((n, n), dtype), jnp.eye(n, dtype=dtype), jnp.zeros((n, u.shape[0]), dtype)], axis=1)
@@ -297,14 +299,14 @@ class _LeggedProblem(eqx.Module):
         d_q1 = j_q @ jnp.eye(n, d_v1.shape[1], dtype=dtype) + self.dt * j_w @ d_v1
         d_next = jnp.concatenate([d_q1, d_v1])
         gap = jnp.concatenate([difference(model, q_next, q1), v1 - v_next])
-
         points, _ = contact_frames(model, self.schedule, self.bodies, q)
 
         def local(dq, v, u, forces):
             x = unchecked_integrate(model, q, dq)
-            # the contact points (three rows of A each) and their velocities to first order in dq,
-            # from the Jacobians of the dynamics' pass: their values and derivatives at dq = 0 (all
-            # that is read) are exact, and no other pass of the kinematics is differentiated
+            # the contact points and their velocities to first order in dq, from the Jacobians of
+            # the dynamics' pass (three rows of A per point: _problem refuses "6d" contacts): their
+            # values and derivatives at dq = 0 (all that is read) are exact, and no other pass of
+            # the kinematics is differentiated
             moved = points + (jac @ dq).reshape(points.shape)
             speeds = (jac @ v + velocity_q @ dq).reshape(points.shape)
             return self.residuals(x, v, u, forces, node, moved, speeds), self.constraints(x, u, forces, node, moved)
@@ -420,7 +422,8 @@ def optimize_on_contacts(
             ``1e-4`` in float32, as the KKT error of the scaled problem; ``violation_tol``; ``max_iterations``; ``barrier_init``;
             ``warm_barrier``); Gauss-Newton Hessians only. Default: ``InteriorPoint(violation_tol=1e-6,
             max_iterations=100, barrier_init=1e-2)``, ``violation_tol=1e-4`` in float32 (``q0``'s dtype),
-            where the gaps of the dynamics stall near ``1e-5``.
+            where the gaps of the dynamics stall near ``1e-5`` (a solver given in float32 needs
+            ``violation_tol=1e-4`` too).
         init: a :class:`ContactResult` of the same problem structure to start from (its states,
             controls, slacks and multipliers, with ``warm_barrier``).
 
@@ -451,11 +454,11 @@ def optimize_on_contacts(
     if solver is not None and solver.hessian != "gauss-newton":
         raise ValueError("optimize_on_contacts uses Gauss-Newton Hessians: InteriorPoint(hessian='gauss-newton')")
     problem = _problem(model, schedule, q0, v0, cost, dt, touchdown_tolerance)
-    double = jnp.finfo(problem.x0.dtype).bits >= 64
+    # in float32 the dynamics' gaps stall near 1e-5 (vd from M^-1 at single precision)
+    precision = 1e-6 if jnp.finfo(problem.x0.dtype).bits >= 64 else 1e-4
     if solver is None:
-        # in float32 the dynamics' gaps stall near 1e-5 (vd from M^-1 at single precision)
-        solver = InteriorPoint(violation_tol=1e-6 if double else 1e-4, max_iterations=100, barrier_init=1e-2)
-    tol = (1e-6 if double else 1e-4) if solver.tol is None else solver.tol
+        solver = InteriorPoint(violation_tol=precision, max_iterations=100, barrier_init=1e-2)
+    tol = precision if solver.tol is None else solver.tol
     state = (
         _cold_state(problem, solver.barrier_init)
         if init is None
@@ -587,9 +590,9 @@ def _plan(problem: _LeggedProblem, it: Iterate) -> Plan:
 @functools.cache
 def _compiled(backend: str):
     """:func:`_run` compiled for ``backend``; on the CPU without XLA's fusion emitters, as the other
-    solvers, and without its while-loop-invariant code motion: that pass alone took 26 of the 70 s
-    that ANYmal's trot compiled in (the iteration's body is large: every node's dynamics and their
-    derivatives), and the solve runs no slower without it. (XLA's lower optimisation levels compiled
+    solvers, and without its while-loop-invariant code motion: without it ANYmal's trot compiles in
+    44 s instead of 70 (the pass itself took 10.6 s, and the code it hoists out of the large loop
+    body cost the later passes the rest), and the solve runs no slower. (XLA's lower optimisation levels compiled
     faster too, but solved 3x slower.)"""
     options = None
     if backend == "cpu":
