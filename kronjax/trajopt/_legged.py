@@ -491,7 +491,7 @@ def _problem(model: Model, schedule: ContactSchedule, q0, v0, cost: ContactCost,
     bodies = schedule.bodies(model)
     flat = [contact.name for contact in schedule.contacts if contact.kind != "point"]
     if flat:
-        raise ValueError(f"optimize_on_contacts plans point contacts; {flat} are '6d' (a flat foot: use points at its corners)")
+        raise ValueError(f"optimize_on_contacts plans point contacts; {flat} are '6d' (flat feet are not planned yet)")
     q0 = model.check_q(jnp.asarray(q0), "q0")
     dtype = q0.dtype if jnp.issubdtype(q0.dtype, jnp.floating) else jnp.result_type(float)
     q0 = q0.astype(dtype)

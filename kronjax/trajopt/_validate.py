@@ -366,7 +366,8 @@ def _checked_plan(model: Model, schedule: ContactSchedule, plan: Plan) -> Plan:
 
 def check_independent_contacts(model: Model, schedule: ContactSchedule, bodies, plan: Plan) -> None:
     """Refuse a phase whose active contacts' rows are dependent at the plan's sample nearest its
-    start (more than two points of one rigid body, a point and a flat foot on one body): their
+    start (two or more points of one rigid body, whose distances are fixed; a point and a flat foot
+    on one body): their
     forces would be undetermined, the simulation's multipliers not finite."""
     starts = np.asarray(schedule.boundaries[:-1])
     samples = np.clip(np.searchsorted(np.asarray(plan.ts), starts), 0, plan.ts.shape[0] - 1)
@@ -380,7 +381,7 @@ def check_independent_contacts(model: Model, schedule: ContactSchedule, bodies, 
                 names = [name for name, on in zip(schedule.names, held) if on]
                 raise ValueError(
                     f"phase {p}: the {int(rows.sum())} rows of its contacts {names} have rank {rank} at t = "
-                    f"{float(plan.ts[samples[p]]):.4g} s: redundant contacts (more than two points of one rigid body, "
+                    f"{float(plan.ts[samples[p]]):.4g} s: redundant contacts (two or more points of one rigid body, "
                     "or a point and a flat foot on one body) leave their forces undetermined"
                 )
 
