@@ -1,6 +1,7 @@
 """kronjax's legged trajectory optimisation against Crocoddyl's FDDP on the same trot of ANYmal B:
-``python -m bench.legged_trajopt [--repeats 5] [--crocoddyl PYTHON]`` (also ``python -m
-bench.trajopt --legged``).
+``python -m bench.legged_trajopt [--repeats 5] [--crocoddyl PYTHON] [--jump] [--humanoid]`` (also
+``python -m bench.trajopt --legged``); ``--jump`` and ``--humanoid`` add kronjax's rows of ANYmal's
+jump and of the Unitree G1 shifting its weight on flat feet (:func:`weight_shift_problem`).
 
 The gait of Crocoddyl's shipped example (``bench/crocoddyl_gaits.py``: ``createTrottingProblem``
 from standing, a first diagonal step of half the step length, 0.15 m): the same robot file, the
@@ -61,6 +62,40 @@ def jump_problem():
     return model, schedule, q0, trajopt.ContactCost(displacement=(0.2, 0.0, 0.0), clearance=0.1)
 
 
+def weight_shift_problem():
+    """``(model, schedule, q0, cost)`` of the humanoid Unitree G1 (``example-robot-data``'s
+    ``g1_29dof_rev_1_0.urdf``, nv = 35) shifting its weight 8 cm to the left over 0.6 s on its two
+    flat feet: ``"6d"`` contacts whose soles (17 x 5 cm, friction 0.7) are the rectangles of the
+    URDF's collision spheres under each ``*_ankle_roll_link``, from a stance with the knees bent
+    0.6 rad. Every joint is given a rotor inertia of 0.01 kg m^2 (``model.armature``: the order of
+    G1's motors reflected through their gears, which the URDF leaves out): without it the ankles'
+    and wrists' inertias of 4e-4 kg m^2 make the mass matrix's condition number 1e5 and the
+    planner did not converge in 100 iterations."""
+    import equinox as eqx
+    import jax.numpy as jnp
+
+    import kronjax as kj
+    from kronjax import trajopt
+
+    from .legged import robot_file
+
+    model = kj.load_urdf(robot_file("g1_description/urdf/g1_29dof_rev_1_0.urdf"), floating_base=True)
+    rotors = jnp.concatenate([jnp.zeros(6), jnp.full(model.nv - 6, 0.01)])
+    model = eqx.tree_at(lambda m: m.armature, model, rotors, is_leaf=lambda x: x is None)
+    q0 = kj.neutral(model)
+    for side in ("left", "right"):
+        for joint, angle in (("hip_pitch", -0.3), ("knee", 0.6), ("ankle_pitch", -0.3)):
+            q0 = q0.at[model.configuration_index(f"{side}_{joint}_joint")].set(angle)
+    soles = [
+        trajopt.Contact(
+            side[0].upper(), f"{side}_ankle_roll_link", point=(0.035, 0.0, -0.035), friction=0.7, kind="6d", size=(0.17, 0.05)
+        )
+        for side in ("left", "right")
+    ]
+    schedule = trajopt.ContactSchedule(soles, [(0.3, ("L", "R")), (0.3, ("L", "R"))])
+    return model, schedule, q0, trajopt.ContactCost(displacement=(0.0, 0.08, 0.0))
+
+
 def _crocoddyl(python: str | None, repeats: int) -> dict:
     if python is None:
         lines = [json.loads(line) for line in RECORDED.read_text().splitlines() if line.strip().startswith("{")]
@@ -71,11 +106,26 @@ def _crocoddyl(python: str | None, repeats: int) -> dict:
     return dict(json.loads(out.stdout.strip().splitlines()[-1]), source="measured in this run")
 
 
+def _extra(problem, repeats: int, dt: float):
+    """``(result, first call, solve times, validations without and with a PD term)`` of one of
+    kronjax's problems (``(model, schedule, q0, cost)``) planned at nodes ``dt`` apart."""
+    from kronjax import trajopt
+
+    model, schedule, q0, cost = problem
+    start = time.perf_counter()
+    result = trajopt.optimize_on_contacts(model, schedule, q0, cost, dt=dt)
+    first_call = time.perf_counter() - start
+    times = [trajopt.optimize_on_contacts(model, schedule, q0, cost, dt=dt).report.wall_time for _ in range(repeats)]
+    checks = [trajopt.validate(model, schedule, result.plan, kp=kp, kd=kd, hold=True) for kp, kd in ((0.0, 0.0), (50.0, 2.0))]
+    return result, first_call, times, checks
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(prog="python -m bench.legged_trajopt", description=__doc__)
     parser.add_argument("--repeats", type=int, default=5, help="timed second calls (medians and ranges)")
     parser.add_argument("--crocoddyl", metavar="PYTHON", help="the interpreter of Crocoddyl's environment")
     parser.add_argument("--jump", action="store_true", help="also plan the jump of jump_problem (kronjax only)")
+    parser.add_argument("--humanoid", action="store_true", help="also plan weight_shift_problem's humanoid (kronjax only)")
     args = parser.parse_args(argv)
     import jax
 
@@ -99,19 +149,13 @@ def main(argv=None) -> dict:
         checks[name] = [
             trajopt.validate(model, plan_schedule, plan, kp=kp, kd=kd, hold=True) for kp, kd in ((0.0, 0.0), (50.0, 2.0))
         ]
+    extras = {}
     if args.jump:
-        jump_model, jump_schedule, jump_q0, jump_cost = jump_problem()
-        start = time.perf_counter()
-        jump = trajopt.optimize_on_contacts(jump_model, jump_schedule, jump_q0, jump_cost)
-        jump_first = time.perf_counter() - start
-        jump_times = [
-            trajopt.optimize_on_contacts(jump_model, jump_schedule, jump_q0, jump_cost).report.wall_time
-            for _ in range(args.repeats)
-        ]
-        checks["kronjax, jump"] = [
-            trajopt.validate(jump_model, jump_schedule, jump.plan, kp=kp, kd=kd, hold=True)
-            for kp, kd in ((0.0, 0.0), (50.0, 2.0))
-        ]
+        extras["the jump (0.2 m forward, 0.2 s in the air)"] = _extra(jump_problem(), args.repeats, dt=0.01)
+    if args.humanoid:
+        extras["Unitree G1 (nv 35, flat feet) shifting its weight 8 cm"] = _extra(weight_shift_problem(), args.repeats, dt=0.02)
+    for name, (_, _, _, validations) in extras.items():
+        checks[f"kronjax, {name.split(' (')[0]}"] = validations
     croc = _crocoddyl(args.crocoddyl, args.repeats)
     print(f"ANYmal B trot, 0.15 m, 56 nodes of 10 ms, on {sys.platform}; python -m bench.legged_trajopt")
     print("| planner | solve (median, range) | first call (compile) | iterations | violation | cones | torque limits |")
@@ -126,12 +170,11 @@ def main(argv=None) -> dict:
         f"({croc['t_solve_min_s']:.3f}-{croc['t_solve_max_s']:.3f}) | - | {croc['iterations']} | {croc['max_dynamics_gap_inf']:.1e} "
         "| cost | none |"
     )
-    if args.jump:
-        rise = float(jump.plan.q[:, 2].max() - jump.plan.q[0, 2])
+    for name, (result, first_call, times, _) in extras.items():
         print(
-            f"| kronjax, the jump (0.2 m forward, 0.2 s in the air, base {rise * 100:.1f} cm up) | {np.median(jump_times):.3f} s "
-            f"({min(jump_times):.3f}-{max(jump_times):.3f}) | {jump_first:.1f} s ({jump.report.compile_time:.1f} s) "
-            f"| {jump.report.iterations} | {jump.report.violation:.1e} | pyramids, constraints | 80 N m, constraints |"
+            f"| kronjax, {name} | {np.median(times):.3f} s ({min(times):.3f}-{max(times):.3f}) | {first_call:.1f} s "
+            f"({result.report.compile_time:.1f} s) | {result.report.iterations} ({result.report.status}) "
+            f"| {result.report.violation:.1e} | constraints | constraints |"
         )
     print()
     print(

@@ -10,6 +10,9 @@
 - Crocoddyl's plan of ANYmal trotting holds in kronjax's equations of motion, and kronjax's
   simulation of it stays within 3 mm (slow tier); ANYmal standing on its four feet under
   the torques and forces of Pinocchio's statics stays where it is (extended tier);
+- a flat foot's wrench cone (``Contact.cone``, Caron et al.'s closed form) against the wrenches
+  that forces at its sole's corners inside their friction pyramids sum to (a linear program of
+  SciPy's), and a point contact's pyramid against its faces' definition;
 - bad input gets clear errors.
 """
 
@@ -154,12 +157,59 @@ def test_a_plans_feet_may_move_between_two_stances_that_no_sample_separates():
     assert _plan_figures(box, one_stance, one_stance.bodies(box), plan)[2] == pytest.approx(0.1)
 
 
+def test_wrench_cone_is_the_sum_of_the_corners_pyramids():
+    """A wrench is inside a flat foot's cone (every face of ``Contact.cone`` <= 0) exactly when
+    forces at its sole's four corners, each inside the pyramid ``|f_x|, |f_y| <= mu / sqrt 2 f_z``
+    of the sole's frame, sum to it: a linear program in the 16 edges' coefficients (SciPy's
+    HiGHS), for a sole turned about the vertical and tilted, on random wrenches of which about a
+    quarter are inside; the faces are in newtons, so their largest is the distance a wrench is
+    out."""
+    from scipy.optimize import linprog
+
+    from kronjax._lie import exp3
+
+    sole = trajopt.Contact("sole", 0, point=(0.03, 0.01, -0.05), friction=0.6, kind="6d", size=(0.2, 0.08))
+    rotation = np.asarray(exp3(jnp.array([0.1, -0.05, 0.7])))
+    mu = 0.6 / np.sqrt(2.0)
+    edges = []
+    for corner in np.asarray(sole.support - sole.point):
+        for sx, sy in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
+            force = rotation @ np.array([sx * mu, sy * mu, 1.0])
+            edges.append(np.concatenate([force, np.cross(rotation @ corner, force)]))
+    edges = np.array(edges).T
+    rng = np.random.default_rng(0)
+    wrenches = rng.normal(size=(600, 6)) * np.array([1.0, 1.0, 1.0, 0.1, 0.1, 0.1])
+    wrenches = np.concatenate(
+        [wrenches[:, :3] @ rotation.T * [1, 1, 0] + np.abs(wrenches[:, 2:3]) * 3 * rotation[:, 2], wrenches[:, 3:] @ rotation.T],
+        axis=1,
+    )
+    faces = np.asarray(jax.vmap(lambda w: sole.cone(w, jnp.asarray(rotation)))(jnp.asarray(wrenches)))
+    assert faces.shape == (600, 16)
+    inside = 0
+    for wrench, worst in zip(wrenches, faces.max(axis=1)):
+        if abs(worst) < 1e-6:
+            continue  # on a face: either answer is right
+        feasible = linprog(np.zeros(16), A_eq=edges, b_eq=wrench, bounds=(0, None), method="highs").status == 0
+        assert feasible == (worst < 0), (wrench, worst)
+        inside += feasible
+    assert 100 < inside < 500
+    # sums of the edges are inside
+    generated = rng.uniform(size=(50, 16)) @ edges.T
+    assert np.asarray(jax.vmap(lambda w: sole.cone(w, jnp.asarray(rotation)))(jnp.asarray(generated))).max() < 1e-12
+    # a point contact's four faces: +-f_x +- f_y - mu f_z
+    point = trajopt.Contact("toe", 0, friction=0.5)
+    np.testing.assert_allclose(point.cone(jnp.array([1.0, -2.0, 4.0]), jnp.eye(3)), [-3.0, 1.0, -5.0, -1.0])
+
+
 @pytest.mark.parametrize(
     "make, message",
     [
         (lambda: trajopt.Contact("sole", 0, friction=-0.5), "friction must be a finite number >= 0"),
         (lambda: trajopt.Contact("sole", 0, kind="line"), "kind must be one of"),
         (lambda: trajopt.Contact("sole", 0, point=(0.0, 0.0)), "point must be a 3-vector"),
+        (lambda: trajopt.Contact("sole", 0, kind="6d", size=(0.2,)), "size must be (length, width)"),
+        (lambda: trajopt.Contact("sole", 0, kind="6d", size=(0.2, -0.1)), "size must be finite lengths >= 0"),
+        (lambda: trajopt.Contact("toe", 0, size=(0.2, 0.1)), "a point contact has no size"),
         (lambda: trajopt.ContactSchedule([_sole()], []), "at least one phase"),
         (lambda: trajopt.ContactSchedule([], [(0.1, ())]), "at least one contact"),
         (lambda: trajopt.ContactSchedule([_sole(), _sole()], [(0.1, ())]), "names must be unique"),

@@ -79,20 +79,27 @@ def test_contact_dynamics_derivatives_match_autodiff():
     np.testing.assert_allclose(derivatives.velocity_q, velocity, atol=1e-12 * float(jnp.max(jnp.abs(velocity))))
 
 
-def test_linearisation_matches_autodiff_of_the_values_it_steps_to():
+@pytest.mark.parametrize("heel", ["point", "6d"])
+def test_linearisation_matches_autodiff_of_the_values_it_steps_to(heel):
     """The planner's Newton model (the KKT route's dynamics derivatives, and the costs' and
     constraints' Jacobians built from the contact Jacobians of that pass) against ``jax.jacfwd``
     of the values its line search evaluates at the moved point (``shoot``), node by node, the
     values themselves too: the box on a leg with a foot and a heel on different bodies, rolled out
     under torques so that the gaps are 0, through lift-offs and touchdowns (whose impacts the
-    landing cost reads) where one contact holds while the other swings, to the last node."""
+    landing cost reads) where one contact holds while the other swings, to the last node. The heel
+    is a point, or a flat sole (``"6d"``: its wrench cone in the sole's turning frame, its corners'
+    heights and landing speeds)."""
     import equinox as eqx
 
     from kronjax.trajopt._legged import _problem
 
     robot, foot = _box_on_a_leg()
-    heel = trajopt.Contact("heel", 0, point=(0.1, 0.05, -0.1), friction=0.6)
-    phases = [(0.1, ("foot",)), (0.1, ("heel",)), (0.1, ("foot", "heel")), (0.1, ("foot",))]
+    if heel == "point":
+        heel = trajopt.Contact("heel", 0, point=(0.1, 0.05, -0.1), friction=0.6)
+        phases = [(0.1, ("foot",)), (0.1, ("heel",)), (0.1, ("foot", "heel")), (0.1, ("foot",))]
+    else:  # a sole and a foot (9 rows) would over-constrain the box's 7 coordinates
+        heel = trajopt.Contact("heel", 0, point=(0.1, 0.05, -0.1), friction=0.6, kind="6d", size=(0.12, 0.08))
+        phases = [(0.1, ("foot",)), (0.1, ("heel",)), (0.1, ("foot",)), (0.1, ("heel",))]
     schedule = trajopt.ContactSchedule([foot, heel], phases)
     q0 = kj.integrate(robot, kj.neutral(robot), jnp.array([0.0, 0.0, 0.0, 0.05, -0.1, 0.02, 0.1]))
     v0 = jnp.array([0.2, -0.1, 0.4, 0.3, 0.5, -0.2, 1.0])
@@ -228,6 +235,13 @@ def test_bad_input_gets_clear_errors():
     corners = [trajopt.Contact(f"c{k}", 0, point=(sx * 0.1, 0.1, -0.1)) for k, sx in enumerate([1, -1])]
     with pytest.raises(ValueError, match="rank 5 .* redundant contacts"):
         trajopt.optimize_on_contacts(robot, trajopt.ContactSchedule(corners, [(0.1, ("c0", "c1"))]), q0)
+    unsized = trajopt.Contact("sole", 1, point=(0.0, 0.0, -0.4), kind="6d")
+    with pytest.raises(ValueError, match=r"flat feet \['sole'\] need their sole's size"):
+        trajopt.optimize_on_contacts(robot, trajopt.ContactSchedule([unsized], [(0.1, ("sole",))]), q0)
+    tilted = trajopt.Contact("sole", 1, point=(0.0, 0.0, -0.4), kind="6d", size=(0.2, 0.1))
+    tilted_q0 = q0.at[-1].set(0.3)  # the leg's joint turns the sole off the ground's plane
+    with pytest.raises(ValueError, match=r"sole's corners\) are at heights"):
+        trajopt.optimize_on_contacts(robot, trajopt.ContactSchedule([tilted], [(0.1, ("sole",))]), tilted_q0)
     two = trajopt.ContactSchedule([foot, trajopt.Contact("heel", 0, point=(0.0, 0.0, 0.3))], [(0.1, ("foot", "heel"))])
     with pytest.raises(ValueError, match="the ground is flat"):
         trajopt.optimize_on_contacts(robot, two, q0)
@@ -307,3 +321,49 @@ def test_anymal_trots_forward():
     validation = trajopt.validate(model.astype(jnp.float32), schedule, single.plan, kp=50.0, kd=2.0, hold=True)
     assert validation.base_drift < 0.02 and validation.plan_cone_margin > -1e-4 * weight, validation
     assert validation.plan_dynamics_residual < 1e-3 * weight, validation.plan_dynamics_residual
+
+
+@pytest.mark.slow  # compiles the planner for the G1's 30 nodes (about a minute)
+def test_humanoid_shifts_its_weight_on_flat_feet():
+    """The Unitree G1 (nv = 35) shifting its weight 8 cm to the left on its two flat feet
+    (``"6d"`` contacts, ``bench.legged_trajopt.weight_shift_problem``): the plan converges
+    (violation <= 1e-6); every node's wrench of each sole is inside its contact wrench cone (the
+    cone's faces, themselves checked against a linear program in ``test_trajopt_contacts``) with
+    its margin stated, so that the centre of pressure stays on the sole; its nodes satisfy the
+    equations of motion written with the inverse dynamics; the soles stay where they are; the base
+    ends over the left foot's side, 8 cm across; the simulation of ``validate`` under the plan's
+    torques and a PD term stays within 1 cm."""
+    from zoo import zoo_files
+
+    if "g1_description/urdf/g1_29dof_rev_1_0.urdf" not in zoo_files():
+        pytest.skip("example-robot-data is not installed")
+    from bench.legged_trajopt import weight_shift_problem
+    from kronjax.trajopt._contact_dynamics import contact_frames
+
+    model, schedule, q0, cost = weight_shift_problem()
+    result = trajopt.optimize_on_contacts(model, schedule, q0, cost, dt=0.02)
+    report, plan = result.report, result.plan
+    assert report.converged and report.violation <= 1e-6, report
+    weight = float(jnp.sum(model.inertials.mass)) * 9.81
+    # the nodes' forces (the last node's are those of the last torques held, not planned)
+    rotations = jax.vmap(lambda q: contact_frames(model, schedule, schedule.bodies(model), q)[1])(plan.q[:-1])
+    wrenches = plan.forces[:-1].reshape(len(plan.ts) - 1, 2, 6)
+    faces = np.stack(
+        [np.asarray(jax.vmap(sole.cone)(wrenches[:, c], rotations[:, c])) for c, sole in enumerate(schedule.contacts)]
+    )
+    assert faces.shape == (2, len(plan.ts) - 1, 16) and faces.max() <= 1e-6 * weight, faces.max()
+    # the centre of pressure of each sole, in the sole's frame, inside its 17 x 5 cm rectangle
+    local = np.einsum("kcji,kcj->kci", np.asarray(rotations), np.asarray(wrenches[..., 3:]))
+    force = np.einsum("kcji,kcj->kci", np.asarray(rotations), np.asarray(wrenches[..., :3]))
+    cop = np.stack([-local[..., 1], local[..., 0]], axis=-1) / force[..., 2:3]
+    assert np.all(np.abs(cop) <= np.array([0.085, 0.025]) * (1 + 1e-6)), np.abs(cop).max(axis=(0, 1))
+    base = plan.q[-1, :3] - plan.q[0, :3]
+    assert abs(float(base[1]) - 0.08) < 0.01 and abs(float(base[0])) < 0.01, base
+    validation = trajopt.validate(model, schedule, plan, kp=50.0, kd=2.0, hold=True)
+    assert validation.plan_dynamics_residual < 1e-8, validation.plan_dynamics_residual
+    assert validation.plan_stance_violation < 1e-3, validation.plan_stance_violation
+    assert validation.base_drift < 0.01, validation.base_drift
+    print(
+        f"G1 weight shift: {report.iterations} iterations, wrench cone margin {-faces.max():.3g} N, "
+        f"base drift {validation.base_drift:.3g} m, simulated cone margin {validation.cone_margin:.3g} N"
+    )

@@ -96,7 +96,8 @@ from ._costs import (
     TorqueEffort,
 )
 from ._interior_point import InteriorPoint, InteriorPointState
-from ._legged import ContactCost, ContactReport, ContactResult, optimize_on_contacts
+from ._legged import ContactReport, ContactResult, optimize_on_contacts
+from ._legged_transcription import ContactCost
 from ._optimize import NotConvergedWarning, Result, optimize, print_progress
 from ._problem import Problem
 from ._solver import Progress, SolverReport

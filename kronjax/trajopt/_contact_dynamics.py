@@ -41,12 +41,30 @@ def contact_frames(model: Model, schedule: ContactSchedule, bodies: tuple[int, .
     return origins[index] + jnp.einsum("cij,cj->ci", rotations[index], points), rotations[index]
 
 
-def contact_motion(model: Model, schedule: ContactSchedule, bodies, q: Array, v: Array) -> tuple[Array, Array]:
-    """``(points, velocities)``, each ``(C, 3)``: the contact points and their velocities at ``(q,
-    v)`` in the base frame (one forward-mode pass of the forward kinematics)."""
+def contact_motion(model: Model, schedule: ContactSchedule, bodies, q: Array, v: Array) -> tuple[tuple, tuple]:
+    """``((points, rotations), (velocities, rotation rates))`` at ``(q, v)``: :func:`contact_frames`
+    (``(C, 3)`` and ``(C, 3, 3)``) and their time derivatives, in the base frame (one forward-mode
+    pass of the forward kinematics)."""
     return jax.jvp(
-        lambda d: contact_frames(model, schedule, bodies, unchecked_integrate(model, q, d))[0], (jnp.zeros_like(v),), (v,)
+        lambda d: contact_frames(model, schedule, bodies, unchecked_integrate(model, q, d)), (jnp.zeros_like(v),), (v,)
     )
+
+
+def support_points(schedule: ContactSchedule, points: Array, rotations: Array) -> Float[Array, "K 3"]:
+    """``(K, 3)`` every contact's :attr:`~Contact.support` points (its point, or a sole's four
+    corners) in the base frame, from the contact points ``(C, 3)`` and their bodies' rotations
+    ``(C, 3, 3)``; linear in both, so that their velocities are this map of the points'
+    velocities and the rotations' rates."""
+    rows = []
+    for c, contact in enumerate(schedule.contacts):
+        offsets = (contact.support - contact.point).astype(points.dtype)
+        rows.append(points[c] + offsets @ rotations[c].T)
+    return jnp.concatenate(rows)
+
+
+def support_owner(schedule: ContactSchedule) -> np.ndarray:
+    """``(K,)`` the contact of each of :func:`support_points`' rows."""
+    return np.repeat(np.arange(schedule.num_contacts), [contact.support.shape[0] for contact in schedule.contacts])
 
 
 def contact_residual(

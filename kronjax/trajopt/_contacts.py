@@ -33,7 +33,8 @@ class Contact(eqx.Module):
     ``kind="point"``: a point of the body stays where it touched down, held by a force (3 rows);
     ``kind="6d"``: the body's frame stays where it touched down, position and orientation (a flat
     foot), held by a wrench (6 rows: the force at the point, then the moment about it), both in
-    the base frame's axes.
+    the base frame's axes. A flat foot's sole is the rectangle of ``size`` centred at ``point`` in
+    the plane of the body frame's ``x`` and ``y`` axes, its normal the body's ``z`` axis.
 
     Args:
         name: how schedules name the contact (unique within a schedule).
@@ -43,6 +44,9 @@ class Contact(eqx.Module):
         friction: the Coulomb friction coefficient ``mu >= 0`` of the cone
             ``|f_t| <= mu f_n``.
         kind: ``"point"`` (default) or ``"6d"``.
+        size: ``(2,)`` a ``"6d"`` contact's sole, its length along the body's ``x`` axis and width
+            along its ``y`` axis (metres; default 0, which :func:`optimize_on_contacts` refuses:
+            its wrench cone needs the sole's size).
 
     Example:
         ANYmal's left front foot, a point 0.1 m below the shank's frame (illustrative), on a floor
@@ -56,6 +60,12 @@ class Contact(eqx.Module):
         Traceback (most recent call last):
         ...
         ValueError: contact 'LF': friction must be a finite number >= 0, got -0.5
+
+        A flat foot: a sole 20 cm long and 8 cm wide, its centre 5 cm below the ankle's frame:
+
+        >>> sole = trajopt.Contact("L", "l_ankle", point=(0.03, 0.0, -0.05), friction=0.7, kind="6d", size=(0.2, 0.08))
+        >>> sole.rows, sole.size.tolist(), sole.support.shape
+        (6, [0.2, 0.08], (4, 3))
     """
 
     name: str = eqx.field(static=True)
@@ -63,6 +73,7 @@ class Contact(eqx.Module):
     point: Float[Array, 3]
     friction: Float[Array, ""]
     kind: str = eqx.field(static=True)
+    size: Float[Array, 2]
 
     def __init__(
         self,
@@ -71,6 +82,7 @@ class Contact(eqx.Module):
         point: ArrayLike | Sequence[float] = (0.0, 0.0, 0.0),
         friction: ArrayLike = 1.0,
         kind: str = "point",
+        size: ArrayLike | Sequence[float] = (0.0, 0.0),
     ):
         if not isinstance(name, str) or not name:
             raise TypeError(f"a contact's name must be a non-empty string, got {name!r}")
@@ -84,12 +96,61 @@ class Contact(eqx.Module):
             raise ValueError(f"contact {name!r}: friction must be a scalar, got shape {friction.shape}")
         if _is_concrete(friction) and not (np.isfinite(float(friction)) and float(friction) >= 0.0):
             raise ValueError(f"contact {name!r}: friction must be a finite number >= 0, got {float(friction)!r}")
-        self.name, self.body, self.point, self.friction, self.kind = name, body, point, friction, kind
+        size = jnp.asarray(size, dtype=jnp.result_type(float))
+        if size.shape != (2,):
+            raise ValueError(f"contact {name!r}: size must be (length, width), got shape {size.shape}")
+        if _is_concrete(size) and not (np.all(np.isfinite(size)) and np.all(np.asarray(size) >= 0.0)):
+            raise ValueError(f"contact {name!r}: size must be finite lengths >= 0, got {np.asarray(size).tolist()}")
+        if kind == "point" and _is_concrete(size) and np.any(np.asarray(size) != 0.0):
+            raise ValueError(f"contact {name!r}: a point contact has no size (a flat foot is kind='6d')")
+        self.name, self.body, self.point, self.friction, self.kind, self.size = name, body, point, friction, kind, size
 
     @property
     def rows(self) -> int:
         """The number of constraint rows and force components: 3 (point) or 6 (``"6d"``)."""
         return 3 if self.kind == "point" else 6
+
+    @property
+    def support(self) -> Float[Array, "K 3"]:
+        """``(K, 3)`` the points that bear on the ground, in the body frame: the contact point
+        (``K = 1``), or a ``"6d"`` contact's sole corners (``K = 4``: ``(+x, +y), (+x, -y), (-x,
+        +y), (-x, -y)`` half-sizes about the point)."""
+        if self.kind == "point":
+            return self.point[None]
+        half = 0.5 * self.size
+        signs = jnp.array([(1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0)], half.dtype)
+        return self.point + jnp.concatenate([signs * half, jnp.zeros((4, 1), half.dtype)], axis=1)
+
+    def cone(self, wrench: Float[Array, " rows"], rotation: Float[Array, "3 3"]) -> Float[Array, " faces"]:
+        """The faces of the contact's friction cone at ``wrench`` (its rows of the contact forces,
+        base-frame axes), each ``<= 0`` inside, in newtons.
+
+        A point contact: the four faces ``+-f_x +- f_y - mu f_z`` of the pyramid inscribed in the
+        cone ``|f_t| <= mu f_n`` (``rotation`` unused). A ``"6d"`` contact: the contact wrench
+        cone of its rectangular sole (Caron, Pham and Nakamura, RSS 2015, eqs. 15-18), the
+        wrenches that forces at the sole's corners inside pyramids ``|f_x|, |f_y| <= mu' f_z``
+        (``mu' = mu / sqrt 2``, inscribed in the cone) sum to: in the sole's frame (``rotation``,
+        the body's, ``(3, 3)``), with ``f`` the force and ``tau`` the moment about the centre, and
+        half-sizes ``X`` and ``Y``, the 16 faces ``|f_x|, |f_y| <= mu' f_z`` (4), ``|tau_x| <= Y
+        f_z``, ``|tau_y| <= X f_z`` (4, the centre of pressure on the sole; over ``Y`` and ``X``)
+        and ``tau_min <= tau_z <= tau_max`` (8, over ``X + Y``), where ``tau_min = -mu' (X + Y)
+        f_z + |Y f_x - mu' tau_x| + |X f_y - mu' tau_y|`` and ``tau_max = mu' (X + Y) f_z - |Y
+        f_x + mu' tau_x| - |X f_y + mu' tau_y|``."""
+        mu = self.friction.astype(wrench.dtype)
+        signs = [(1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0)]
+        if self.kind == "point":
+            return jnp.stack([sx * wrench[0] + sy * wrench[1] - mu * wrench[2] for sx, sy in signs])
+        f, tau = rotation.T @ wrench[:3], rotation.T @ wrench[3:]
+        half_x, half_y = 0.5 * self.size.astype(wrench.dtype)
+        mu = mu / np.sqrt(2.0)
+        span = half_x + half_y
+        faces = [s * f[i] - mu * f[2] for i in (0, 1) for s in (1.0, -1.0)]
+        faces += [s * tau[0] / half_y - f[2] for s in (1.0, -1.0)] + [s * tau[1] / half_x - f[2] for s in (1.0, -1.0)]
+        for sx, sy in signs:
+            low = -mu * span * f[2] + sx * (half_y * f[0] - mu * tau[0]) + sy * (half_x * f[1] - mu * tau[1])
+            high = -mu * span * f[2] + sx * (half_y * f[0] + mu * tau[0]) + sy * (half_x * f[1] + mu * tau[1])
+            faces += [(low - tau[2]) / span, (tau[2] + high) / span]
+        return jnp.stack(faces)
 
 
 class ContactSchedule(eqx.Module):

@@ -86,7 +86,9 @@ class Validation(NamedTuple):
             (the floating base), in metres.
         joint_error: the largest tracking error of an actuated coordinate (rad or m).
         cone_margin: the smallest ``mu f_n - |f_t|`` of the simulated forces of active contacts
-            (N; negative: the foot would slip); ``nan`` if no contact is ever active.
+            (N; negative: the foot would slip), and of a flat foot with a ``size`` the faces of
+            its wrench cone's centre of pressure and yaw moment too (:meth:`Contact.cone`, in N; negative: the
+            sole would tip or twist); ``nan`` if no contact is ever active.
         normal_force: the smallest simulated normal force of an active contact (N; negative: the
             ground would have to pull); ``nan`` if none is active.
         touchdown_speed: the largest speed of a contact point just before it touches down in the
@@ -149,16 +151,23 @@ def _reference(model: Model, plan: Plan, t, held_at=None):
     return q, (1 - alpha) * plan.v[k] + alpha * plan.v[k + 1], tau
 
 
-def _forces_margins(schedule: ContactSchedule, forces, active) -> tuple[float, float]:
-    """``(min mu f_n - |f_t|, min f_n)`` over the active contacts (``forces`` ``(S, R)``,
-    ``active`` ``(S, C)``); ``nan`` where none is active."""
+def _forces_margins(schedule: ContactSchedule, forces, active, rotations) -> tuple[float, float]:
+    """``(min margin, min f_n)`` over the active contacts (``forces`` ``(S, R)``, ``active`` ``(S,
+    C)``, the contacts' bodies' ``rotations`` ``(S, C, 3, 3)``); ``nan`` where none is active. A
+    contact's margin is ``mu f_n - |f_t|``; a flat foot's with a ``size``, the least of that and its
+    wrench cone's other faces (:meth:`Contact.cone`: its centre of pressure and its yaw moment, in
+    newtons)."""
     margins, normals = [], []
     start = 0
     for c, contact in enumerate(schedule.contacts):
-        f = forces[:, start : start + 3]
+        f = forces[:, start : start + contact.rows]
         on = active[:, c]
+        margin = float(contact.friction) * f[:, 2] - np.hypot(f[:, 0], f[:, 1])
+        if contact.kind == "6d" and np.all(np.asarray(contact.size) > 0):
+            faces = jax.vmap(contact.cone)(jnp.asarray(f), jnp.asarray(rotations[:, c]))
+            margin = np.minimum(margin, -np.max(np.asarray(faces)[:, 4:], axis=1))
         normals.append(np.where(on, f[:, 2], np.inf))
-        margins.append(np.where(on, float(contact.friction) * f[:, 2] - np.hypot(f[:, 0], f[:, 1]), np.inf))
+        margins.append(np.where(on, margin, np.inf))
         start += contact.rows
     margin, normal = np.min(margins), np.min(normals)
     return (float(margin), float(normal)) if np.isfinite(normal) else (float("nan"), float("nan"))
@@ -328,7 +337,8 @@ def validate(
     v = jnp.concatenate([plan.v[:1], vs])
     drift, error = _tracking(model, plan, ts, q)
     active = np.asarray(jax.vmap(schedule.active_at)(ts[:-1] + 0.5 * step))
-    margin, normal = _forces_margins(schedule, np.asarray(forces), active)
+    rotations = jax.vmap(lambda q: contact_frames(model, schedule, bodies, q)[1])(q[:-1])
+    margin, normal = _forces_margins(schedule, np.asarray(forces), active, np.asarray(rotations))
     plan_margin, plan_normal, stance, residual = _plan_figures(model, schedule, bodies, plan)
     return Validation(
         ts, q, v, forces, drift, error, margin, normal, float(speed), float(violation), plan_margin, plan_normal, stance, residual
@@ -418,8 +428,8 @@ def _plan_figures(model: Model, schedule: ContactSchedule, bodies, plan: Plan) -
     times = plan.ts + slack * (1.0 + jnp.abs(plan.ts))
     active = np.asarray(jax.vmap(schedule.active_at)(times))
     nan = float("nan")
-    margin, normal = (nan, nan) if plan.forces is None else _forces_margins(schedule, np.asarray(plan.forces), active)
-    positions = np.asarray(jax.vmap(lambda q: contact_frames(model, schedule, bodies, q)[0])(plan.q))
+    positions, rotations = (np.asarray(a) for a in jax.vmap(lambda q: contact_frames(model, schedule, bodies, q))(plan.q))
+    margin, normal = (nan, nan) if plan.forces is None else _forces_margins(schedule, np.asarray(plan.forces), active, rotations)
     # a stance lasts from the phase where the contact became active: the samples of one stance
     # share that phase (a swing between two samples ends the stance though no sample sees it)
     table = np.array(schedule.active, dtype=bool)
