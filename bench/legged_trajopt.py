@@ -151,10 +151,16 @@ def main(argv=None) -> dict:
         ]
     extras = {}
     if args.jump:
-        extras["the jump (0.2 m forward, 0.2 s in the air)"] = _extra(jump_problem(), args.repeats, dt=0.01)
+        extras["jump (0.2 m forward, 0.2 s in the air)"] = (
+            _extra(jump_problem(), args.repeats, dt=0.01),
+            "pyramids, constraints | 80 N m, constraints",
+        )
     if args.humanoid:
-        extras["Unitree G1 (nv 35, flat feet) shifting its weight 8 cm"] = _extra(weight_shift_problem(), args.repeats, dt=0.02)
-    for name, (_, _, _, validations) in extras.items():
+        extras["Unitree G1 (nv 35, flat feet) shifting its weight 8 cm"] = (
+            _extra(weight_shift_problem(), args.repeats, dt=0.02),
+            "wrench cones, constraints | the URDF's, constraints",
+        )
+    for name, ((_, _, _, validations), _) in extras.items():
         checks[f"kronjax, {name.split(' (')[0]}"] = validations
     croc = _crocoddyl(args.crocoddyl, args.repeats)
     print(f"ANYmal B trot, 0.15 m, 56 nodes of 10 ms, on {sys.platform}; python -m bench.legged_trajopt")
@@ -170,11 +176,11 @@ def main(argv=None) -> dict:
         f"({croc['t_solve_min_s']:.3f}-{croc['t_solve_max_s']:.3f}) | - | {croc['iterations']} | {croc['max_dynamics_gap_inf']:.1e} "
         "| cost | none |"
     )
-    for name, (result, first_call, times, _) in extras.items():
+    for name, ((result, first_call, times, _), limits) in extras.items():
         print(
             f"| kronjax, {name} | {np.median(times):.3f} s ({min(times):.3f}-{max(times):.3f}) | {first_call:.1f} s "
             f"({result.report.compile_time:.1f} s) | {result.report.iterations} ({result.report.status}) "
-            f"| {result.report.violation:.1e} | constraints | constraints |"
+            f"| {result.report.violation:.1e} | {limits} |"
         )
     print()
     print(

@@ -50,7 +50,8 @@ The transcription (a direct method, "differentiate the inverse dynamics"):
   touchdown) and reports how far it strays and where its forces leave the friction cone
   (:class:`Validation`); and :func:`optimize_on_contacts`, which plans along a schedule: direct
   multiple shooting on the contact dynamics (the base on SE(3), the forces Lagrange multipliers,
-  friction pyramids, effort and joint limits, the feet on or above the ground), solved by the
+  friction pyramids for point feet and contact wrench cones for flat ones, effort and joint
+  limits, the feet and soles on or above the ground), solved by the
   interior point with a Riccati step over the nodes (:class:`ContactCost`,
   :class:`ContactResult`, :class:`ContactReport`). The spline transcription above plans for robots
   whose joints are one-DoF and that touch nothing, and for closed chains.
@@ -67,8 +68,8 @@ Modules: ``_spline`` (B-splines), ``_costs``, ``_constraints``, ``_boundary`` (b
 problem in its variables and the Gauss-Newton model in ``_linearisation``), ``_augmented_lagrangian``,
 ``_optimize`` (:func:`optimize`), ``_closed_chain`` (a closed chain's samples), ``_contacts`` (:class:`Contact`, :class:`ContactSchedule`),
 ``_contact_dynamics`` (the dynamics on a schedule's contacts, masked, and their derivatives by
-the KKT route), ``_validate`` (:func:`validate`), ``_legged`` (:func:`optimize_on_contacts`: the
-multiple-shooting transcription) and ``_riccati`` (its solver: the interior point with a Riccati
+the KKT route), ``_validate`` (:func:`validate`), ``_legged`` (:func:`optimize_on_contacts`: its checks and compiled
+solve), ``_legged_transcription`` (its multiple-shooting transcription, :class:`ContactCost`) and ``_riccati`` (its solver: the interior point with a Riccati
 step).
 
 Entry points: :func:`optimize` (model, boundary conditions, cost -> :class:`Result` with the

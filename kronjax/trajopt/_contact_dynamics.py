@@ -64,7 +64,7 @@ def support_points(schedule: ContactSchedule, points: Array, rotations: Array) -
 
 def support_owner(schedule: ContactSchedule) -> np.ndarray:
     """``(K,)`` the contact of each of :func:`support_points`' rows."""
-    return np.repeat(np.arange(schedule.num_contacts), [contact.support.shape[0] for contact in schedule.contacts])
+    return np.repeat(np.arange(schedule.num_contacts), [1 if contact.kind == "point" else 4 for contact in schedule.contacts])
 
 
 def contact_residual(

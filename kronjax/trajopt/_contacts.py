@@ -103,6 +103,10 @@ class Contact(eqx.Module):
             raise ValueError(f"contact {name!r}: size must be finite lengths >= 0, got {np.asarray(size).tolist()}")
         if kind == "point" and _is_concrete(size) and np.any(np.asarray(size) != 0.0):
             raise ValueError(f"contact {name!r}: a point contact has no size (a flat foot is kind='6d')")
+        if _is_concrete(size) and np.any(np.asarray(size) > 0.0) and not np.all(np.asarray(size) > 0.0):
+            raise ValueError(
+                f"contact {name!r}: a sole's size needs a positive length and width, got {np.asarray(size).tolist()}"
+            )
         self.name, self.body, self.point, self.friction, self.kind, self.size = name, body, point, friction, kind, size
 
     @property
@@ -122,20 +126,31 @@ class Contact(eqx.Module):
         return self.point + jnp.concatenate([signs * half, jnp.zeros((4, 1), half.dtype)], axis=1)
 
     def cone(self, wrench: Float[Array, " rows"], rotation: Float[Array, "3 3"]) -> Float[Array, " faces"]:
-        """The faces of the contact's friction cone at ``wrench`` (its rows of the contact forces,
-        base-frame axes), each ``<= 0`` inside, in newtons.
+        """The faces of the contact's friction cone at ``wrench``, each ``<= 0`` inside, in newtons.
 
         A point contact: the four faces ``+-f_x +- f_y - mu f_z`` of the pyramid inscribed in the
-        cone ``|f_t| <= mu f_n`` (``rotation`` unused). A ``"6d"`` contact: the contact wrench
-        cone of its rectangular sole (Caron, Pham and Nakamura, RSS 2015, eqs. 15-18), the
-        wrenches that forces at the sole's corners inside pyramids ``|f_x|, |f_y| <= mu' f_z``
-        (``mu' = mu / sqrt 2``, inscribed in the cone) sum to: in the sole's frame (``rotation``,
-        the body's, ``(3, 3)``), with ``f`` the force and ``tau`` the moment about the centre, and
-        half-sizes ``X`` and ``Y``, the 16 faces ``|f_x|, |f_y| <= mu' f_z`` (4), ``|tau_x| <= Y
-        f_z``, ``|tau_y| <= X f_z`` (4, the centre of pressure on the sole; over ``Y`` and ``X``)
-        and ``tau_min <= tau_z <= tau_max`` (8, over ``X + Y``), where ``tau_min = -mu' (X + Y)
-        f_z + |Y f_x - mu' tau_x| + |X f_y - mu' tau_y|`` and ``tau_max = mu' (X + Y) f_z - |Y
-        f_x + mu' tau_x| - |X f_y + mu' tau_y|``."""
+        cone ``|f_t| <= mu f_n``. A ``"6d"`` contact (its ``size`` positive): the contact wrench
+        cone of its rectangular sole (Caron, Pham and Nakamura, "Stability of surface contacts for
+        humanoid robots: closed-form formulae of the contact wrench cone for rectangular support
+        areas", ICRA 2015), the wrenches that forces at the sole's corners inside pyramids ``|f_x|,
+        |f_y| <= mu' f_z`` (``mu' = mu / sqrt 2``, inscribed in the cone) sum to. In the sole's
+        frame, with ``f`` the force, ``tau`` the moment about the centre and half-sizes ``X`` and
+        ``Y``, its 16 faces are, in order: ``+-f_x - mu' f_z``, ``+-f_y - mu' f_z`` (friction);
+        ``+-tau_x / Y - f_z``, ``+-tau_y / X - f_z`` (the centre of pressure on the sole); then, per
+        sign pair ``(s_x, s_y)``, ``(tau_min - tau_z) / (X + Y)`` and ``(tau_z - tau_max) / (X +
+        Y)`` with ``tau_min = -mu' (X + Y) f_z + s_x (Y f_x - mu' tau_x) + s_y (X f_y - mu' tau_y)``
+        and ``tau_max = mu' (X + Y) f_z - s_x (Y f_x + mu' tau_x) - s_y (X f_y + mu' tau_y)`` (the
+        yaw moment).
+
+        Args:
+            wrench: ``(rows,)`` the contact's rows of the contact forces (base-frame axes): the
+                force (3), and for a ``"6d"`` contact the moment about its point (3).
+            rotation: ``(3, 3)`` the body's rotation in the base frame, the sole's frame (unused by
+                a point contact).
+
+        Returns:
+            ``(4,)`` (a point) or ``(16,)`` (a ``"6d"`` contact) the faces.
+        """
         mu = self.friction.astype(wrench.dtype)
         signs = [(1.0, 1.0), (1.0, -1.0), (-1.0, 1.0), (-1.0, -1.0)]
         if self.kind == "point":

@@ -114,7 +114,7 @@ def optimize_on_contacts(
     init: ContactResult | None = None,
 ) -> ContactResult:
     """Plan a motion of ``model`` on the contacts of ``schedule`` from ``(q0, v0)``: the direct
-    multiple shooting transcription of ``kronjax.trajopt._legged`` (contact forward dynamics at
+    multiple shooting transcription of ``kronjax.trajopt._legged_transcription`` (contact forward dynamics at
     nodes ``dt`` apart, friction pyramids and flat feet's wrench cones, effort and joint limits,
     contact points and soles on or above the ground), solved by the interior point with a Riccati step (``_riccati``).
 
@@ -130,8 +130,9 @@ def optimize_on_contacts(
         cost: the :class:`ContactCost` (default: stand in place).
         v0: ``(nv,)`` the initial velocity (default 0).
         dt: the nodes' spacing; the schedule's duration must be a whole number of ``dt``.
-        touchdown_tolerance: how far above the ground (metres) a contact point may be once it has
-            been active for a node.
+        touchdown_tolerance: how far from the ground, above or below (metres), a contact's
+            support points (its point, or a sole's corners) may be once it has been active for a
+            node.
         solver: the :class:`InteriorPoint` settings (``tol``, default ``1e-6`` here in float64 and
             ``1e-4`` in float32, as the KKT error of the scaled problem; ``violation_tol``; ``max_iterations``; ``barrier_init``;
             ``warm_barrier``); Gauss-Newton Hessians only. Default: ``InteriorPoint(violation_tol=1e-6,
@@ -206,7 +207,8 @@ def _problem(model: Model, schedule: ContactSchedule, q0, v0, cost: ContactCost,
     unsized = [contact.name for contact in schedule.contacts if contact.kind == "6d" and not np.all(np.asarray(contact.size) > 0)]
     if unsized:
         raise ValueError(
-            f"flat feet {unsized} need their sole's size for their wrench cone: Contact(..., kind='6d', size=(length, width))"
+            f"flat feet {unsized} need their sole's size, a positive length and width, for their wrench cone: "
+            "Contact(..., kind='6d', size=(length, width))"
         )
     q0 = model.check_q(jnp.asarray(q0), "q0")
     dtype = q0.dtype if jnp.issubdtype(q0.dtype, jnp.floating) else jnp.result_type(float)
@@ -233,6 +235,12 @@ def _problem(model: Model, schedule: ContactSchedule, q0, v0, cost: ContactCost,
             f"m at q0: the ground is flat, at their mean height, and a held contact stays within touchdown_tolerance = "
             f"{tolerance} m of it"
         )
+    # a sole's cone and corners take the body's +z for its normal: a level sole facing down
+    # passes the heights' check, and would need the ground to pull
+    rotations = contact_frames(model, schedule, bodies, q0)[1]
+    down = [c.name for k, c in enumerate(schedule.contacts) if c.kind == "6d" and first[k] and float(rotations[k, 2, 2]) <= 0]
+    if down:
+        raise ValueError(f"flat feet {down}: their body's z axis points down at q0; a sole's normal is its body's +z axis")
     stand = Plan(jnp.array([0.0, duration]), jnp.stack([q0, q0]), jnp.stack([v0, v0]), jnp.zeros((2, model.nv), dtype))
     check_independent_contacts(model, schedule, bodies, stand)
     limits, limited = _finite_limits(model)

@@ -77,8 +77,9 @@ class ContactCost(eqx.Module):
         torque: weight of the joint torques (per N m).
         force: weight of the contact forces (per robot weight).
         swing: weight of the swinging points' distance from the arch (per metre).
-        landing: weight of a contact point's velocity where it touches down (per m/s): the
-            velocity that its first node's contact force stops.
+        landing: weight of a contact's support points' velocities where it touches down (per
+            m/s; a point, or a sole's four corners): the velocity that its first node's contact
+            force stops.
 
     Example:
         Trot 15 cm forward with the feet 10 cm up in swing, the other weights their defaults:

@@ -28,6 +28,8 @@ from ._contact_dynamics import (
     impact,
     project_onto_contacts,
     row_mask,
+    support_owner,
+    support_points,
 )
 from ._contacts import ContactSchedule
 
@@ -87,8 +89,9 @@ class Validation(NamedTuple):
         joint_error: the largest tracking error of an actuated coordinate (rad or m).
         cone_margin: the smallest ``mu f_n - |f_t|`` of the simulated forces of active contacts
             (N; negative: the foot would slip), and of a flat foot with a ``size`` the faces of
-            its wrench cone's centre of pressure and yaw moment too (:meth:`Contact.cone`, in N; negative: the
-            sole would tip or twist); ``nan`` if no contact is ever active.
+            its wrench cone's centre of pressure and yaw moment too (:meth:`Contact.cone`, in N;
+            negative: the centre of pressure off the sole, or the yaw moment outside the
+            planner's conservative bounds); ``nan`` if no contact is ever active.
         normal_force: the smallest simulated normal force of an active contact (N; negative: the
             ground would have to pull); ``nan`` if none is active.
         touchdown_speed: the largest speed of a contact point just before it touches down in the
@@ -97,8 +100,9 @@ class Validation(NamedTuple):
             the projection puts it back (the integration's drift over one step, m or rad).
         plan_cone_margin, plan_normal_force: the same two figures of the plan's forces at its
             samples; ``nan`` without forces.
-        plan_stance_violation: the largest distance a contact point moves in the plan while its
-            contact is active, from where it touched down (m).
+        plan_stance_violation: the largest distance a contact's support point (its point, or a
+            sole's corner) moves in the plan while its contact is active, from where it touched
+            down (m).
         plan_dynamics_residual: the largest ``|M vd + h - tau - A^T forces|`` at the plan's
             samples (N or N m; the rows of the floating base hold the underactuation); ``nan``
             without ``vd`` or ``forces``.
@@ -438,12 +442,15 @@ def _plan_figures(model: Model, schedule: ContactSchedule, bodies, plan: Plan) -
         began[p] = np.where((p > 0) & table[p] & table[max(p - 1, 0)], began[max(p - 1, 0)], p)
     phases = np.asarray(jax.vmap(schedule.phase_at)(times))
     stance = 0.0
+    # a sole's corners, not only its centre: a held sole turning about its centre moves them
+    supports = np.asarray(jax.vmap(support_points, in_axes=(None, 0, 0))(schedule, positions, rotations))
+    owner = support_owner(schedule)
     for c in range(schedule.num_contacts):
         anchors = {}
         for k, p in enumerate(phases):
             if table[p, c]:
-                anchor = anchors.setdefault(began[p, c], positions[k, c])
-                stance = max(stance, float(np.linalg.norm(positions[k, c] - anchor)))
+                anchor = anchors.setdefault(began[p, c], supports[k, owner == c])
+                stance = max(stance, float(np.max(np.linalg.norm(supports[k, owner == c] - anchor, axis=1))))
     if plan.forces is None or plan.vd is None:
         return margin, normal, stance, nan
     return margin, normal, stance, float(_dynamics_residual(model, schedule, bodies, plan, jnp.asarray(active)))
