@@ -1,7 +1,8 @@
 """kronjax's legged trajectory optimisation against Crocoddyl's FDDP on the same trot of ANYmal B:
 ``python -m bench.legged_trajopt [--repeats 5] [--crocoddyl PYTHON] [--jump] [--humanoid]`` (also
 ``python -m bench.trajopt --legged``); ``--jump`` and ``--humanoid`` add kronjax's rows of ANYmal's
-jump and of the Unitree G1 shifting its weight on flat feet (:func:`weight_shift_problem`).
+jump and of the Unitree G1 on flat feet, shifting its weight (:func:`weight_shift_problem`) and
+taking a step (:func:`step_problem`).
 
 The gait of Crocoddyl's shipped example (``bench/crocoddyl_gaits.py``: ``createTrottingProblem``
 from standing, a first diagonal step of half the step length, 0.15 m): the same robot file, the
@@ -96,6 +97,20 @@ def weight_shift_problem():
     return model, schedule, q0, trajopt.ContactCost(displacement=(0.0, 0.08, 0.0))
 
 
+def step_problem():
+    """``(model, schedule, q0, cost, solver)`` of the Unitree G1 of :func:`weight_shift_problem`
+    taking a step with its left foot, the base 5 cm forward: 0.3 s on both feet, 0.4 s on the
+    right one (the left sole arching 5 cm up), 0.3 s on both; nodes of 20 ms. Its solver starts
+    the barrier at ``1e-3`` and allows 300 iterations: from the default ``1e-2`` it stalls (the
+    KKT error near ``1e-2`` after 150 iterations)."""
+    from kronjax import trajopt
+
+    model, shift, q0, _ = weight_shift_problem()
+    schedule = trajopt.ContactSchedule(shift.contacts, [(0.3, ("L", "R")), (0.4, ("R",)), (0.3, ("L", "R"))])
+    cost = trajopt.ContactCost(displacement=(0.05, 0.0, 0.0), clearance=0.05)
+    return model, schedule, q0, cost, trajopt.InteriorPoint(violation_tol=1e-6, max_iterations=300, barrier_init=1e-3)
+
+
 def _crocoddyl(python: str | None, repeats: int) -> dict:
     if python is None:
         lines = [json.loads(line) for line in RECORDED.read_text().splitlines() if line.strip().startswith("{")]
@@ -106,16 +121,19 @@ def _crocoddyl(python: str | None, repeats: int) -> dict:
     return dict(json.loads(out.stdout.strip().splitlines()[-1]), source="measured in this run")
 
 
-def _extra(problem, repeats: int, dt: float):
+def _extra(problem, repeats: int, dt: float, solver=None):
     """``(result, first call, solve times, validations without and with a PD term)`` of one of
-    kronjax's problems (``(model, schedule, q0, cost)``) planned at nodes ``dt`` apart."""
+    kronjax's problems (``(model, schedule, q0, cost)``) planned at nodes ``dt`` apart, by
+    ``solver`` (default: the planner's)."""
     from kronjax import trajopt
 
     model, schedule, q0, cost = problem
     start = time.perf_counter()
-    result = trajopt.optimize_on_contacts(model, schedule, q0, cost, dt=dt)
+    result = trajopt.optimize_on_contacts(model, schedule, q0, cost, dt=dt, solver=solver)
     first_call = time.perf_counter() - start
-    times = [trajopt.optimize_on_contacts(model, schedule, q0, cost, dt=dt).report.wall_time for _ in range(repeats)]
+    times = [
+        trajopt.optimize_on_contacts(model, schedule, q0, cost, dt=dt, solver=solver).report.wall_time for _ in range(repeats)
+    ]
     checks = [trajopt.validate(model, schedule, result.plan, kp=kp, kd=kd, hold=True) for kp, kd in ((0.0, 0.0), (50.0, 2.0))]
     return result, first_call, times, checks
 
@@ -158,6 +176,11 @@ def main(argv=None) -> dict:
     if args.humanoid:
         extras["Unitree G1 (nv 35, flat feet) shifting its weight 8 cm"] = (
             _extra(weight_shift_problem(), args.repeats, dt=0.02),
+            "wrench cones, constraints | the URDF's, constraints",
+        )
+        *step, solver = step_problem()
+        extras["Unitree G1 stepping 5 cm forward (barrier from 1e-3)"] = (
+            _extra(tuple(step), args.repeats, dt=0.02, solver=solver),
             "wrench cones, constraints | the URDF's, constraints",
         )
     for name, ((_, _, _, validations), _) in extras.items():

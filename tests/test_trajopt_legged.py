@@ -15,9 +15,9 @@ and an independent simulation:
   within 2 cm; other phase durations of the same total re-solve without compiling; a warm start
   from its own solution stops at once; in float32 the same gait converges (violation <= 1e-4)
   within 1 mm of the float64 plan's base path, and its float32 simulation stays within 2 cm;
-- the Unitree G1 shifting its weight on its two flat feet (slow tier): the plan converges, every
-  sole's wrench inside its contact wrench cone and its centre of pressure on the sole, and its
-  simulation with a PD term stays within 1 cm;
+- the Unitree G1 taking a step on its flat feet (slow tier): the plan converges, every sole's
+  wrench inside its contact wrench cone and its centre of pressure on the sole, the foot lands
+  ahead and flat, and its simulation with a PD term stays within 2 cm;
 - bad input gets clear errors before anything compiles.
 """
 
@@ -323,47 +323,56 @@ def test_anymal_trots_forward():
     assert validation.plan_dynamics_residual < 1e-3 * weight, validation.plan_dynamics_residual
 
 
-@pytest.mark.slow  # compiles the planner for the G1's 30 nodes (about a minute)
-def test_humanoid_shifts_its_weight_on_flat_feet():
-    """The Unitree G1 (nv = 35) shifting its weight 8 cm to the left on its two flat feet
-    (``"6d"`` contacts, ``bench.legged_trajopt.weight_shift_problem``): the plan converges
-    (violation <= 1e-6); every node's wrench of each sole is inside its contact wrench cone (the
-    cone's faces, themselves checked against a linear program in ``test_trajopt_contacts``) with
-    its margin stated, so that the centre of pressure stays on the sole; its nodes satisfy the
-    equations of motion written with the inverse dynamics; the soles stay where they are; the base
-    ends over the left foot's side, 8 cm across; the simulation of ``validate`` under the plan's
-    torques and a PD term stays within 1 cm."""
+@pytest.mark.slow  # compiles the planner for the G1's 50 nodes (about a minute and a half)
+def test_humanoid_takes_a_step_on_flat_feet():
+    """The Unitree G1 (nv = 35) on its two flat feet (``"6d"`` contacts,
+    ``bench.legged_trajopt.step_problem``) shifting its weight and taking a step with its left foot,
+    the base 5 cm forward: the plan converges (violation <= 1e-6); every node's wrench of each
+    active sole is inside its contact wrench cone (the cone's faces, themselves checked against a
+    linear program in ``test_trajopt_contacts``) with its margin stated, and its centre of pressure
+    on the sole (from the wrench, in the sole's frame); the swinging sole's wrench is 0; its
+    nodes satisfy the equations of motion written with the inverse dynamics; the soles' corners
+    stay where they touched down; the left foot lands ahead, flat, and the base ends 5 cm
+    forward; the simulation of ``validate`` under the plan's torques and a PD term stays within
+    2 cm (without feedback a humanoid on one foot falls)."""
     from zoo import zoo_files
 
     if "g1_description/urdf/g1_29dof_rev_1_0.urdf" not in zoo_files():
         pytest.skip("example-robot-data is not installed")
-    from bench.legged_trajopt import weight_shift_problem
+    from bench.legged_trajopt import step_problem
     from kronjax.trajopt._contact_dynamics import contact_frames
 
-    model, schedule, q0, cost = weight_shift_problem()
-    result = trajopt.optimize_on_contacts(model, schedule, q0, cost, dt=0.02)
+    model, schedule, q0, cost, solver = step_problem()
+    result = trajopt.optimize_on_contacts(model, schedule, q0, cost, dt=0.02, solver=solver)
     report, plan = result.report, result.plan
     assert report.converged and report.violation <= 1e-6, report
     weight = float(jnp.sum(model.inertials.mass)) * 9.81
     # the nodes' forces (the last node's are those of the last torques held, not planned)
-    rotations = jax.vmap(lambda q: contact_frames(model, schedule, schedule.bodies(model), q)[1])(plan.q[:-1])
-    wrenches = plan.forces[:-1].reshape(len(plan.ts) - 1, 2, 6)
+    frames = jax.vmap(lambda q: contact_frames(model, schedule, schedule.bodies(model), q))(plan.q)
+    rotations = np.asarray(frames[1][:-1])
+    wrenches = np.asarray(plan.forces[:-1]).reshape(len(plan.ts) - 1, 2, 6)
+    active = np.asarray(jax.vmap(schedule.active_at)(plan.ts[:-1] + 0.01))
+    assert not active[:, 0].all() and active[:, 1].all()  # the left foot swings
     faces = np.stack(
-        [np.asarray(jax.vmap(sole.cone)(wrenches[:, c], rotations[:, c])) for c, sole in enumerate(schedule.contacts)]
+        [np.asarray(jax.vmap(sole.cone)(wrenches[:, c], rotations[:, c])) for c, sole in enumerate(schedule.contacts)], axis=1
     )
-    assert faces.shape == (2, len(plan.ts) - 1, 16) and faces.max() <= 1e-6 * weight, faces.max()
-    # the centre of pressure of each sole, in the sole's frame, inside its 17 x 5 cm rectangle
-    local = np.einsum("kcji,kcj->kci", np.asarray(rotations), np.asarray(wrenches[..., 3:]))
-    force = np.einsum("kcji,kcj->kci", np.asarray(rotations), np.asarray(wrenches[..., :3]))
-    cop = np.stack([-local[..., 1], local[..., 0]], axis=-1) / force[..., 2:3]
-    assert np.all(np.abs(cop) <= np.array([0.085, 0.025]) * (1 + 1e-6)), np.abs(cop).max(axis=(0, 1))
+    assert faces.shape == (len(plan.ts) - 1, 2, 16) and faces[active].max() <= 1e-6 * weight, faces[active].max()
+    assert np.all(np.abs(wrenches[~active]) < 1e-9)
+    # the centre of pressure of each active sole, in the sole's frame, inside its 17 x 5 cm rectangle
+    moment = np.einsum("kcji,kcj->kci", rotations, wrenches[..., 3:])[active]
+    force = np.einsum("kcji,kcj->kci", rotations, wrenches[..., :3])[active]
+    cop = np.stack([-moment[:, 1], moment[:, 0]], axis=-1) / force[:, 2:3]
+    assert np.all(np.abs(cop) <= np.array([0.085, 0.025]) * (1 + 1e-6)), np.abs(cop).max(axis=0)
+    points = np.asarray(frames[0])
+    assert 0.01 < points[-1, 0, 0] - points[0, 0, 0] < 0.1 and abs(points[-1, 0, 2] - points[0, 0, 2]) < 2e-3, points[-1, 0]
+    np.testing.assert_allclose(np.asarray(frames[1][-1, 0, :, 2]), [0.0, 0.0, 1.0], atol=0.02)  # it lands flat
     base = plan.q[-1, :3] - plan.q[0, :3]
-    assert abs(float(base[1]) - 0.08) < 0.01 and abs(float(base[0])) < 0.01, base
+    assert abs(float(base[0]) - 0.05) < 0.01 and abs(float(base[1])) < 0.01, base
     validation = trajopt.validate(model, schedule, plan, kp=50.0, kd=2.0, hold=True)
     assert validation.plan_dynamics_residual < 1e-8, validation.plan_dynamics_residual
-    assert validation.plan_stance_violation < 1e-3, validation.plan_stance_violation
-    assert validation.base_drift < 0.01, validation.base_drift
+    assert validation.plan_stance_violation < 2e-3, validation.plan_stance_violation
+    assert validation.base_drift < 0.02, validation.base_drift
     print(
-        f"G1 weight shift: {report.iterations} iterations, wrench cone margin {-faces.max():.3g} N, "
+        f"G1 step: {report.iterations} iterations, wrench cone margin {-faces[active].max():.3g} N, "
         f"base drift {validation.base_drift:.3g} m, simulated cone margin {validation.cone_margin:.3g} N"
     )
