@@ -227,7 +227,8 @@ def _problem(model: Model, schedule: ContactSchedule, q0, v0, cost: ContactCost,
         raise ValueError(
             "the schedule's first phase has no active contact: the robot would start in the air (give it the stance it starts in)"
         )
-    heights = np.asarray(support_points(schedule, *contact_frames(model, schedule, bodies, q0))[:, 2])
+    points, rotations = contact_frames(model, schedule, bodies, q0)
+    heights = np.asarray(support_points(schedule, points, rotations)[:, 2])
     heights = heights[first[support_owner(schedule)]]
     if np.ptp(heights) > tolerance:
         raise ValueError(
@@ -237,7 +238,6 @@ def _problem(model: Model, schedule: ContactSchedule, q0, v0, cost: ContactCost,
         )
     # a sole's cone and corners take the body's +z for its normal: a level sole facing down
     # passes the heights' check, and would need the ground to pull
-    rotations = contact_frames(model, schedule, bodies, q0)[1]
     down = [c.name for k, c in enumerate(schedule.contacts) if c.kind == "6d" and first[k] and float(rotations[k, 2, 2]) <= 0]
     if down:
         raise ValueError(f"flat feet {down}: their body's z axis points down at q0; a sole's normal is its body's +z axis")
